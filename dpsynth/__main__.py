@@ -1,0 +1,3 @@
+from dpsynth.cli import main
+
+raise SystemExit(main())

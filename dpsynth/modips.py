@@ -1,0 +1,774 @@
+"""modips: model-based differentially private synthesis (Liu), with DP posterior sampling.
+
+Algorithm 1 (modips and its nested variant), modips.SBS (Section 3.3, Proposition 2) with
+communal / individualized sanitization (Definitions 5, 6), truncation and BIT bounding,
+SDD / SDD.MC / SPHC (Algorithms 2-4, Propositions 3-5) and model-free histogram synthesis
+(Section 3.5, Figure 5). Neighbouring datasets are "bounded DP" (substitution of one record,
+n public), which is what the sensitivities 1/n, (c1-c0)/n and (c1-c0)^2/n assume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.special import logsumexp
+
+from dpsynth.errors import InputError, require_bounds, require_finite_positive
+from dpsynth.primitives import (
+    BudgetLedger,
+    exponential_mechanism,
+    laplace_mechanism,
+    laplace_scale,
+    require_generator,
+)
+
+Bounding = Literal["bit", "truncation"]
+BOUNDINGS: tuple[str, ...] = ("bit", "truncation")
+SANITIZATIONS: tuple[str, ...] = ("communal", "individualized")
+DATA_TYPES: tuple[str, ...] = ("binary", "gaussian")
+
+# ----------------------------------------------------------------------------- validation
+
+
+def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
+    """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
+    arr = np.asarray(x, dtype=float).reshape(-1)
+    if arr.size == 0:
+        raise InputError(param, "data are empty")
+    if np.isnan(arr).any():
+        raise InputError(param, f"data contain {int(np.isnan(arr).sum())} NaN value(s)")
+    if not np.isfinite(arr).all():
+        raise InputError(param, "data contain infinite values")
+    if arr.size < min_n:
+        raise InputError(param, f"need at least {min_n} records (got {arr.size})")
+    return arr
+
+
+def require_m(m: Any, param: str = "m") -> int:
+    """Number of synthetic datasets: an integer >= 1."""
+    if isinstance(m, bool) or not float(m).is_integer() or int(m) < 1:
+        raise InputError(param, f"must be an integer >= 1 (got {m!r})")
+    return int(m)
+
+
+def _require_choice(param: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise InputError(param, f"must be one of {', '.join(choices)} (got {value!r})")
+    return value
+
+
+def allocation_weights(allocation: float | Sequence[float], r: int) -> np.ndarray:
+    """Budget shares w_1..w_r of individualized sanitization (Definition 6): each in (0,1), sum 1.
+
+    A scalar ``allocation`` with r = 2 means (w, 1 - w), w being the share of the first statistic.
+    """
+    w = np.atleast_1d(np.asarray(allocation, dtype=float))
+    if w.size == 1 and r == 2:
+        w = np.array([w[0], 1.0 - w[0]])
+    if w.size != r:
+        raise InputError("allocation", f"need {r} weights (got {w.size})")
+    if not np.all(np.isfinite(w)) or np.any(w <= 0) or np.any(w >= 1):
+        raise InputError("allocation", f"every weight must lie in (0, 1) (got {w.tolist()})")
+    if abs(w.sum() - 1.0) > 1e-9:
+        raise InputError("allocation", f"weights must sum to 1 (got {w.sum():.12g})")
+    return w
+
+
+# ----------------------------------------------------------------------------- sensitivities
+
+
+def sensitivity_proportion(n: int) -> float:
+    """GS of a sample proportion under substitution: 1/n (Liu, Section 5.1)."""
+    return 1.0 / n
+
+
+def sensitivity_mean(lower: float, upper: float, n: int) -> float:
+    """GS of the sample mean of data in [c0, c1]: (c1 - c0)/n (Liu, Section 5.1; Liu 2019b)."""
+    return (upper - lower) / n
+
+
+def sensitivity_variance(lower: float, upper: float, n: int) -> float:
+    """GS of the sample variance (divisor n-1) of data in [c0, c1]: (c1 - c0)^2/n (Liu, Sec 5.3)."""
+    return (upper - lower) ** 2 / n
+
+
+def variance_upper_bound(lower: float, upper: float, n: int) -> float:
+    """Largest sample variance (divisor n-1) of n values in [c0, c1]: n (c1-c0)^2 / (4(n-1))."""
+    return n * (upper - lower) ** 2 / (4.0 * (n - 1))
+
+
+# ----------------------------------------------------------------------------- bounding
+
+
+def truncated_laplace(
+    loc: np.ndarray | float,
+    scale: float,
+    lower: float,
+    upper: float,
+    rng: np.random.Generator,
+) -> np.ndarray | float:
+    """Draw Laplace(loc, scale) conditioned on [lower, upper] (draws out of bounds dropped).
+
+    Equivalent to rejection sampling: in-bound draws are kept, rejected ones are redrawn
+    exactly from the conditional law by inverse CDF (no loop).
+
+    ``loc`` scalar or array (each must lie in [lower, upper]); output has the shape of ``loc``.
+    """
+    mu = np.asarray(loc, dtype=float)
+    y = mu + rng.laplace(0.0, scale, size=mu.shape)
+    bad = (y < lower) | (y > upper)
+    if np.any(bad):  # rejected draws: redraw from the conditional law exactly, by inverse CDF
+        mb = np.broadcast_to(mu, y.shape)[bad]
+
+        def cdf(v: float) -> np.ndarray:
+            z = (v - mb) / scale
+            return np.where(
+                z < 0,
+                0.5 * np.exp(np.minimum(z, 0)),
+                1 - 0.5 * np.exp(-np.maximum(z, 0)),
+            )
+
+        lo_p, hi_p = cdf(lower), cdf(upper)
+        u = np.clip(lo_p + (hi_p - lo_p) * rng.random(mb.shape), 1e-300, 1 - 1e-16)
+        y = np.array(y, dtype=float)
+        y[bad] = np.where(u < 0.5, mb + scale * np.log(2 * u), mb - scale * np.log(2 * (1 - u)))
+    y = np.clip(y, lower, upper)
+    return float(y) if np.ndim(loc) == 0 else y
+
+
+def sanitize_bounded(
+    value: np.ndarray | float,
+    sensitivity: float,
+    epsilon: float,
+    lower: float,
+    upper: float,
+    bounding: Bounding,
+    rng: np.random.Generator,
+    strict_truncation: bool = True,
+) -> np.ndarray | float:
+    """Laplace-sanitize a statistic, then legitimize it to [lower, upper] (Liu, Sec 5.1; Liu 2019b).
+
+    BIT: out-of-bound releases are set to the nearest bound (post-processing, ε-DP).
+    Truncation: out-of-bound releases are thrown away and redrawn, i.e. a draw from the
+    Laplace law conditioned on the bounds. Its normalizing constant depends on the data, so a
+    truncated release at Laplace budget ε is only 2ε-DP; with ``strict_truncation`` (default)
+    the Laplace noise is drawn at ε/2 so that the release is ε-DP. ``False`` replicates the paper.
+    """
+    _require_choice("bounding", bounding, BOUNDINGS)
+    if bounding == "bit":
+        return np.clip(laplace_mechanism(value, sensitivity, epsilon, rng), lower, upper)
+    eps_noise = epsilon / 2.0 if strict_truncation else epsilon
+    return truncated_laplace(value, laplace_scale(sensitivity, eps_noise), lower, upper, rng)
+
+
+# ------------------------------------------------------------------------ posteriors and synthesis
+
+
+def posterior_binary(
+    p_star: float | np.ndarray, n: int, rng: np.random.Generator
+) -> float | np.ndarray:
+    """Draw p ~ Beta(n p* + 1, n (1 - p*) + 1): uniform prior, Bernoulli data (Sec 5.1)."""
+    p = np.asarray(p_star, dtype=float)
+    out = rng.beta(n * p + 1.0, n * (1.0 - p) + 1.0)
+    return float(out) if np.ndim(p_star) == 0 else out
+
+
+def posterior_gaussian_known_variance(
+    mean_star: float | np.ndarray, sigma: float, n: int, rng: np.random.Generator
+) -> float | np.ndarray:
+    """Draw μ ~ N(x̄*, σ²/n): flat prior on μ, known σ (Liu, Section 5.1)."""
+    m = np.asarray(mean_star, dtype=float)
+    out = m + sigma / np.sqrt(n) * rng.standard_normal(m.shape)
+    return float(out) if np.ndim(mean_star) == 0 else out
+
+
+def posterior_gaussian(
+    mean_star: float | np.ndarray,
+    var_star: float | np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[Any, Any]:
+    """Draw (μ, σ²): prior ∝ 1/σ²; σ² ~ (n-1) s*²/χ²_{n-1}, μ | σ² ~ N(x̄*, σ²/n) (Sec 5.3)."""
+    m = np.asarray(mean_star, dtype=float)
+    v = np.asarray(var_star, dtype=float)
+    shape = np.broadcast(m, v).shape
+    sigma2 = (n - 1) * v / rng.chisquare(n - 1, size=shape)
+    mu = m + np.sqrt(sigma2 / n) * rng.standard_normal(shape)
+    if shape == ():
+        return float(mu), float(sigma2)
+    return mu, sigma2
+
+
+def synthesize_binary(theta: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n synthetic Bernoulli(θ) records (int 0/1), shape (n,)."""
+    return (rng.random(n) < theta).astype(int)
+
+
+def synthesize_gaussian(
+    mu: float,
+    sigma: float,
+    n: int,
+    lower: float,
+    upper: float,
+    bounding: Bounding,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """n synthetic N(μ, σ²) records in [c0, c1]: BIT clips, truncation truncates."""
+    _require_choice("bounding", bounding, BOUNDINGS)
+    if sigma <= 0:
+        return np.full(n, float(np.clip(mu, lower, upper)))
+    if bounding == "bit":
+        return np.clip(rng.normal(mu, sigma, size=n), lower, upper)
+    a, b = (lower - mu) / sigma, (upper - mu) / sigma
+    out = stats.truncnorm.rvs(a, b, loc=mu, scale=sigma, size=n, random_state=rng)
+    return np.clip(out, lower, upper)
+
+
+# ----------------------------------------------------------------------------- modips.SBS
+
+
+@dataclass
+class SBSDraw:
+    """One sanitized posterior sample of modips.SBS.
+
+    ``theta``: model parameters drawn from f(θ | s*); ``sanitized``: the DP statistics s* (bounded);
+    ``spends``: (what, ε) pairs charged for this draw; ``epsilon``: their sum.
+    """
+
+    model: str
+    n: int
+    theta: dict[str, float]
+    sanitized: dict[str, float]
+    spends: list[tuple[str, float]]
+
+    @property
+    def epsilon(self) -> float:
+        return float(sum(e for _, e in self.spends))
+
+
+def sbs_binary(
+    x: Any,
+    epsilon: float,
+    rng: np.random.Generator,
+    bounding: Bounding = "bit",
+    strict_truncation: bool = True,
+) -> SBSDraw:
+    """modips.SBS, binary data, uniform prior: sanitize p̂ (GS 1/n) to [0,1], draw p ~ Beta (5.1)."""
+    arr = require_data(x)
+    if not np.isin(arr, (0.0, 1.0)).all():
+        raise InputError("x", "binary data must contain only 0 and 1")
+    eps = require_finite_positive("epsilon", epsilon)
+    require_generator(rng)
+    n = arr.size
+    p_star = float(
+        sanitize_bounded(
+            arr.mean(),
+            sensitivity_proportion(n),
+            eps,
+            0.0,
+            1.0,
+            bounding,
+            rng,
+            strict_truncation,
+        )
+    )
+    p = posterior_binary(p_star, n, rng)
+    return SBSDraw("binary", n, {"p": p}, {"proportion": p_star}, [("proportion", eps)])
+
+
+def _bounded_data(x: Any, bounds: tuple[float, float]) -> tuple[np.ndarray, float, float]:
+    lo, hi = require_bounds("bounds", *bounds)
+    return np.clip(require_data(x), lo, hi), lo, hi
+
+
+def sbs_gaussian_known_variance(
+    x: Any,
+    sigma: float,
+    bounds: tuple[float, float],
+    epsilon: float,
+    rng: np.random.Generator,
+    bounding: Bounding = "bit",
+    strict_truncation: bool = True,
+) -> SBSDraw:
+    """modips.SBS, Gaussian, known σ: sanitize x̄ (GS (c1-c0)/n), draw μ ~ N(x̄*, σ²/n) (Sec 5.1).
+
+    Data are first projected onto the public bounds [c0, c1] (needed for the sensitivity).
+    """
+    arr, lo, hi = _bounded_data(x, bounds)
+    sig = require_finite_positive("sigma", sigma)
+    eps = require_finite_positive("epsilon", epsilon)
+    require_generator(rng)
+    n = arr.size
+    m_star = float(
+        sanitize_bounded(
+            arr.mean(),
+            sensitivity_mean(lo, hi, n),
+            eps,
+            lo,
+            hi,
+            bounding,
+            rng,
+            strict_truncation,
+        )
+    )
+    mu = posterior_gaussian_known_variance(m_star, sig, n, rng)
+    return SBSDraw(
+        "gaussian_known_variance",
+        n,
+        {"mu": mu, "sigma": sig},
+        {"mean": m_star},
+        [("mean", eps)],
+    )
+
+
+def sbs_gaussian(
+    x: Any,
+    bounds: tuple[float, float],
+    epsilon: float,
+    rng: np.random.Generator,
+    bounding: Bounding = "bit",
+    sanitization: str = "individualized",
+    allocation: float | Sequence[float] = 0.5,
+    strict_truncation: bool = True,
+) -> SBSDraw:
+    """modips.SBS, Gaussian with unknown μ, σ²: sanitize (x̄, s²) then draw (μ, σ²) (Sec 3.4, 5.3).
+
+    Communal (Definition 5): both statistics get Laplace scale (Δ_x̄ + Δ_s²)/ε.
+    Individualized (Definition 6): statistic i gets Laplace scale Δ_i/(w_i ε), w = (w, 1-w).
+    x̄* is bounded to [c0, c1], s*² to [0, n(c1-c0)²/(4(n-1))]. Needs n >= 2.
+    """
+    arr, lo, hi = _bounded_data(x, bounds)
+    if arr.size < 2:
+        raise InputError(
+            "x", "need at least 2 records for the Gaussian model with unknown variance"
+        )
+    eps = require_finite_positive("epsilon", epsilon)
+    _require_choice("sanitization", sanitization, SANITIZATIONS)
+    require_generator(rng)
+    n = arr.size
+    d_mean, d_var = sensitivity_mean(lo, hi, n), sensitivity_variance(lo, hi, n)
+    stat = (arr.mean(), arr.var(ddof=1))
+    if sanitization == "communal":
+        # Definition 5: one Laplace mechanism on the 2-vector with its l1 GS.
+        d_all = d_mean + d_var
+        sens, eps_each = (d_all, d_all), (eps, eps)
+        spends = [("mean+variance (communal)", eps)]
+    else:
+        w = allocation_weights(allocation, 2)
+        sens, eps_each = (d_mean, d_var), (float(w[0] * eps), float(w[1] * eps))
+        spends = [("mean", eps_each[0]), ("variance", eps_each[1])]
+    m_star = float(
+        sanitize_bounded(stat[0], sens[0], eps_each[0], lo, hi, bounding, rng, strict_truncation)
+    )
+    v_star = float(
+        sanitize_bounded(
+            stat[1],
+            sens[1],
+            eps_each[1],
+            0.0,
+            variance_upper_bound(lo, hi, n),
+            bounding,
+            rng,
+            strict_truncation,
+        )
+    )
+    mu, sigma2 = posterior_gaussian(m_star, v_star, n, rng)
+    return SBSDraw(
+        "gaussian",
+        n,
+        {"mu": mu, "sigma": float(np.sqrt(sigma2))},
+        {"mean": m_star, "variance": v_star},
+        spends,
+    )
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+
+
+@dataclass
+class ModipsModel:
+    """A candidate Bayesian synthesis model for Algorithm 1.
+
+    ``posterior_sampler(x, epsilon, rng)`` returns one ε-DP posterior sample θ*;
+    ``synthesizer(theta, n, rng)`` returns n synthetic records; ``utility(x)`` (optional) scores
+    the model on x for the exponential-mechanism selection (e.g. negative DIC).
+    """
+
+    name: str
+    posterior_sampler: Callable[[np.ndarray, float, np.random.Generator], Any]
+    synthesizer: Callable[[Any, int, np.random.Generator], np.ndarray]
+    utility: Callable[[np.ndarray], float] | None = None
+
+
+@dataclass
+class ModipsResult:
+    """Output of Algorithm 1: m (x t when nested) synthetic datasets and the budget ledger.
+
+    ``datasets[k]`` has shape (n_synthetic,); ``set_ids[k] = (i, j)`` gives the posterior
+    sample i = 1..m and, for the nested variant, the synthesis j = 1..t.
+    """
+
+    model: str
+    datasets: list[np.ndarray]
+    set_ids: list[tuple[int, int]]
+    thetas: list[Any]
+    ledger: BudgetLedger
+    selection_index: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_frame(self, column: str, set_column: str = "synthetic_set") -> pd.DataFrame:
+        """Stack the datasets into one frame; ``set_column`` = 1..(m t) if there are several."""
+        frames = []
+        for k, d in enumerate(self.datasets, start=1):
+            f = pd.DataFrame({column: d})
+            if len(self.datasets) > 1:
+                f[set_column] = k
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True)
+
+
+def select_model(
+    models: Sequence[ModipsModel],
+    x: np.ndarray,
+    utility_sensitivity: float,
+    epsilon: float,
+    rng: np.random.Generator,
+) -> int:
+    """Algorithm 1, line 1: pick a model by the exponential mechanism on u(M | x), GS Δu."""
+    if any(m.utility is None for m in models):
+        raise InputError("models", "every candidate model needs a utility function for selection")
+    u = np.array([float(m.utility(x)) for m in models])  # type: ignore[misc]
+    return exponential_mechanism(u, utility_sensitivity, epsilon, rng)
+
+
+def modips(
+    x: Any,
+    models: ModipsModel | Sequence[ModipsModel],
+    m: int,
+    epsilon: float,
+    rng: np.random.Generator,
+    *,
+    epsilon_select: float = 0.0,
+    utility_sensitivity: float | None = None,
+    t: int = 1,
+    n_synthetic: int | None = None,
+    ledger: BudgetLedger | None = None,
+    data_label: str = "x",
+) -> ModipsResult:
+    """Algorithm 1 (modips): optional DP model selection (ε0), then m posterior samples at (ε-ε0)/m.
+
+    Nested variant (Figure 3): t > 1 synthetic datasets per posterior sample (no extra cost,
+    post-processing), m t datasets in all. Every spend goes to ``ledger`` (sequential composition).
+    """
+    arr = require_data(x)
+    m = require_m(m)
+    t = require_m(t, "t")
+    eps = require_finite_positive("epsilon", epsilon)
+    require_generator(rng)
+    cands = [models] if isinstance(models, ModipsModel) else list(models)
+    if not cands:
+        raise InputError("models", "need at least one candidate model")
+    led = ledger if ledger is not None else BudgetLedger(eps)
+    n_out = arr.size if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    sel: int | None = None
+    eps_synth = eps
+    if len(cands) > 1:
+        e0 = require_finite_positive("epsilon_select", epsilon_select)
+        if e0 >= eps:
+            raise InputError("epsilon_select", f"must be < epsilon ({e0} >= {eps})")
+        if utility_sensitivity is None:
+            raise InputError("utility_sensitivity", "needed to select among several models")
+        led.spend("model selection (exponential mechanism)", e0, data_label)
+        sel = select_model(cands, arr, utility_sensitivity, e0, rng)
+        eps_synth = eps - e0
+    model = cands[sel or 0]
+    eps_i = eps_synth / m
+    datasets: list[np.ndarray] = []
+    ids: list[tuple[int, int]] = []
+    thetas: list[Any] = []
+    for i in range(1, m + 1):
+        led.spend(f"posterior sample {i}/{m} ({model.name})", eps_i, data_label)
+        theta = model.posterior_sampler(arr, eps_i, rng)
+        thetas.append(theta)
+        for j in range(1, t + 1):
+            datasets.append(np.asarray(model.synthesizer(theta, n_out, rng)))
+            ids.append((i, j))
+    return ModipsResult(model.name, datasets, ids, thetas, led, sel)
+
+
+def sbs_model(
+    data_type: str,
+    *,
+    bounds: tuple[float, float] | None = None,
+    known_sd: float | None = None,
+    bounding: Bounding = "bit",
+    sanitization: str = "individualized",
+    allocation: float | Sequence[float] = 0.5,
+    strict_truncation: bool = True,
+) -> ModipsModel:
+    """The modips.SBS models of Section 5 as a :class:`ModipsModel` (sampler gives SBSDraw)."""
+    _require_choice("data_type", data_type, DATA_TYPES)
+    _require_choice("bounding", bounding, BOUNDINGS)
+    if data_type == "binary":
+        return ModipsModel(
+            "sbs_binary",
+            lambda x, e, r: sbs_binary(x, e, r, bounding, strict_truncation),
+            lambda th, n, r: synthesize_binary(th.theta["p"], n, r),
+        )
+    if bounds is None:
+        raise InputError("bounds", "public bounds [c0, c1] are required for Gaussian data")
+    lo, hi = require_bounds("bounds", *bounds)
+
+    def synth(th: SBSDraw, n: int, r: np.random.Generator) -> np.ndarray:
+        return synthesize_gaussian(th.theta["mu"], th.theta["sigma"], n, lo, hi, bounding, r)
+
+    if known_sd is not None:
+        sd = require_finite_positive("known_sd", known_sd)
+        return ModipsModel(
+            "sbs_gaussian_known_variance",
+            lambda x, e, r: sbs_gaussian_known_variance(
+                x, sd, (lo, hi), e, r, bounding, strict_truncation
+            ),
+            synth,
+        )
+    _require_choice("sanitization", sanitization, SANITIZATIONS)
+    if sanitization == "individualized":
+        allocation_weights(allocation, 2)
+    return ModipsModel(
+        "sbs_gaussian",
+        lambda x, e, r: sbs_gaussian(
+            x, (lo, hi), e, r, bounding, sanitization, allocation, strict_truncation
+        ),
+        synth,
+    )
+
+
+# ------------------------------------------------------------------------- discretized posteriors
+
+
+def make_edges(support: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
+    """Data-independent equal-width bin edges per dimension; support (p, 2), bins int or (p,)."""
+    sup = np.atleast_2d(np.asarray(support, dtype=float))
+    if sup.ndim != 2 or sup.shape[1] != 2:
+        raise InputError("support", "must have shape (p, 2): one (lower, upper) per parameter")
+    b = np.broadcast_to(np.asarray(bins), (sup.shape[0],))
+    edges = []
+    for (lo, hi), k in zip(sup, b, strict=True):
+        require_bounds("support", lo, hi)
+        if int(k) < 1:
+            raise InputError("bins", f"must be >= 1 (got {k})")
+        edges.append(np.linspace(lo, hi, int(k) + 1))
+    return edges
+
+
+def sturges_bins(n_draws: int) -> int:
+    """Sturges' rule B = ceil(log2 N) + 1 bins per dimension (Liu, Sec 3.3, after Proposition 5)."""
+    return int(np.ceil(np.log2(max(int(n_draws), 1)))) + 1
+
+
+def _bin_volumes(edges: list[np.ndarray]) -> np.ndarray:
+    vol = np.diff(edges[0])
+    for e in edges[1:]:
+        vol = np.multiply.outer(vol, np.diff(e))
+    return vol.reshape(-1)
+
+
+def _uniform_in_bin(edges: list[np.ndarray], flat: Any, rng: np.random.Generator) -> np.ndarray:
+    """Uniform draw(s) inside the bin(s) with flat index ``flat``: shape (p,) or (len(flat), p)."""
+    idx = np.unravel_index(np.asarray(flat), tuple(len(e) - 1 for e in edges))
+    cols = [rng.uniform(e[i], e[i + 1]) for e, i in zip(edges, idx, strict=True)]
+    return np.stack(cols, axis=-1)
+
+
+def sdd_sample(
+    log_density: Callable[[np.ndarray], np.ndarray],
+    support: Any,
+    bins: int | Sequence[int],
+    epsilon: float,
+    bound_a: float,
+    rng: np.random.Generator,
+    points_per_dim: int = 1,
+) -> np.ndarray:
+    """Algorithm 2 (SDD): exponential mechanism picks a bin of the discretized posterior; θ* in it.
+
+    ``log_density(theta)`` takes shape (k, p) and returns (k,) values of log f(θ | x) (may be
+    unnormalized, but |log f| must be bounded by A = ``bound_a`` for every x and θ in the support).
+    Utility u_i = log(f̄_i V_i), f̄_i the mean density over ``points_per_dim``^p evenly spread points
+    of bin i (1 = centre); Δu = 2A (Proposition 3). θ* is drawn uniformly within the chosen bin
+    (a data-independent step, so only the selection costs ε). Returns shape (p,).
+    """
+    eps = require_finite_positive("epsilon", epsilon)
+    a = require_finite_positive("bound_a", bound_a)
+    require_generator(rng)
+    edges = make_edges(support, bins)
+    k = require_m(points_per_dim, "points_per_dim")
+    # evaluation points: k evenly spread sub-cell midpoints per dimension of every bin
+    frac = (np.arange(k) + 0.5) / k
+    axes = [(e[:-1, None] + np.diff(e)[:, None] * frac[None, :]) for e in edges]  # (b_j, k)
+    p = len(edges)
+    grids = np.meshgrid(*[ax.reshape(-1) for ax in axes], indexing="ij")
+    pts = np.stack([g.reshape(-1) for g in grids], axis=1)
+    logf = np.asarray(log_density(pts), dtype=float).reshape(-1)
+    if logf.shape[0] != pts.shape[0]:
+        raise InputError("log_density", f"must return one value per point ({pts.shape[0]})")
+    if not np.all(np.isfinite(logf)) or np.any(np.abs(logf) > a):
+        raise InputError("bound_a", f"|log f(θ|x)| exceeds A = {a} on the support")
+    # regroup: points indexed by (bin_1, sub_1, ..., bin_p, sub_p)
+    shape = []
+    for e in edges:
+        shape += [len(e) - 1, k]
+    lf = logf.reshape(shape)
+    sub_axes = tuple(range(1, 2 * p, 2))
+    log_fbar = logsumexp(lf, axis=sub_axes) - p * np.log(k)
+    u = log_fbar.reshape(-1) + np.log(_bin_volumes(edges))
+    chosen = exponential_mechanism(u, 2.0 * a, eps, rng)
+    return _uniform_in_bin(edges, chosen, rng)
+
+
+def _draws_counts(draws: Any, edges: list[np.ndarray]) -> tuple[np.ndarray, int]:
+    d = np.asarray(draws, dtype=float)
+    if d.ndim == 1:
+        d = d[:, None]
+    if d.ndim != 2 or d.shape[1] != len(edges) or d.shape[0] == 0:
+        raise InputError("posterior_draws", f"must have shape (N, {len(edges)}) with N >= 1")
+    if not np.all(np.isfinite(d)):
+        raise InputError("posterior_draws", "must be finite")
+    lo = np.array([e[0] for e in edges])
+    hi = np.array([e[-1] for e in edges])
+    counts, _ = np.histogramdd(np.clip(d, lo, hi), bins=edges)
+    return counts.reshape(-1), d.shape[0]
+
+
+def sdd_mc_sample(
+    posterior_draws: Any,
+    support: Any,
+    bins: int | Sequence[int],
+    epsilon: float,
+    bound_a: float,
+    rng: np.random.Generator,
+    sensitivity_mode: Literal["l1", "per_bin"] = "l1",
+) -> np.ndarray:
+    """Algorithm 3 (SDD.MC): Laplace-sanitize the log bin proportions of an MC histogram, then θ*.
+
+    ``posterior_draws`` shape (N, p) from f(θ | x) (clipped to the support). log(n_i/N) is clamped
+    to [log V_i - A, log V_i + A] (the range the A-bound allows), Laplace noise added with GS 2A per
+    bin (Proposition 4; ``"per_bin"``) or 2A B for the whole B-vector (``"l1"``, default, the l1 GS
+    of the released vector); exp and normalize; pick a bin; θ* uniform in it. Returns shape (p,).
+    """
+    eps = require_finite_positive("epsilon", epsilon)
+    a = require_finite_positive("bound_a", bound_a)
+    require_generator(rng)
+    _require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
+    edges = make_edges(support, bins)
+    counts, n_draws = _draws_counts(posterior_draws, edges)
+    logv = np.log(_bin_volumes(edges))
+    with np.errstate(divide="ignore"):
+        logq = np.clip(np.log(counts / n_draws), logv - a, logv + a)
+    sens = 2.0 * a * (counts.size if sensitivity_mode == "l1" else 1)
+    noisy = laplace_mechanism(logq, sens, eps, rng)
+    prob = np.exp(noisy - noisy.max())
+    prob /= prob.sum()
+    return _uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
+
+
+def sphc_sample(
+    posterior_draws: Any,
+    support: Any,
+    bins: int | Sequence[int],
+    epsilon: float,
+    bound_g: float,
+    rng: np.random.Generator,
+    sensitivity_mode: Literal["l1", "per_bin"] = "l1",
+) -> np.ndarray:
+    """Algorithm 4 (SPHC): Laplace-sanitize posterior histogram counts; θ* from that histogram.
+
+    GS of count n_i is N V_i G with G = sup f(θ | x) (Proposition 5; ``"per_bin"``); ``"l1"``
+    (default) uses the l1 GS of the whole count vector, N min(2, G Σ V_i). Negative sanitized
+    counts are set to 0 (all zero: uniform over bins); θ* uniform within the drawn bin. Shape (p,).
+    """
+    eps = require_finite_positive("epsilon", epsilon)
+    g = require_finite_positive("bound_g", bound_g)
+    require_generator(rng)
+    _require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
+    edges = make_edges(support, bins)
+    counts, n_draws = _draws_counts(posterior_draws, edges)
+    vol = _bin_volumes(edges)
+    if sensitivity_mode == "per_bin":
+        noisy = counts + rng.laplace(0.0, n_draws * vol * g / eps)
+    else:
+        noisy = laplace_mechanism(counts, n_draws * min(2.0, g * vol.sum()), eps, rng)
+    w = np.maximum(noisy, 0.0)
+    prob = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+    return _uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
+
+
+# ----------------------------------------------------------------------------- model-free (Sec 3.5)
+
+
+@dataclass
+class HistogramSynthesis:
+    """Model-free synthesis: records (n_synthetic, p) and the sanitized counts (a DP output)."""
+
+    records: np.ndarray
+    sanitized_counts: np.ndarray
+    edges: list[np.ndarray]
+    sensitivity: float
+
+
+def histogram_synthesis(
+    x: Any,
+    support: Any,
+    bins: int | Sequence[int],
+    epsilon: float,
+    rng: np.random.Generator,
+    n_synthetic: int | None = None,
+    bootstrap: Literal["none", "data", "sanitized"] = "none",
+    max_multiplicity: int = 3,
+) -> HistogramSynthesis:
+    """Model-free dips from a Laplace-sanitized histogram (Liu, Section 3.5, Figure 5).
+
+    ``x`` shape (n,) or (n, p), clipped to the public ``support``. Count-vector GS is 2 under
+    substitution. ``bootstrap``: ``"none"`` is Figure 5(a); ``"data"`` is Figure 5(b): a bootstrap
+    resample of x is histogrammed and sanitized; one record then moves up to ``max_multiplicity``
+    counts, so multiplicities are capped there and GS = 2 max_multiplicity; ``"sanitized"`` draws
+    the bootstrap sample of size n from the sanitized histogram instead (post-processing, GS 2).
+    Records are drawn uniformly within bins chosen ∝ max(count*, 0).
+    """
+    arr = np.asarray(x, dtype=float)
+    arr = arr[:, None] if arr.ndim == 1 else arr
+    require_data(arr.reshape(-1))
+    eps = require_finite_positive("epsilon", epsilon)
+    require_generator(rng)
+    _require_choice("bootstrap", bootstrap, ("none", "data", "sanitized"))
+    edges = make_edges(support, bins)
+    if arr.shape[1] != len(edges):
+        raise InputError("support", f"need one (lower, upper) per column ({arr.shape[1]})")
+    n = arr.shape[0]
+    n_out = n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    lo = np.array([e[0] for e in edges])
+    hi = np.array([e[-1] for e in edges])
+    arr = np.clip(arr, lo, hi)
+    sens = 2.0
+    if bootstrap == "data":
+        cap = require_m(max_multiplicity, "max_multiplicity")
+        mult = np.minimum(rng.multinomial(n, np.full(n, 1.0 / n)), cap)
+        arr = np.repeat(arr, mult, axis=0)
+        sens = 2.0 * cap
+    counts, _ = np.histogramdd(arr, bins=edges)
+    noisy = laplace_mechanism(counts.reshape(-1), sens, eps, rng)
+
+    def probs(c: np.ndarray) -> np.ndarray:
+        w = np.maximum(c, 0.0)
+        return w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+
+    p = probs(noisy)
+    if bootstrap == "sanitized":
+        p = probs(rng.multinomial(n, p).astype(float))
+    chosen = rng.choice(p.size, size=n_out, p=p)
+    records = _uniform_in_bin(edges, chosen, rng)
+    return HistogramSynthesis(records, noisy, edges, sens)

@@ -1,0 +1,113 @@
+"""Record weights alpha in [0, 1]^n: LW, CW, SW, re-weighting, Weighted-e, downscaling.
+
+Pure functions of arrays (no Stan). Papers: Savitsky, Hu & Williams (vector-weighted,
+Algorithms 1-3) and Hu, Williams & Savitsky (censoring, Sections 2.2 and 4.4).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpsynth.errors import InputError
+
+
+def _check_tuning(c: float, g: float) -> None:
+    for name, v in (("c", c), ("g", g)):
+        if not np.isfinite(v):
+            raise InputError(name, f"must be finite (got {v})")
+
+
+def lw_weights(record_bounds: np.ndarray, c: float = 1.0, g: float = 0.0) -> np.ndarray:
+    """Lipschitz weights, Algorithm 1 steps 3-4 of the vector-weighted paper.
+
+    ``record_bounds`` (n,) holds f_i = max_s |f_theta_s(x_i)| from the unweighted
+    fit. f~_i = (f_i - min f) / (max f - min f) and alpha_i = c (1 - f~_i) + g,
+    clipped to [0, 1] as in the paper's appendix R script. Records with a
+    non-finite bound get alpha_i = 0 (censoring paper, Section 2.1). If all
+    bounds are equal, f~ = 0 (no record is riskier than another).
+    """
+    _check_tuning(c, g)
+    f = np.asarray(record_bounds, dtype=float)
+    finite = np.isfinite(f)
+    alpha = np.zeros_like(f)
+    if finite.any():
+        lo, hi = f[finite].min(), f[finite].max()
+        risk = (f[finite] - lo) / (hi - lo) if hi > lo else np.zeros(finite.sum())
+        alpha[finite] = c * (1.0 - risk) + g
+    return np.clip(alpha, 0.0, 1.0)
+
+
+def cw_risks(y: np.ndarray, radius: float) -> np.ndarray:
+    """Identification risks IR_i, Algorithm 2 steps 1-3 of the vector-weighted paper.
+
+    IR_i = #{j : |y_j - y_i| > r} / n: the share of records outside the ball of
+    radius r around record i (M_i is the whole database, |M_i| = n). For a 2-D
+    ``y`` (n, p) the ball is Euclidean.
+    """
+    if not (np.isfinite(radius) and radius >= 0):
+        raise InputError("radius", f"must be finite and >= 0 (got {radius})")
+    y = np.asarray(y, dtype=float)
+    n = y.shape[0]
+    if y.ndim == 1:
+        s = np.sort(y)
+        inside = np.searchsorted(s, y + radius, side="right") - np.searchsorted(
+            s, y - radius, side="left"
+        )
+    else:
+        d = np.sqrt(((y[:, None, :] - y[None, :, :]) ** 2).sum(-1))
+        inside = (d <= radius).sum(1)
+    return (n - inside) / n
+
+
+def cw_weights(y: np.ndarray, radius: float, c: float = 1.0, g: float = 0.0) -> np.ndarray:
+    """Count weights alpha_i = c (1 - IR_i) + g clipped to [0, 1] (Algorithm 2 step 4)."""
+    _check_tuning(c, g)
+    return np.clip(c * (1.0 - cw_risks(y, radius)) + g, 0.0, 1.0)
+
+
+def sw_weight(unweighted_lipschitz: float, target_lipschitz: float) -> float:
+    """Scalar weight alpha = Delta_target / Delta_x (the exponential mechanism, Section 3).
+
+    Capped at 1: a target above the unweighted bound needs no downweighting.
+    """
+    if not (np.isfinite(target_lipschitz) and target_lipschitz > 0):
+        raise InputError("target_lipschitz", f"must be > 0 and finite (got {target_lipschitz})")
+    return float(min(1.0, target_lipschitz / unweighted_lipschitz))
+
+
+def reweighted(alpha: np.ndarray, record_bounds: np.ndarray, k: float) -> np.ndarray:
+    """Re-weighting, Eq. (6): alpha^w_i = k alpha_i Delta / Delta_i, clipped to [0, 1].
+
+    ``record_bounds`` are the Delta_{alpha, x_i} of the alpha-weighted fit and
+    Delta their max. Records with Delta_i = 0 (alpha_i = 0) keep weight 0.
+    """
+    if not (0 < k <= 1):
+        raise InputError("k", f"must lie in (0, 1] (got {k})")
+    alpha = np.asarray(alpha, dtype=float)
+    b = np.asarray(record_bounds, dtype=float)
+    delta = b.max()
+    out = np.zeros_like(alpha)
+    pos = b > 0
+    out[pos] = k * alpha[pos] * delta / b[pos]
+    return np.clip(out, 0.0, 1.0)
+
+
+def weighted_e_weights(alpha: np.ndarray, record_bounds: np.ndarray, epsilon: float) -> np.ndarray:
+    """Weighted-e truncation (censoring paper, Section 2.2): alpha_i = 0 where Delta_i > eps/2.
+
+    ``record_bounds`` are the weighted record bounds max_s |alpha_i f_theta_s(x_i)|.
+    """
+    alpha = np.asarray(alpha, dtype=float).copy()
+    alpha[np.asarray(record_bounds) > epsilon / 2.0] = 0.0
+    return alpha
+
+
+def downscaled(alpha: np.ndarray, factor: float) -> np.ndarray:
+    """Downscale weights before censoring (censoring paper, Section 4.4): factor * alpha.
+
+    ``factor`` in (0, 1]; a smaller factor lowers the weighted Lipschitz bound
+    towards the target so that censoring is invoked for fewer records.
+    """
+    if not (0 < factor <= 1):
+        raise InputError("downscale", f"must lie in (0, 1] (got {factor})")
+    return np.asarray(alpha, dtype=float) * factor

@@ -1,0 +1,28 @@
+  // dpsynth shared functions: the weighting and censoring convention.
+  // Included inside every program's functions {} block with
+  //   #include dpsynth_functions.stan
+  // Censored pseudo likelihood of Hu, Williams & Savitsky, Eq. (3.5): each
+  // weighted log-likelihood contribution alpha_i * ll_i is clamped to [-M, M],
+  // M = epsilon / 2; with censor = 0 it is the pseudo likelihood of Eq. (2.3).
+
+  // Per-record (weighted, censored where asked) contributions.
+  vector dpsynth_contrib(vector ll, vector alpha, int censor, real M) {
+    if (censor == 1) {
+      return fmin(fmax(alpha .* ll, -M), M);
+    }
+    return alpha .* ll;
+  }
+
+  // Their sum: the log pseudo likelihood added to target.
+  real dpsynth_target(vector ll, vector alpha, int censor, real M) {
+    if (censor == 1) {
+      return sum(fmin(fmax(alpha .* ll, -M), M));
+    }
+    return dot_product(alpha, ll);
+  }
+
+  // Elementwise log(exp(a_i) + exp(b)) for a vector a and scalar b.
+  vector log_sum_exp_vec(vector a, real b) {
+    vector[rows(a)] m = fmax(a, b);
+    return m + log(exp(a - m) + exp(b - m));
+  }

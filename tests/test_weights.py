@@ -1,0 +1,62 @@
+"""Known-answer tests for LW, CW, SW, re-weighting, Weighted-e and downscaling weights."""
+
+import numpy as np
+import pytest
+
+from dpsynth import weights
+from dpsynth.errors import InputError
+
+
+def test_lw_weights_hand_computed():
+    # f = (1, 2, 3, 5): f~ = (0, .25, .5, 1); c = 1, g = 0 -> alpha = 1 - f~
+    f = np.array([1.0, 2.0, 3.0, 5.0])
+    assert np.allclose(weights.lw_weights(f), [1.0, 0.75, 0.5, 0.0])
+    # c = 0.8, g = 0.1 -> 0.8 (1 - f~) + 0.1
+    assert np.allclose(weights.lw_weights(f, c=0.8, g=0.1), [0.9, 0.7, 0.5, 0.1])
+
+
+def test_lw_weights_clip_and_nonfinite():
+    f = np.array([1.0, 3.0, np.inf])
+    # finite f~ = (0, 1); c = 2, g = 0.5 -> (2.5, 0.5) -> clipped (1, 0.5); inf -> 0
+    assert np.allclose(weights.lw_weights(f, c=2.0, g=0.5), [1.0, 0.5, 0.0])
+    assert np.allclose(weights.lw_weights(np.array([2.0, 2.0])), [1.0, 1.0])
+
+
+def test_cw_risks_and_weights_hand_computed():
+    y = np.array([0.0, 1.0, 2.0, 10.0])
+    # radius 1: record 0 has {0,1} inside -> 2 of 4 outside -> IR 0.5
+    # record 1: {0,1,2} inside -> IR 0.25; record 2: {1,2} -> 0.5; record 3: {10} -> 0.75
+    assert np.allclose(weights.cw_risks(y, 1.0), [0.5, 0.25, 0.5, 0.75])
+    assert np.allclose(weights.cw_weights(y, 1.0), [0.5, 0.75, 0.5, 0.25])
+    assert np.allclose(weights.cw_weights(y, 1.0, c=0.5, g=0.6), [0.85, 0.975, 0.85, 0.725])
+
+
+def test_cw_risks_two_dimensional_matches_one_dimensional():
+    y = np.array([0.0, 1.0, 2.0, 10.0])
+    two_d = np.column_stack([y, np.zeros(4)])
+    assert np.allclose(weights.cw_risks(two_d, 1.0), weights.cw_risks(y, 1.0))
+
+
+def test_sw_weight():
+    assert weights.sw_weight(10.0, 2.5) == pytest.approx(0.25)
+    assert weights.sw_weight(2.0, 5.0) == 1.0
+
+
+def test_reweighted_equation_6():
+    alpha = np.array([1.0, 0.5, 0.2, 0.0])
+    bounds = np.array([4.0, 2.0, 1.0, 0.0])  # Delta = 4
+    # k alpha Delta / Delta_i with k = .9: (.9, .9, .72, 0)
+    assert np.allclose(weights.reweighted(alpha, bounds, 0.9), [0.9, 0.9, 0.72, 0.0])
+    # clipped to 1
+    assert weights.reweighted(np.array([1.0, 0.9]), np.array([4.0, 1.0]), 0.9).max() == 1.0
+    with pytest.raises(InputError, match="^k:"):
+        weights.reweighted(alpha, bounds, 1.5)
+
+
+def test_weighted_e_and_downscale():
+    alpha = np.array([1.0, 0.8, 0.5])
+    bounds = np.array([1.0, 2.6, 2.4])
+    assert np.allclose(weights.weighted_e_weights(alpha, bounds, 5.0), [1.0, 0.0, 0.5])
+    assert np.allclose(weights.downscaled(alpha, 0.5), [0.5, 0.4, 0.25])
+    with pytest.raises(InputError, match="^downscale:"):
+        weights.downscaled(alpha, 0.0)
