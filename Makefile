@@ -1,11 +1,18 @@
-# dpsynth: `make book` (the main job) and `make test` each set themselves up from nothing.
+# dpsynth: `make book` (the main job) and `make test` each set themselves up from nothing:
+# a virtual environment from requirements.txt, the Stan programs compiled (PyStan caches
+# them in ~/.cache/httpstan), and for the browser check Debian's chromium.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+PROFILE ?= paper
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+EXECUTED := $(patsubst notebooks/%.ipynb,book/executed/%.ipynb,$(NOTEBOOKS))
+LIBRARY := $(wildcard dpsynth/*.py) $(wildcard stan/*.stan)
+PROFILE_STAMP := book/executed/.profile-$(PROFILE)
 
-.PHONY: venv test lint pytest book clean
+.PHONY: venv compile test lint pytest nbval book book-html book-check browser clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,13 +24,55 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# Compile the shipped Stan programs once, two at a time (no two processes build the same one).
+compile: venv
+	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()"
+
 lint: venv
 	$(BIN)/ruff check dpsynth tests benchmarks data
 
-pytest: venv
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+pytest: compile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider tests
 
-test: lint pytest
+# nbval re-executes every notebook under its committed `ci` profile and compares the
+# cells marked NBVAL_CHECK_OUTPUT with their committed outputs.
+nbval: compile
+	cd notebooks && ../$(BIN)/python -m pytest -q --nbval-lax -p no:cacheprovider .
+
+# ---- the book --------------------------------------------------------------------
+# Each notebook is executed by papermill with `-p profile $(PROFILE)` into book/executed/;
+# it reruns only when the notebook, the library or the profile changed. Monte Carlo
+# replicates are cached on disk by dpsynth.runner, so a rerun recomputes only what changed.
+$(PROFILE_STAMP): | venv
+	mkdir -p book/executed
+	rm -f book/executed/.profile-*
+	touch $@
+
+book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) $(PROFILE_STAMP) | compile
+	@echo "[make] executing $< with profile $(PROFILE)" >&2
+	@start=$$(date +%s); \
+	$(BIN)/papermill $< $@.part -p profile $(PROFILE) --cwd notebooks -k python3 --log-level ERROR \
+	  --progress-bar && mv $@.part $@ && \
+	echo "[make] $* took $$(( $$(date +%s) - start )) s" | tee -a book/executed/timings.log >&2
+
+book-html: $(EXECUTED)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+
+book: book-html
+
+# Debian's chromium for the headless-browser check of the built HTML.
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+book-check: browser
+	$(BIN)/python tests/check_book.py _build/html
+
+# The test command: lint, unit and Stan tests, nbval, the book under the ci profile,
+# and the built HTML opened in headless chromium.
+test: lint pytest nbval
+	$(MAKE) book-html PROFILE=ci
+	$(MAKE) book-check
 
 clean:
 	rm -rf _build book/executed .pytest_cache

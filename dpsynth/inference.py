@@ -8,9 +8,11 @@ Rules (``rule=``):
 - ``"thm7"``  (Liu, Theorem 7; = Reiter 2003): T = w̄ + b/m, t with ν = (m-1)(1 + m w̄/b)².
 - ``"rubin"`` (Rubin 1987, multiple imputation): T = w̄ + (1 + 1/m) b,
   t with ν = (m-1)(1 + w̄/((1 + 1/m) b))².
-- ``"raghunathan"`` (Raghunathan, Reiter and Rubin 2003, full synthesis): T = (1 + 1/m) b - w̄,
-  t with ν = (m-1)(1 - m w̄/((m + 1) b))²; when T <= 0 the usual fallback T = w̄ (Reiter 2002, with
-  synthetic sample size = n) with a normal reference.
+- ``"raghunathan"`` (Raghunathan, Reiter and Rubin 2003, full synthesis): T = (1 + 1/m) b - w̄
+  with a standard normal reference, as Liu's Section 5.2 states (the original paper proposes a t
+  with ν = (m-1)(1 - m w̄/((m + 1) b))²). When T <= 0 (no valid interval) we fall back to
+  T = w̄ (Reiter 2002's adjustment with synthetic size = n) and set ``fallback``; Liu's Table 1 is
+  reproduced when such repetitions are left out of the coverage (see ``modips_studies``).
 - ``"raab"`` (Raab, Nowok and Dibben 2017, "proper" full synthesis): T = (1 + 2/m) w̄, normal
   reference.
 - ``"single"`` (one synthetic set analysed as if it were the original): T = v_1, normal reference.
@@ -33,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special, stats
 
 from dpsynth.errors import InputError
 
@@ -46,6 +48,7 @@ class CombinedEstimate:
     """Combined inference from m synthetic datasets (scalar estimand).
 
     ``df`` is ``inf`` for a normal reference. ``within`` = w̄, ``between`` = b (nan when m = 1).
+    ``fallback`` is True when Raghunathan's T was <= 0 and T = w̄ was used instead.
     """
 
     rule: str
@@ -58,6 +61,7 @@ class CombinedEstimate:
     level: float
     within: float
     between: float
+    fallback: bool = False
 
     @property
     def se(self) -> float:
@@ -93,7 +97,7 @@ def _quantile(df: np.ndarray, level: float) -> np.ndarray:
     finite = np.isfinite(df) & (df > 0)
     z = np.full(df.shape, stats.norm.ppf(p))
     if finite.any():
-        z[finite] = stats.t.ppf(p, df[finite])
+        z[finite] = special.stdtrit(df[finite], p)
     return z
 
 
@@ -105,7 +109,7 @@ def combine_arrays(
 ) -> dict[str, np.ndarray]:
     """Vectorized combination rule over leading axes: inputs shape (..., m); outputs shape (...).
 
-    Returns arrays ``estimate, variance, df, lower, upper, within, between``. No validation of
+    Returns arrays ``estimate, variance, df, lower, upper, within, between, fallback``. No check of
     values beyond shapes (used in simulations); see :func:`combine` for the checked scalar API.
     """
     _require_rule(rule)
@@ -118,14 +122,30 @@ def combine_arrays(
             f"must have the same shape as estimates ({q.shape} vs {u.shape})",
         )
     m = q.shape[-1]
+    qbar = q.mean(axis=-1)
+    wbar = u.mean(axis=-1)
+    b = q.var(axis=-1, ddof=1) if m >= 2 else np.full(qbar.shape, np.nan)
+    return combine_moments(qbar, wbar, b, m, rule, level)
+
+
+def combine_moments(
+    qbar: np.ndarray,
+    wbar: np.ndarray,
+    b: np.ndarray,
+    m: int,
+    rule: str = "thm7",
+    level: float = 0.95,
+) -> dict[str, np.ndarray]:
+    """The rules from the summaries q̄, w̄, b (any common shape) of m sets; see :func:`combine_arrays`."""
+    _require_rule(rule)
+    level = _require_level(level)
+    qbar, wbar, b = (np.asarray(a, dtype=float) for a in (qbar, wbar, b))
     if rule == "single" and m != 1:
         raise InputError("rule", f"'single' combines exactly one synthetic set (got m = {m})")
     if rule in ("thm7", "rubin", "raghunathan") and m < 2:
         raise InputError("estimates", f"rule {rule!r} needs m >= 2 synthetic sets (got {m})")
-    qbar = q.mean(axis=-1)
-    wbar = u.mean(axis=-1)
-    b = q.var(axis=-1, ddof=1) if m >= 2 else np.full(qbar.shape, np.nan)
     inf = np.full(qbar.shape, np.inf)
+    fallback = np.zeros(qbar.shape, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         if rule == "thm7":
             total = wbar + b / m
@@ -138,7 +158,8 @@ def combine_arrays(
             tf = (1 + 1 / m) * b - wbar
             ok = tf > 0
             total = np.where(ok, tf, wbar)
-            df = np.where(ok, (m - 1) * (1 - m * wbar / ((m + 1) * b)) ** 2, inf)
+            fallback = ~ok
+            df = inf
         elif rule == "raab":
             total = (1 + 2 / m) * wbar
             df = inf
@@ -154,6 +175,7 @@ def combine_arrays(
         "upper": qbar + half,
         "within": wbar,
         "between": b,
+        "fallback": fallback,
     }
 
 
@@ -179,6 +201,7 @@ def combine(
         rule=rule,
         m=int(q.size),
         level=float(level),
+        fallback=bool(r.pop("fallback")),
         **{k: float(v) for k, v in r.items()},
     )
 

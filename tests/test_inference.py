@@ -48,12 +48,13 @@ def test_rubin_hand_worked():
 
 
 def test_raghunathan_hand_worked_and_fallback():
+    # Liu, Section 5.2: T = (1 + 1/m) b - w̄ with a standard normal reference.
     r = combine(Q, V, "raghunathan")
-    assert r.variance == pytest.approx(4 / 3 - 0.5)  # (1 + 1/m) b - w̄
-    assert r.df == pytest.approx(2 * (1 - 3 * 0.5 / (4 * 1)) ** 2)  # = 0.78125
-    # b = 0.005, (1 + 1/2) b - w̄ < 0  ->  T = w̄ with a normal reference
+    assert r.variance == pytest.approx(4 / 3 - 0.5) and math.isinf(r.df) and not r.fallback
+    assert r.upper - r.estimate == pytest.approx(1.959964 * math.sqrt(5 / 6), rel=1e-6)
+    # b = 0.005, (1 + 1/2) b - w̄ < 0  ->  T = w̄ (normal), flagged as a fallback
     f = combine([1.0, 1.1], [1.0, 1.0], "raghunathan")
-    assert f.variance == pytest.approx(1.0) and math.isinf(f.df)
+    assert f.variance == pytest.approx(1.0) and math.isinf(f.df) and f.fallback
     assert f.upper - f.estimate == pytest.approx(1.959964, rel=1e-6)
 
 

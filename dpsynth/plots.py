@@ -1,0 +1,175 @@
+"""The figures the notebooks show (matplotlib only; the library never imports this).
+
+Each function takes a tidy ``pandas.DataFrame`` (one row per replicate x setting)
+or arrays, draws on a new figure and returns it, so a notebook cell is one call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+PALETTE = {
+    "Data": "#4d4d4d",
+    "Unweighted": "#8c8c8c",
+    "Weighted": "#1b9e77",
+    "LW": "#1b9e77",
+    "LW_final": "#66c2a5",
+    "CW": "#d95f02",
+    "CW_final": "#fc8d62",
+    "SW": "#7570b3",
+    "Weighted-e": "#e7298a",
+    "Censor_w": "#66a61e",
+    "Censor_uw": "#e6ab02",
+    "PH": "#a6761d",
+}
+
+
+def _color(name: str, i: int) -> str:
+    return PALETTE.get(
+        name.split(" ")[0], plt.rcParams["axes.prop_cycle"].by_key()["color"][i % 10]
+    )
+
+
+def violins(
+    frame: pd.DataFrame,
+    value: str,
+    group: str,
+    *,
+    panel: str | None = None,
+    order: Sequence[str] | None = None,
+    hline: float | dict | None = None,
+    ylabel: str | None = None,
+    title: str | None = None,
+    panel_fmt: str = "{}",
+) -> Figure:
+    """Violin plot of ``value`` by ``group``, one panel per value of ``panel``.
+
+    ``hline`` draws a dashed reference line (one value, or a dict per panel),
+    e.g. the target eps/2 or the generating distribution's quantile.
+    """
+    panels = [None] if panel is None else list(dict.fromkeys(frame[panel]))
+    groups = list(order) if order is not None else list(dict.fromkeys(frame[group]))
+    fig, axes = plt.subplots(
+        1,
+        len(panels),
+        figsize=(max(4.5, 1.1 * len(groups)) * len(panels), 3.6),
+        squeeze=False,
+        sharey=True,
+    )
+    for ax, p in zip(axes[0], panels, strict=True):
+        sub = frame if p is None else frame[frame[panel] == p]
+        present = [g for g in groups if (sub[group] == g).any()]
+        data = [sub.loc[sub[group] == g, value].dropna().to_numpy(dtype=float) for g in present]
+        keep = [i for i, d in enumerate(data) if d.size]
+        if keep:
+            parts = ax.violinplot([data[i] for i in keep], positions=keep, showmedians=True)
+            for body, i in zip(parts["bodies"], keep, strict=True):
+                body.set_facecolor(_color(present[i], i))
+                body.set_alpha(0.7)
+            for i in keep:
+                if data[i].size == 1 or np.ptp(data[i]) == 0:
+                    ax.plot([i], [data[i][0]], "o", color=_color(present[i], i))
+        ax.set_xticks(range(len(present)), present, rotation=30, ha="right")
+        ref = hline.get(p) if isinstance(hline, dict) else hline
+        if ref is not None:
+            ax.axhline(ref, ls="--", color="k", lw=1)
+        if p is not None:
+            ax.set_title(panel_fmt.format(p))
+    axes[0][0].set_ylabel(ylabel or value)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def lipschitz_vs_weights(
+    panels: dict[str, tuple[np.ndarray, np.ndarray]], *, title: str | None = None
+) -> Figure:
+    """Scatter of record-level Lipschitz bounds (y) against weights (x), one panel per synthesizer.
+
+    ``panels[name] = (alpha, record_bounds)``; the dashed line marks the database
+    bound Delta = max_i Delta_i (vector-weighted paper, Figures 4, 5, 8, 9).
+    """
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for i, (ax, (name, (alpha, bounds))) in enumerate(zip(axes[0], panels.items(), strict=True)):
+        ax.scatter(alpha, bounds, s=6, alpha=0.5, color=_color(name, i))
+        ax.axhline(np.max(bounds), ls="--", color="red", lw=1)
+        ax.set_xlabel("weight $\\alpha_i$")
+        ax.set_title(name)
+    axes[0][0].set_ylabel("record Lipschitz bound $\\Delta_{\\alpha,x_i}$")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def densities(
+    samples: dict[str, np.ndarray],
+    *,
+    xlabel: str = "",
+    bins: int = 60,
+    range_: tuple[float, float] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Overlaid density (normalized histogram outlines) of confidential and synthetic data."""
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    all_values = np.concatenate([np.asarray(v, float).ravel() for v in samples.values()])
+    lo, hi = range_ or (np.quantile(all_values, 0.001), np.quantile(all_values, 0.999))
+    edges = np.linspace(lo, hi, bins + 1)
+    for i, (name, values) in enumerate(samples.items()):
+        ax.hist(
+            np.asarray(values, float).ravel(),
+            bins=edges,
+            density=True,
+            histtype="step",
+            lw=2.2 if name == "Data" else 1.4,
+            color=_color(name, i),
+            label=name,
+        )
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("density")
+    ax.legend(frameon=False, fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.tight_layout()
+    return fig
+
+
+def lines(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    group: str,
+    *,
+    panel: str | None = None,
+    hline: float | None = None,
+    logx: bool = False,
+    ylabel: str | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Line plot of ``y`` against ``x`` for each ``group`` (e.g. coverage against m)."""
+    panels = [None] if panel is None else list(dict.fromkeys(frame[panel]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, p in zip(axes[0], panels, strict=True):
+        sub = frame if p is None else frame[frame[panel] == p]
+        for i, (name, g) in enumerate(sub.groupby(group, sort=False)):
+            g = g.sort_values(x)
+            ax.plot(g[x], g[y], marker="o", ms=3, label=str(name), color=_color(str(name), i))
+        if hline is not None:
+            ax.axhline(hline, ls="--", color="k", lw=1)
+        if logx:
+            ax.set_xscale("log")
+        ax.set_xlabel(x)
+        if p is not None:
+            ax.set_title(f"{panel} = {p}")
+    axes[0][0].set_ylabel(ylabel or y)
+    axes[0][-1].legend(frameon=False, fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig

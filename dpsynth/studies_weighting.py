@@ -1,0 +1,563 @@
+"""Studies of the vector-weighted paper (Savitsky, Hu & Williams): Sections 3, 4, 5, appendix 6.
+
+Each study draws (or loads) a confidential count database, runs the synthesizers on one
+:class:`~dpsynth.mechanisms.Synthesizer` (so the unweighted fit is shared), and returns a
+:class:`WeightingStudy` of tidy frames for the notebooks ``03``-``05``; appendix 6 runs
+:func:`contraction_replicate` over R databases with :func:`dpsynth.runner.run_replicates`.
+
+Choices where the paper is silent (also in each function's docstring):
+
+* LW weights use c = 1, g = 0 (Algorithm 1 step 4 without scaling or shift).
+* SW's target bound is LW's bound: alpha = Delta_LW / Delta_unweighted (Section 3).
+* CW (c = 1, g = 0) has its radius r matched to LW's bound: r is solved on a free
+  prediction Delta(r) ~ max_i alpha_i(r) f_i (f_i the unweighted record bounds, monotone
+  in r), the prediction is corrected by the ratio actual / predicted after each fit, and
+  at most ``cw_fits`` fits are spent; the fit closest to Delta_LW is kept
+  (:func:`match_cw_radius`).
+* Re-weighting (Sections 4, 5) starts at the paper's k = 0.95 and lets the library search k
+  until the re-weighted bound is within 1% of the original. In appendix 6 (R databases) the
+  re-weighted LW uses the paper's fixed k = 0.95 with one refit: the search can spend six
+  refits per database, which at R = 100 and n = 1000 is hours on two cores.
+* Utility: m synthetic datasets from m distinct draws per synthesizer; "Data" is the
+  non-parametric bootstrap (``n_boot`` resamples) of the confidential sample. The appendix
+  Table 1 "95% confidence intervals" are the 2.5% and 97.5% quantiles of a statistic over
+  these m synthetic sets (synthesizers) or bootstrap resamples (Data).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth import simulate, weights
+from dpsynth.errors import InputError
+from dpsynth.mechanisms import Result, Sampler, Synthesizer
+from dpsynth.runner import run_replicates
+from dpsynth.utility import interval_summary, summary_statistics
+
+__all__ = [
+    "GENERATORS",
+    "PAPER",
+    "PROFILES",
+    "STATISTICS",
+    "WeightingStudy",
+    "appendix_table1",
+    "bootstrap_statistics",
+    "compare_synthesizers",
+    "contraction_replicate",
+    "contraction_summary",
+    "local_to_global",
+    "match_cw_radius",
+    "max_rhat",
+    "predicted_cw_lipschitz",
+    "sampler_of",
+    "section3",
+    "section4_reweighting",
+    "section5_salary",
+    "settings",
+]
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # Small: each notebook runs in about a minute and a half on 2 cores with warm Stan caches.
+    "ci": {
+        "n": 200,
+        "R": 2,
+        "m": 10,
+        "n_boot": 1000,
+        "chains": 4,
+        "iter_warmup": 300,
+        "iter_sampling": 300,
+        "seed": 2024,
+        "n_jobs": 1,
+        "c": 1.0,
+        "g": 0.0,
+        "k": 0.95,
+        "cw_fits": 2,
+        "reweight_local": True,
+        "salary_unit": 1000,
+        "max_rhat": 1.05,
+    },
+    # As published: n = 1000, R = 100, 4 chains x 1000 warmup x 1000 draws.
+    "paper": {
+        "n": 1000,
+        "R": 100,
+        "m": 100,
+        "n_boot": 1000,
+        "chains": 4,
+        "iter_warmup": 1000,
+        "iter_sampling": 1000,
+        "seed": 2024,
+        "n_jobs": 1,
+        "c": 1.0,
+        "g": 0.0,
+        "k": 0.95,
+        "cw_fits": 3,
+        "reweight_local": True,
+        "salary_unit": 1000,
+        "max_rhat": 1.05,
+    },
+}
+"""Named settings. ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
+radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count
+of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert."""
+
+_INT_KEYS = ("n", "R", "m", "n_boot", "chains", "iter_warmup", "iter_sampling", "seed", "n_jobs",
+             "cw_fits", "salary_unit")
+_MINIMA = {"n": 10, "R": 1, "m": 1, "n_boot": 10, "chains": 1, "iter_warmup": 10,
+           "iter_sampling": 10, "seed": 0, "n_jobs": 1, "cw_fits": 1, "salary_unit": 1}
+
+STATISTICS: tuple[str, ...] = ("q15", "q90", "mean", "median")
+"""Analysis-specific utility statistics, in the paper's order (Table 1 rows)."""
+
+GENERATORS: dict[str, tuple[str, str]] = {
+    "poisson": ("Poisson(100)", "poisson"),
+    "nb_mixture": ("0.2 NB(100, 5) + 0.8 NB(100, 20)", "negbin"),
+}
+"""Data-generating process -> (label, synthesizer model) of Sections 3-4 and appendix 6."""
+
+PAPER: dict[str, Any] = {
+    "sw_alpha_poisson": 0.375,
+    "global_lipschitz_poisson": 3.5,
+    "global_lipschitz_nb_mixture": 6.0,
+    "table1": {
+        "q15": {"Data": (70.0, 75.0), "LW": (70.0, 74.3), "LW_final": (70.6, 74.8),
+                "CW": (77.2, 80.8), "CW_final": (71.6, 75.8)},
+        "q90": {"Data": (132.0, 140.0), "LW": (132.1, 139.0), "LW_final": (133.1, 140.3),
+                "CW": (128.5, 134.0), "CW_final": (131.0, 137.7)},
+        "mean": {"Data": (98.8, 102.3), "LW": (98.0, 101.4), "LW_final": (98.7, 102.0),
+                 "CW": (100.6, 103.3), "CW_final": (98.6, 101.8)},
+        "median": {"Data": (96.0, 101.0), "LW": (95.6, 99.7), "LW_final": (96.0, 100.0),
+                   "CW": (98.7, 102.4), "CW_final": (96.1, 100.1)},
+    },
+    "sdr_salary": {"mean": 107_609, "median": 95_000, "sd": 69_718, "min": 0, "max": 509_000},
+}
+"""Numbers the paper reports (text, Figure 1b, appendix 6 and Table 1), for side-by-side tables."""
+
+
+def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
+    """The settings of ``profile`` ("ci" or "paper") with ``overrides`` applied.
+
+    An override of ``None`` keeps the profile's value (the notebooks' parameters cells pass
+    ``None`` for "take the profile's value"). Returns a new JSON-serializable dict with
+    ``profile`` added. Raises InputError naming the parameter for an unknown profile or key,
+    a non-integer or too small count, ``k`` outside (0, 1], or m above the retained draws.
+    """
+    if profile not in PROFILES:
+        raise InputError("profile", f"must be one of {', '.join(PROFILES)} (got {profile!r})")
+    cfg = dict(PROFILES[profile])
+    for key, value in overrides.items():
+        if key not in cfg:
+            raise InputError(key, f"unknown setting; choose among {', '.join(cfg)}")
+        if value is not None:
+            cfg[key] = value
+    for key in _INT_KEYS:
+        v = cfg[key]
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < _MINIMA[key]:
+            raise InputError(key, f"must be an integer >= {_MINIMA[key]} (got {v!r})")
+        cfg[key] = int(v)
+    for key in ("c", "g", "k", "max_rhat"):
+        try:
+            cfg[key] = float(cfg[key])
+        except (TypeError, ValueError):
+            raise InputError(key, f"must be a number (got {cfg[key]!r})") from None
+        if not np.isfinite(cfg[key]):
+            raise InputError(key, f"must be finite (got {cfg[key]!r})")
+    if not 0 < cfg["k"] <= 1:
+        raise InputError("k", f"must lie in (0, 1] (got {cfg['k']})")
+    if cfg["max_rhat"] <= 1:
+        raise InputError("max_rhat", f"must be > 1 (got {cfg['max_rhat']})")
+    if not isinstance(cfg["reweight_local"], bool):
+        raise InputError("reweight_local", f"must be True or False (got {cfg['reweight_local']!r})")
+    if cfg["m"] > cfg["chains"] * cfg["iter_sampling"]:
+        raise InputError("m", "cannot exceed the retained draws chains x iter_sampling "
+                         f"({cfg['chains'] * cfg['iter_sampling']}); got {cfg['m']}")
+    cfg["profile"] = profile
+    return cfg
+
+
+def sampler_of(cfg: dict[str, Any]) -> Sampler:
+    """The MCMC settings of ``cfg`` (every fit of a study uses the same)."""
+    return Sampler(cfg["chains"], cfg["iter_warmup"], cfg["iter_sampling"])
+
+
+# --------------------------------------------------------------------------- one database
+
+
+@dataclass
+class WeightingStudy:
+    """Synthesizers compared on one confidential database (Sections 3, 4, 5).
+
+    ``results[name]`` is the mechanism result (fit, weights, bounds); ``synthetic[name]`` the
+    (m, n) synthetic sets. Frames: ``records`` (synthesizer, record, y, alpha, record_bound;
+    one row per record), ``summary`` (one row per synthesizer: lipschitz, epsilon, weights,
+    tuning, diagnostics), ``utility`` (synthesizer, set, statistic, value; "Data" rows are
+    bootstrap resamples), ``mu`` (synthesizer, mu: posterior draws of the mean
+    mu = exp(beta_0), intercept-only models), ``cw_search`` (one row per CW fit tried).
+    """
+
+    label: str
+    y: np.ndarray
+    synthesizer: Synthesizer
+    results: dict[str, Result]
+    synthetic: dict[str, np.ndarray]
+    records: pd.DataFrame
+    summary: pd.DataFrame
+    utility: pd.DataFrame
+    mu: pd.DataFrame
+    cw_search: pd.DataFrame
+    reference: dict[str, float] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def order(self) -> list[str]:
+        """Synthesizer names in the order they were run."""
+        return list(self.results)
+
+    def data_frame(self, n_sets: int = 5) -> pd.DataFrame:
+        """Confidential values and the first ``n_sets`` synthetic sets, long (source, value)."""
+        parts = [pd.DataFrame({"source": "Data", "value": self.y.astype(float)})]
+        for name, sets in self.synthetic.items():
+            parts.append(pd.DataFrame({"source": name, "value": sets[:n_sets].ravel()}))
+        return pd.concat(parts, ignore_index=True)
+
+
+def max_rhat(study: WeightingStudy) -> float:
+    """Largest rank-normalized R-hat over the study's reported fits."""
+    return float(study.summary["rhat_max"].max())
+
+
+def bootstrap_statistics(y: np.ndarray, n_boot: int, rng: np.random.Generator) -> pd.DataFrame:
+    """Mean, median, q15, q90 of ``n_boot`` non-parametric bootstrap resamples of ``y`` (n,).
+
+    Returns a long frame (set, statistic, value); "Data" rows of the utility figures and the
+    Data column of the paper's appendix Table 1 (dpsynth's reading of its "95% confidence
+    interval" for the confidential data).
+    """
+    y = np.asarray(y, dtype=float)
+    idx = rng.integers(0, y.size, size=(n_boot, y.size))
+    sample = y[idx]
+    q15, med, q90 = np.quantile(sample, [0.15, 0.5, 0.9], axis=1)
+    stats = {"q15": q15, "q90": q90, "mean": sample.mean(axis=1), "median": med}
+    return pd.concat(
+        [pd.DataFrame({"set": np.arange(n_boot), "statistic": s, "value": stats[s]})
+         for s in STATISTICS],
+        ignore_index=True,
+    )
+
+
+def predicted_cw_lipschitz(
+    y: np.ndarray, unweighted_bounds: np.ndarray, radius: float, c: float = 1.0, g: float = 0.0
+) -> float:
+    """Cheap prediction of CW's bound at ``radius``: max_i alpha_i(r) f_i (no fit).
+
+    ``unweighted_bounds`` (n,) are the unweighted record bounds f_i; alpha_i(r) the CW
+    weights of Algorithm 2. Non-decreasing in r; a weighted fit's own bound differs by a
+    roughly constant factor (its posterior is wider), which :func:`match_cw_radius` corrects.
+    """
+    return float(np.max(weights.cw_weights(y, radius, c, g) * unweighted_bounds))
+
+
+def _solve_radius(y: np.ndarray, f: np.ndarray, target: float, c: float, g: float) -> float:
+    """Smallest radius whose predicted CW bound reaches ``target`` (bisection, 50 steps)."""
+    lo, hi = 0.0, float(np.ptp(y)) + 1.0
+    if predicted_cw_lipschitz(y, f, hi, c, g) < target:
+        return hi
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        if predicted_cw_lipschitz(y, f, mid, c, g) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def match_cw_radius(
+    syn: Synthesizer, target: float, *, c: float = 1.0, g: float = 0.0, max_fits: int = 3,
+    tol: float = 0.05,
+) -> tuple[float, Result, pd.DataFrame]:
+    """CW radius r whose fitted bound Delta_CW is close to ``target`` (LW's bound).
+
+    The paper sets all weighted synthesizers to an equal bound "by design" without saying how
+    r was chosen. dpsynth solves the free prediction of :func:`predicted_cw_lipschitz` for
+    target / rho (rho = 1 at first), fits CW at that r, sets rho = actual / predicted, and
+    repeats until |Delta_CW - target| <= tol * target or ``max_fits`` fits are spent.
+    Returns (radius, CW result closest to the target, one row per fit tried).
+    """
+    f = syn.unweighted_fit().record_bounds
+    y = np.asarray(syn.y, dtype=float)
+    rho, rows, best = 1.0, [], None
+    for attempt in range(max_fits):
+        radius = _solve_radius(y, f, target / rho, c, g)
+        result = syn.cw(radius, c, g)
+        predicted = predicted_cw_lipschitz(y, f, radius, c, g)
+        gap = abs(result.lipschitz - target) / target
+        rows.append({"fit": attempt + 1, "radius": radius, "predicted": predicted,
+                     "lipschitz": result.lipschitz, "target": target, "rel_gap": gap})
+        if best is None or gap < best[2]:
+            best = (radius, result, gap)
+        if gap <= tol:
+            break
+        rho = result.lipschitz / predicted
+    return best[0], best[1], pd.DataFrame(rows)
+
+
+def _mu_draws(result: Result) -> np.ndarray:
+    return np.exp(result.fit.stan_fit.draws["beta"][:, 0])
+
+
+def compare_synthesizers(
+    y: np.ndarray,
+    model: str,
+    cfg: dict[str, Any],
+    *,
+    label: str,
+    synthesizers: tuple[str, ...] = ("Unweighted", "LW", "CW", "SW"),
+    reference: dict[str, float] | None = None,
+    seed: int | None = None,
+) -> WeightingStudy:
+    """Run the named synthesizers on ``y`` (n,) under ``model`` and collect the frames.
+
+    Names: "Unweighted", "LW" (Algorithm 1, c and g of ``cfg``), "CW" (Algorithm 2, radius
+    matched to LW's bound by :func:`match_cw_radius`), "SW" (scalar alpha, target bound =
+    LW's), "LW_final" / "CW_final" (Algorithm 3 re-weighting from k = cfg["k"]). The LW fit is
+    always run (it sets the common bound). ``m`` synthetic sets per synthesizer, from m
+    distinct draws.
+    """
+    unknown = set(synthesizers) - {"Unweighted", "LW", "CW", "SW", "LW_final", "CW_final"}
+    if unknown:
+        raise InputError("synthesizers", f"unknown synthesizer(s) {sorted(unknown)}")
+    seed = cfg["seed"] if seed is None else seed
+    c, g, k = cfg["c"], cfg["g"], cfg["k"]
+    syn = Synthesizer(y, model, seed=seed, sampler=sampler_of(cfg))
+    lw = syn.lw(c, g)
+    target = lw.lipschitz
+    results: dict[str, Result] = {}
+    radius, cw_search = None, pd.DataFrame()
+    if {"CW", "CW_final"} & set(synthesizers):
+        radius, _, cw_search = match_cw_radius(syn, target, c=c, g=g, max_fits=cfg["cw_fits"])
+    run = {
+        "Unweighted": syn.unweighted,
+        "LW": lambda: lw,
+        "CW": lambda: syn.cw(radius, c, g),
+        "SW": lambda: syn.sw(target),
+        "LW_final": lambda: syn.lw(c, g, reweight=True, k=k),
+        "CW_final": lambda: syn.cw(radius, c, g, reweight=True, k=k),
+    }
+    for name in synthesizers:
+        results[name] = run[name]()
+    synthetic = {name: syn.synthesize(res, cfg["m"]) for name, res in results.items()}
+
+    yv = np.asarray(syn.y, dtype=float)
+    records = pd.concat(
+        [pd.DataFrame({"synthesizer": name, "record": np.arange(yv.size), "y": yv,
+                       "alpha": res.fit.alpha, "record_bound": res.fit.record_bounds})
+         for name, res in results.items()],
+        ignore_index=True,
+    )
+    summary = pd.DataFrame([_summary_row(name, res, target) for name, res in results.items()])
+    rng = np.random.default_rng([seed, 7])
+    utility = [bootstrap_statistics(yv, cfg["n_boot"], rng).assign(synthesizer="Data")]
+    for name, sets in synthetic.items():
+        rows = [{"set": j, "statistic": s, "value": v}
+                for j, row in enumerate(sets) for s, v in summary_statistics(row).items()]
+        utility.append(pd.DataFrame(rows).assign(synthesizer=name))
+    utility_frame = pd.concat(utility, ignore_index=True)[["synthesizer", "set", "statistic",
+                                                           "value"]]
+    mu = pd.concat([pd.DataFrame({"synthesizer": name, "mu": _mu_draws(res)})
+                    for name, res in results.items()], ignore_index=True)
+    return WeightingStudy(
+        label=label, y=yv, synthesizer=syn, results=results, synthetic=synthetic,
+        records=records, summary=summary, utility=utility_frame, mu=mu, cw_search=cw_search,
+        reference=reference, info={"model": model, "seed": seed, "target_lipschitz": target,
+                                   "radius": radius, "n": int(yv.size)},
+    )
+
+
+def _summary_row(name: str, res: Result, target: float) -> dict[str, Any]:
+    diag = res.fit.stan_fit.diagnostics
+    alpha = res.fit.alpha
+    return {
+        "synthesizer": name,
+        "lipschitz": res.lipschitz,
+        "epsilon": res.epsilon,
+        "rel_to_lw": res.lipschitz / target,
+        "alpha_mean": float(alpha.mean()),
+        "alpha_min": float(alpha.min()),
+        "n_zero_weight": int((alpha == 0).sum()),
+        "radius": res.tuning.get("radius"),
+        "k": res.tuning.get("k"),
+        "sw_alpha": res.tuning.get("alpha"),
+        "rhat_max": diag["rhat_max"],
+        "ess_bulk_min": diag["ess_bulk_min"],
+        "divergences": diag["divergences"],
+    }
+
+
+def _simulate(generator: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if generator == "poisson":
+        return simulate.poisson_data(n, rng)
+    if generator == "nb_mixture":
+        return simulate.nb_mixture_data(n, rng)
+    raise InputError("generator", f"must be one of {', '.join(GENERATORS)} (got {generator!r})")
+
+
+def _reference(generator: str) -> dict[str, float]:
+    return simulate.poisson_reference() if generator == "poisson" else \
+        simulate.nb_mixture_reference()
+
+
+def _database(generator: str, cfg: dict[str, Any]) -> np.ndarray:
+    """The one simulated database of Sections 3-4 (same seed: Section 4 reuses Section 3.2's)."""
+    offset = list(GENERATORS).index(generator) if generator in GENERATORS else -1
+    return _simulate(generator, cfg["n"], np.random.default_rng([cfg["seed"], 3, offset]))
+
+
+def section3(generator: str, cfg: dict[str, Any]) -> WeightingStudy:
+    """Section 3.1 ("poisson") or 3.2 ("nb_mixture"): Unweighted, LW, CW, SW on n records.
+
+    The synthesizer is Poisson for Poisson data and negative binomial for the mixture, both
+    intercept-only. All three weighted synthesizers share (approximately) LW's bound.
+    """
+    y = _database(generator, cfg)
+    label, model = GENERATORS[generator]
+    return compare_synthesizers(y, model, cfg, label=label, reference=_reference(generator))
+
+
+def section4_reweighting(cfg: dict[str, Any]) -> WeightingStudy:
+    """Section 4.2: LW, LW_final, CW, CW_final on the NB-mixture database of Section 3.2."""
+    y = _database("nb_mixture", cfg)
+    label, model = GENERATORS["nb_mixture"]
+    return compare_synthesizers(y, model, cfg, label=label,
+                                synthesizers=("LW", "LW_final", "CW", "CW_final"),
+                                reference=_reference("nb_mixture"))
+
+
+def appendix_table1(study: WeightingStudy, level: float = 0.95) -> pd.DataFrame:
+    """Appendix Table 1: "[lower, upper]" intervals, rows q15, q90, mean, median.
+
+    Columns Data (bootstrap percentile interval) and one per synthesizer (interval over the
+    m synthetic sets), in the study's order; values are the (1 - level)/2 and (1 + level)/2
+    quantiles (``dpsynth.utility.interval_summary``).
+    """
+    cols = ["Data", *study.order]
+    table = {}
+    for col in cols:
+        sub = study.utility[study.utility["synthesizer"] == col]
+        table[col] = {
+            s: "[{:.1f}, {:.1f}]".format(*interval_summary(sub.loc[sub.statistic == s, "value"],
+                                                           level))
+            for s in STATISTICS
+        }
+    return pd.DataFrame(table).loc[list(STATISTICS), cols]
+
+
+def section5_salary(cfg: dict[str, Any], data_path: str | None = None) -> WeightingStudy:
+    """Section 5: salary, negative binomial synthesizer; LW, CW, SW, LW_final, CW_final.
+
+    ``data_path`` None uses the SIMULATED stand-in ``load_sdr_standin("reweighting")`` (its
+    warning is recorded in ``info["simulated"]``, not shown); else the real 2017 SDR public-use
+    file. With n below the file's rows a seeded subsample of n records is used. Salary is
+    modelled as counts of ``cfg["salary_unit"]`` dollars (rounded): the paper does not state
+    the unit, and the Lipschitz bound depends on it (a coarser lattice has larger pmf values).
+    """
+    from dpsynth.data import SimulatedDataWarning, load_sdr_public_use, load_sdr_standin
+
+    if data_path is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimulatedDataWarning)
+            frame = load_sdr_standin("reweighting")
+    else:
+        frame = load_sdr_public_use(data_path)
+    salary = frame["salary"].to_numpy(dtype=float)
+    if cfg["n"] < salary.size:
+        rng = np.random.default_rng([cfg["seed"], 5])
+        salary = salary[np.sort(rng.choice(salary.size, cfg["n"], replace=False))]
+    counts = np.rint(salary / cfg["salary_unit"]).astype(np.int64)
+    study = compare_synthesizers(
+        counts, "negbin", cfg, label="SDR salary",
+        synthesizers=("Unweighted", "LW", "CW", "SW", "LW_final", "CW_final"),
+    )
+    study.info.update(simulated=bool(frame.attrs.get("simulated", False)),
+                      source=frame.attrs.get("source", str(data_path)),
+                      salary_unit=cfg["salary_unit"])
+    return study
+
+
+# --------------------------------------------------------------------------- appendix 6
+
+
+def contraction_replicate(params: dict, replicate: int, seed: int) -> dict[str, Any]:
+    """One Monte Carlo database of appendix 6: local bounds of Unweighted, LW (and LW_final).
+
+    ``params``: generator ("poisson" / "nb_mixture"), n, chains, iter_warmup, iter_sampling,
+    c, g, k, reweight. Draws x_r from the generator with ``seed``, fits, and synthesizes one
+    set per synthesizer. Returns plain numbers: {"replicate", "lipschitz": {name: Delta},
+    "rhat_max", "k", "stats": {source: {statistic: value}}} (source "Data" or a synthesizer).
+    """
+    rng = np.random.default_rng(seed)
+    y = _simulate(params["generator"], params["n"], rng)
+    model = GENERATORS[params["generator"]][1]
+    syn = Synthesizer(y, model, seed=seed,
+                      sampler=Sampler(params["chains"], params["iter_warmup"],
+                                      params["iter_sampling"]))
+    results = {"Unweighted": syn.unweighted(), "LW": syn.lw(params["c"], params["g"])}
+    if params["reweight"]:
+        # Algorithm 3 at the paper's fixed k (one refit), not the library's k search:
+        # the search costs up to six refits per database (see the module docstring).
+        lw = results["LW"].fit
+        alpha_w = weights.reweighted(lw.alpha, lw.record_bounds, params["k"])
+        results["LW_final"] = Result("lw", syn.fit(alpha_w, tag="lw-final"), None,
+                                     {"c": params["c"], "g": params["g"], "k": params["k"]})
+    stats = {"Data": summary_statistics(y)}
+    for name, res in results.items():
+        stats[name] = summary_statistics(syn.synthesize(res, 1)[0])
+    return {
+        "replicate": replicate,
+        "lipschitz": {name: float(res.lipschitz) for name, res in results.items()},
+        "rhat_max": float(max(res.fit.stan_fit.diagnostics["rhat_max"]
+                              for res in results.values())),
+        "k": results["LW_final"].tuning.get("k") if params["reweight"] else None,
+        "stats": stats,
+    }
+
+
+def local_to_global(
+    generator: str, cfg: dict[str, Any], *, cache_dir: Any = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Appendix 6: R databases from ``generator``; local bounds per database and synthesizer.
+
+    Runs :func:`contraction_replicate` through ``run_replicates`` (``cfg["n_jobs"]`` worker
+    processes; ``cache_dir`` None disables the on-disk cache, anything else is passed on).
+    Returns (bounds: replicate, synthesizer, lipschitz, rhat_max, k;
+    estimands: replicate, source, statistic, value).
+    """
+    if generator not in GENERATORS:
+        raise InputError("generator", f"must be one of {', '.join(GENERATORS)} (got {generator!r})")
+    params = {"generator": generator, "n": cfg["n"], "chains": cfg["chains"],
+              "iter_warmup": cfg["iter_warmup"], "iter_sampling": cfg["iter_sampling"],
+              "c": cfg["c"], "g": cfg["g"], "k": cfg["k"], "reweight": cfg["reweight_local"],
+              "version": 2}
+    out = run_replicates(contraction_replicate, params, cfg["R"], seed=cfg["seed"],
+                         cache_dir=cache_dir, n_jobs=cfg["n_jobs"], progress=False)
+    bounds = pd.DataFrame(
+        [{"replicate": r["replicate"], "synthesizer": name, "lipschitz": v,
+          "rhat_max": r["rhat_max"], "k": r["k"]}
+         for r in out for name, v in r["lipschitz"].items()]
+    )
+    estimands = pd.DataFrame(
+        [{"replicate": r["replicate"], "source": src, "statistic": s, "value": v}
+         for r in out for src, st in r["stats"].items() for s, v in st.items()]
+    )
+    return bounds, estimands
+
+
+def contraction_summary(bounds: pd.DataFrame) -> pd.DataFrame:
+    """Per synthesizer: min, median, max and max - min of the local bounds over databases."""
+    g = bounds.groupby("synthesizer", sort=False)["lipschitz"]
+    out = pd.DataFrame({"min": g.min(), "median": g.median(), "max": g.max()})
+    out["spread"] = out["max"] - out["min"]
+    return out
