@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--target-lipschitz", type=float, default=None, help="SW target Delta (default epsilon/2)"
     )
-    t.add_argument("--n-bins", type=int, default=None, help="PH bins (default ceil(n^(1/3)))")
+    t.add_argument("--n-bins", type=int, default=None, help="PH bins (default ceil(sqrt(n)))")
     mc = s.add_argument_group("MCMC")
     mc.add_argument("--chains", type=int, default=4)
     mc.add_argument("--iter-warmup", type=int, default=1000)

@@ -104,15 +104,29 @@ def choose_backend(backend: str | None = None) -> str:
 
 
 def cmdstan_available() -> bool:
-    """True when cmdstanpy is importable and finds a CmdStan installation."""
-    try:
-        import cmdstanpy
-    except ImportError:
-        return False
+    """True when cmdstanpy is importable and finds a CmdStan installation.
+
+    cmdstanpy imports ``tqdm.auto``, which warns inside a kernel without ipywidgets;
+    the warning and cmdstanpy's log line about a missing installation are silenced.
+    """
+    import logging
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import cmdstanpy
+        except ImportError:
+            return False
+    logger = logging.getLogger("cmdstanpy")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
     try:
         cmdstanpy.cmdstan_path()
     except (ValueError, RuntimeError):
         return False
+    finally:
+        logger.setLevel(level)
     return True
 
 

@@ -12,7 +12,7 @@ Rules (``rule=``):
   with a standard normal reference, as Liu's Section 5.2 states (the original paper proposes a t
   with ν = (m-1)(1 - m w̄/((m + 1) b))²). When T <= 0 (no valid interval) we fall back to
   T = w̄ (Reiter 2002's adjustment with synthetic size = n) and set ``fallback``; Liu's Table 1 is
-  reproduced when such repetitions are left out of the coverage (see ``modips_studies``).
+  reproduced when such repetitions count as non-covering (see ``modips_studies``).
 - ``"raab"`` (Raab, Nowok and Dibben 2017, "proper" full synthesis): T = (1 + 2/m) w̄, normal
   reference.
 - ``"single"`` (one synthetic set analysed as if it were the original): T = v_1, normal reference.

@@ -399,8 +399,8 @@ def perturbed_histogram(
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x n values.
 
     Public ``bounds`` [LO, HI] are required (never read from the data). The number
-    of bins is data-independent: by default ceil(n^(1/3)) (dpsynth's choice; the
-    supplement's formula was lost in extraction). Counts get Laplace(0, 2/eps)
+    of bins is data-independent: by default ceil(sqrt(n)) (dpsynth's choice; the
+    supplement's example formulas were lost in extraction). Counts get Laplace(0, 2/eps)
     noise (sensitivity 2: a unit moves between bins), negative counts are set to
     0, and each synthetic value is a uniform draw within a bin drawn with
     probability proportional to its noisy count. If every noisy count is 0, bins
@@ -436,8 +436,8 @@ def perturbed_histogram(
 
 
 def ph_bins(n: int) -> int:
-    """Data-independent number of PH bins: ceil(n^(1/3)) (dpsynth's choice)."""
-    return int(math.ceil(n ** (1.0 / 3.0)))
+    """Data-independent number of PH bins: ceil(sqrt(n)) (dpsynth's choice; n is public)."""
+    return int(math.ceil(math.sqrt(n)))
 
 
 def ph_release(
@@ -504,14 +504,20 @@ def build_report(result: Result, *, n: int, m: int, seed: int, model: str | None
     """
     fit = result.fit
     diag = fit.stan_fit.diagnostics if fit is not None else None
-    return {
+    lipschitz, epsilon = result.lipschitz, result.epsilon
+    if fit is not None and fit.censor_bound is not None:
+        # Censoring bounds every contribution for every theta: the strict bound is M and
+        # eps = 2M (Table 2 of the censoring paper reports 2.50 / 5.00 at eps = 5).
+        lipschitz, epsilon = fit.censor_bound, 2 * fit.censor_bound
+    report = {
         "mechanism": result.mechanism,
         "guarantee": result.guarantee,
         "guarantee_meaning": privacy.GUARANTEES[result.guarantee],
         "model": model,
         "epsilon_target": result.epsilon_target,
-        "lipschitz_bound": result.lipschitz,
-        "epsilon": result.epsilon,
+        "lipschitz_bound": lipschitz,
+        "epsilon": epsilon,
+        "lipschitz_bound_draws": result.lipschitz,
         "n_records": int(n),
         "n_censored": fit.n_censored if fit is not None else 0,
         "n_zero_weight": int(result.n_zero_weight),
@@ -532,6 +538,7 @@ def build_report(result: Result, *, n: int, m: int, seed: int, model: str | None
         "versions": {p: _version(p) for p in ("numpy", "pystan", "httpstan", "cmdstanpy")},
         "python": sys.version.split()[0],
     }
+    return report
 
 
 def synthetic_frame(sets: np.ndarray, column: str, integer: bool) -> pd.DataFrame:

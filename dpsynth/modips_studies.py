@@ -217,20 +217,25 @@ def _one_pass(
 
 
 def _metrics(res: dict[str, np.ndarray], truth: float) -> dict[str, float]:
-    """Summaries over repetitions. ``coverage`` leaves out repetitions where the rule had no valid
-    variance (Raghunathan's T <= 0, ``fallback``), which reproduces Liu's Table 1;
-    ``coverage_all`` counts them with their fallback interval."""
+    """Summaries over repetitions.
+
+    A repetition where the rule gives no valid variance (Raghunathan's T <= 0, ``fallback``)
+    counts as *not covering* in ``coverage`` (no interval), which reproduces Liu's Table 1;
+    ``coverage_fallback`` instead uses the fallback interval (T = w̄) there.
+    """
     cover = (res["lower"] <= truth) & (truth <= res["upper"])
-    fb = res.get("fallback", np.zeros(cover.shape, dtype=bool))
+    fb = np.broadcast_to(res.get("fallback", False), cover.shape)
     ok = ~fb
     return {
         "bias": float(res["estimate"].mean() - truth),
         "sd_estimate": float(np.sqrt(res["variance"][ok]).mean()) if ok.any() else np.nan,
         "empirical_sd": float(res["estimate"].std(ddof=1)),
-        "coverage": float(cover[ok].mean()) if ok.any() else np.nan,
-        "coverage_all": float(cover.mean()),
+        "coverage": float((cover & ok).mean()),
+        "coverage_fallback": float(cover.mean()),
         "frac_fallback": float(fb.mean()),
-        "ci_half_width": float(((res["upper"] - res["lower"]) / 2).mean()),
+        "ci_half_width": float(((res["upper"] - res["lower"]) / 2)[ok].mean())
+        if ok.any()
+        else np.nan,
         "median_df": float(np.median(res["df"])),
     }
 

@@ -147,12 +147,35 @@ def _canonical_params(params: Mapping[str, Any]) -> str:
     return text
 
 
+_COMPUTING_CODE_EXCLUDED = {"plots.py", "runner.py", "cli.py", "cli_modips.py", "__main__.py"}
+
+
+def code_fingerprint() -> str:
+    """SHA-256 of the library code that computes results: ``dpsynth/*.py`` and ``stan/*.stan``.
+
+    Part of every cache key, so a change to a mechanism, a model or a study function
+    invalidates cached replicates instead of silently reusing stale ones. Plotting,
+    the CLI and the runner itself are excluded (they do not change results).
+    """
+    package = Path(__file__).resolve().parent
+    files = sorted(
+        [p for p in package.glob("*.py") if p.name not in _COMPUTING_CODE_EXCLUDED]
+        + list((package.parent / "stan").glob("*.stan"))
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(
     func: ReplicateFunc, params: Mapping[str, Any], seed: int, replicate: int
 ) -> str:
-    """SHA-256 hex digest of (qualified name of func, canonical params, seed, replicate)."""
+    """SHA-256 of (qualified name of func, canonical params, seed, replicate, code fingerprint)."""
     payload = json.dumps(
         {
+            "code": code_fingerprint(),
             "func": _qualified_name(func),
             "params": _canonical_params(params),
             "seed": _require_int("seed", seed),

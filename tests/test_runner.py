@@ -204,3 +204,18 @@ def test_bad_arguments() -> None:
         run_replicates(draw, {"mu": object()}, 1, seed=0, cache_dir=None)
     with pytest.raises(InputError, match="^seed:"):
         run_replicates(draw, {"mu": 0, "n": 1}, 1, seed=-1, cache_dir=None)
+
+
+def test_code_change_invalidates_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dpsynth.runner as runner
+
+    log = tmp_path / "calls"
+    log.mkdir()
+    params = {"mu": 0.0, "n": 3, "log_dir": str(log)}
+    run_replicates(draw, params, 2, seed=SEED, cache_dir=tmp_path / "c", n_jobs=1, progress=False)
+    assert len(list(log.iterdir())) == 2
+    key_before = cache_key(draw, params, SEED, 0)
+    monkeypatch.setattr(runner, "code_fingerprint", lambda: "edited-library")
+    assert cache_key(draw, params, SEED, 0) != key_before
+    run_replicates(draw, params, 2, seed=SEED, cache_dir=tmp_path / "c", n_jobs=1, progress=False)
+    assert len(list(log.iterdir())) == 4  # recomputed after the (simulated) code change
