@@ -141,7 +141,7 @@ def _synthesize_command(args: argparse.Namespace) -> int:
             )
         X = covariate_matrix(frame, args.covariates, args.categorical)
         sampler = Sampler(
-            args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=True
+            args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=args.quiet
         )
         release = synthesize(
             frame[args.column].to_numpy(),

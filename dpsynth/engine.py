@@ -370,22 +370,20 @@ def _silenced(quiet: bool) -> Iterator[None]:
     """
     sys.stdout.flush()
     sys.stderr.flush()
-    target = os.open(os.devnull, os.O_WRONLY) if quiet else os.dup(2)
     saved_out, saved_err = os.dup(1), os.dup(2)
-    try:
-        os.dup2(target, 1)
-        if quiet:
-            os.dup2(target, 2)
-        with contextlib.redirect_stdout(sys.stderr if not quiet else open(os.devnull, "w")):
+    with contextlib.ExitStack() as stack:
+        devnull = stack.enter_context(open(os.devnull, "w"))
+        try:
+            os.dup2(devnull.fileno() if quiet else saved_err, 1)
             if quiet:
-                with contextlib.redirect_stderr(open(os.devnull, "w")):
-                    yield
-            else:
-                yield
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved_out, 1)
-        os.dup2(saved_err, 2)
-        for fd in (target, saved_out, saved_err):
-            os.close(fd)
+                os.dup2(devnull.fileno(), 2)
+                stack.enter_context(contextlib.redirect_stderr(devnull))
+            stack.enter_context(contextlib.redirect_stdout(devnull if quiet else sys.stderr))
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved_out, 1)
+            os.dup2(saved_err, 2)
+            os.close(saved_out)
+            os.close(saved_err)
