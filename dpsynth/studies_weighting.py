@@ -101,7 +101,9 @@ PROFILES: dict[str, dict[str, Any]] = {
         "max_rhat": 1.05,
     },
 }
-"""Named settings. ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
+"""Named settings. ``n_jobs`` = 1 in both: PyStan already samples the chains in parallel
+processes, and with ``n_jobs`` = 2 the runner's spawn workers stalled in PyStan sampling on the
+2-core development machine (both at the ci and the paper size). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
 radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count
 of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert."""
 

@@ -1,0 +1,416 @@
+"""Profiles and summaries of the Liu (modips) Section 5 studies for notebook 07.
+
+The simulations themselves are :mod:`dpsynth.modips_studies` (Sections 5.1-5.3, vectorized);
+this module holds what the notebook needs around them: named settings (``PROFILES``,
+:func:`settings`), one call per paper section from a settings dict (:func:`section51`,
+:func:`section52`, :func:`section53`), the numbers the paper prints (``PAPER``) and the
+side-by-side summaries (:func:`table1`, :func:`sd_extremes`, :func:`run_summary`).
+
+Choices where the paper is silent (the library's, repeated here for the notebook):
+
+* Figure 6 and Figure 8's ε are not in the extracted text; both profiles use ε = 1 (total,
+  split equally over the m sets). ``epsilon_check`` re-runs Figure 6(a)'s n = 100, p = 0.1 case
+  at a larger ε, at which the paper's binary description fits better.
+* Section 5.3 does not state m; both profiles use m = 5 (the value later work used with Thm 7).
+* Seeds: Section 5.1 uses ``seed``, 5.2 ``seed + 1``, 5.3 ``seed + 2``, the ε check ``seed + 3``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth.errors import InputError
+from dpsynth.modips import sensitivity_mean, sensitivity_variance
+from dpsynth.modips_studies import (
+    M_GRID,
+    study_allocation,
+    study_combination_rules,
+    study_m_effect,
+)
+
+__all__ = [
+    "PAPER",
+    "PROFILES",
+    "TABLE1_BINARY_N",
+    "TABLE1_RULES",
+    "communal_share",
+    "run_summary",
+    "scenario",
+    "sd_extremes",
+    "section51",
+    "section52",
+    "section53",
+    "settings",
+    "table1",
+]
+
+PROFILES: dict[str, dict[str, Any]] = {
+    # Small: the notebook runs in well under a minute on one core.
+    "ci": {
+        "reps": 1000,
+        "m_grid": (2, 3, 5, 10, 20, 40, 100, 200, 500),
+        "epsilon": 1.0,
+        "table_m": 10,
+        "table_epsilons": (100.0, 10.0, 1.0, 0.5),
+        "allocations": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+        "allocation_m": 5,
+        "epsilon_check": 10.0,
+        "seed": 2016,
+        "workers": 1,
+    },
+    # As published: 5,000 repetitions, m over the full grid 2..500 (Section 5.1).
+    "paper": {
+        "reps": 5000,
+        "m_grid": M_GRID,
+        "epsilon": 1.0,
+        "table_m": 10,
+        "table_epsilons": (100.0, 10.0, 1.0, 0.5),
+        "allocations": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+        "allocation_m": 5,
+        "epsilon_check": 10.0,
+        "seed": 2016,
+        "workers": 2,
+    },
+}
+"""Named settings. ``reps`` repetitions per setting; ``m_grid`` the m values of Section 5.1;
+``epsilon`` the total budget of Sections 5.1 and 5.3; ``table_m`` and ``table_epsilons`` the m
+and ε grid of Table 1 (Section 5.2); ``allocations`` the shares w of ε spent on x̄ and
+``allocation_m`` the m of Section 5.3; ``epsilon_check`` the ε of the Figure 6(a) check;
+``workers`` processes (results do not depend on it)."""
+
+TABLE1_RULES: tuple[str, ...] = ("original", "thm7", "raab", "raghunathan", "rubin", "single")
+"""Table 1's columns, in the paper's order."""
+
+TABLE1_BINARY_N: dict[int, int] = {10: 100, 100: 1000}
+"""Table 1(a)'s printed n -> the n that reproduces its numbers (see ``study_combination_rules``)."""
+
+PAPER: dict[str, Any] = {
+    # Table 1(a), binary: (epsilon, printed n, p) -> coverage in TABLE1_RULES order.
+    "table1_binary": {
+        (100.0, 10, 0.5): (0.946, 0.948, 0.948, 0.798, 0.999, 0.736),
+        (100.0, 10, 0.1): (0.935, 0.950, 0.949, 0.793, 0.996, 0.738),
+        (100.0, 100, 0.5): (0.945, 0.952, 0.952, 0.797, 0.999, 0.747),
+        (100.0, 100, 0.1): (0.949, 0.949, 0.950, 0.791, 0.998, 0.743),
+        (10.0, 10, 0.5): (0.942, 0.945, 0.945, 0.814, 0.998, 0.723),
+        (10.0, 10, 0.1): (0.930, 0.946, 0.946, 0.835, 0.997, 0.732),
+        (10.0, 100, 0.5): (0.946, 0.947, 0.947, 0.792, 1.000, 0.738),
+        (10.0, 100, 0.1): (0.952, 0.948, 0.950, 0.795, 0.998, 0.747),
+        (1.0, 10, 0.5): (0.938, 0.947, 0.865, 0.994, 1.000, 0.730),
+        (1.0, 10, 0.1): (0.936, 0.961, 0.840, 0.994, 0.999, 0.726),
+        (1.0, 100, 0.5): (0.948, 0.946, 0.938, 0.898, 0.999, 0.746),
+        (1.0, 100, 0.1): (0.950, 0.952, 0.931, 0.958, 1.000, 0.749),
+        (0.5, 10, 0.5): (0.942, 0.941, 0.707, 0.999, 1.000, 0.715),
+        (0.5, 10, 0.1): (0.928, 0.946, 0.532, 0.998, 0.999, 0.686),
+        (0.5, 100, 0.5): (0.955, 0.953, 0.924, 0.972, 1.000, 0.730),
+        (0.5, 100, 0.1): (0.949, 0.949, 0.869, 0.992, 1.000, 0.756),
+    },
+    # Table 1(b), Gaussian, bounds (-4, 4), BIT: (epsilon, n) -> coverage in TABLE1_RULES order.
+    "table1_gaussian": {
+        (100.0, 10): (0.951, 0.953, 0.946, 0.825, 0.997, 0.743),
+        (100.0, 100): (0.949, 0.952, 0.952, 0.795, 0.997, 0.741),
+        (10.0, 10): (0.951, 0.952, 0.836, 0.999, 1.000, 0.720),
+        (10.0, 100): (0.948, 0.946, 0.933, 0.924, 0.998, 0.739),
+        (1.0, 10): (0.948, 0.951, 0.392, 0.998, 0.999, 0.450),
+        (1.0, 100): (0.953, 0.956, 0.454, 1.000, 1.000, 0.674),
+        (0.5, 10): (0.951, 0.954, 0.334, 0.997, 0.998, 0.275),
+        (0.5, 100): (0.950, 0.951, 0.274, 1.000, 1.000, 0.551),
+    },
+    # Section 5.1 text (Figure 6).
+    "cp_m2_binary": 0.925,
+    "cp_m2_gaussian": 0.91,
+    "binary_n100_sd_min_m": (30, 40),
+    "gaussian_n100_sd_peak_m": {"truncation": 20, "bit": 40},
+    "gaussian_n1000_sd_peak_m": {"truncation": 50, "bit": 150},
+    "binary_n100_p01_large_m_bias": 0.01,
+}
+"""Numbers the paper reports (Table 1; Section 5.1's text on Figure 6)."""
+
+_INT_KEYS = ("reps", "table_m", "allocation_m", "seed", "workers")
+_MINIMA = {"reps": 2, "table_m": 2, "allocation_m": 2, "seed": 0, "workers": 1}
+
+
+def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
+    """The settings of ``profile`` ("ci" or "paper") with ``overrides`` applied.
+
+    An override of ``None`` keeps the profile's value (the notebook's parameters cell passes
+    ``None`` for "take the profile's value"). Returns a new JSON-serializable dict with
+    ``profile`` added; grids come back as sorted tuples. Raises InputError naming the parameter
+    for an unknown profile or key, a non-integer or too small count, an m below 2, a budget
+    that is not finite and positive, or an allocation outside (0, 1).
+    """
+    if profile not in PROFILES:
+        raise InputError("profile", f"must be one of {', '.join(PROFILES)} (got {profile!r})")
+    cfg = dict(PROFILES[profile])
+    for key, value in overrides.items():
+        if key not in cfg:
+            raise InputError(key, f"unknown setting; choose among {', '.join(cfg)}")
+        if value is not None:
+            cfg[key] = value
+    for key in _INT_KEYS:
+        cfg[key] = _integer(key, cfg[key], _MINIMA[key])
+    cfg["m_grid"] = tuple(sorted({_integer("m_grid", m, 2) for m in _sequence("m_grid", cfg)}))
+    for key in ("epsilon", "epsilon_check"):
+        cfg[key] = _positive(key, cfg[key])
+    cfg["table_epsilons"] = tuple(
+        sorted(
+            {_positive("table_epsilons", e) for e in _sequence("table_epsilons", cfg)}, reverse=True
+        )
+    )
+    shares = tuple(sorted({_positive("allocations", w) for w in _sequence("allocations", cfg)}))
+    if any(w >= 1 for w in shares):
+        raise InputError("allocations", f"shares must lie in (0, 1) (got {shares})")
+    cfg["allocations"] = shares
+    cfg["profile"] = profile
+    return cfg
+
+
+def _integer(key: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise InputError(key, f"must be an integer >= {minimum} (got {value!r})")
+    return int(value)
+
+
+def _positive(key: str, value: Any) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise InputError(key, f"must be a number (got {value!r})") from None
+    if not (0 < v < float("inf")):
+        raise InputError(key, f"must be > 0 and finite (got {value!r})")
+    return v
+
+
+def _sequence(key: str, cfg: dict[str, Any]) -> tuple:
+    value = cfg[key]
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        raise InputError(key, f"must be a list of values (got {value!r})")
+    if len(value) == 0:
+        raise InputError(key, "must not be empty")
+    return tuple(value)
+
+
+# ------------------------------------------------------------------------------ the studies
+
+
+def section51(cfg: dict[str, Any]) -> pd.DataFrame:
+    """Section 5.1 (Figure 6): Theorem 7 inference against m, binary and Gaussian, BIT/truncation.
+
+    One row per (setting, m, rule) with a ``scenario`` label; see ``study_m_effect``.
+    """
+    out = study_m_effect(
+        m_values=cfg["m_grid"],
+        reps=cfg["reps"],
+        seed=cfg["seed"],
+        epsilon=cfg["epsilon"],
+        workers=cfg["workers"],
+    )
+    return out.assign(scenario=scenario(out))
+
+
+def epsilon_check(cfg: dict[str, Any]) -> pd.DataFrame:
+    """Figure 6(a)'s binary n = 100, p = 0.1 case at ε = ``cfg["epsilon_check"]`` (both boundings)."""
+    out = study_m_effect(
+        m_values=cfg["m_grid"],
+        reps=cfg["reps"],
+        seed=cfg["seed"] + 3,
+        epsilon=cfg["epsilon_check"],
+        ns_binary=(100,),
+        ps=(0.1,),
+        data_types=("binary",),
+        workers=cfg["workers"],
+    )
+    return out.assign(scenario=scenario(out))
+
+
+def section52(cfg: dict[str, Any]) -> pd.DataFrame:
+    """Section 5.2 (Table 1, Figure 7): Thm 7 vs Rubin, Raghunathan, Raab, single; BIT, m fixed."""
+    out = study_combination_rules(
+        m_values=(cfg["table_m"],),
+        reps=cfg["reps"],
+        seed=cfg["seed"] + 1,
+        epsilons=cfg["table_epsilons"],
+        workers=cfg["workers"],
+    )
+    return out.assign(scenario=scenario(out))
+
+
+def section53(cfg: dict[str, Any]) -> pd.DataFrame:
+    """Section 5.3 (Figure 8): share w of ε on x̄ vs bias, coverage, CI half width of μ.
+
+    Communal rows get ``w`` = :func:`communal_share` (the individualized w they equal).
+    """
+    out = study_allocation(
+        allocations=cfg["allocations"],
+        m=cfg["allocation_m"],
+        reps=cfg["reps"],
+        seed=cfg["seed"] + 2,
+        epsilon=cfg["epsilon"],
+        workers=cfg["workers"],
+    )
+    w = out["allocation"].where(
+        out["sanitization"] != "communal", communal_share(out["lower"], out["upper"])
+    )
+    return out.assign(w=w, scenario=scenario(out))
+
+
+def communal_share(lower: Any, upper: Any) -> Any:
+    """Share w of ε on x̄ that makes individualized sanitization communal (Liu Definitions 5-6).
+
+    w = Δ_x̄ / (Δ_x̄ + Δ_s²) = 1 / (1 + c1 - c0) for data in [c0, c1] (n cancels).
+    """
+    d_m, d_v = sensitivity_mean(lower, upper, 1), sensitivity_variance(lower, upper, 1)
+    return d_m / (d_m + d_v)
+
+
+def scenario(frame: pd.DataFrame) -> pd.Series:
+    """Panel label per row: "n = 100, p = 0.1" (binary) or "n = 100, [-4, 5]" (Gaussian)."""
+
+    def label(row: pd.Series) -> str:
+        if row["data_type"] == "binary":
+            return f"n = {row['n']}, p = {row['p']:g}"
+        return f"n = {row['n']}, [{row['lower']:g}, {row['upper']:g}]"
+
+    return frame.apply(label, axis=1)
+
+
+# ------------------------------------------------------------------------------ summaries
+
+
+def table1(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 1 side by side: coverage per rule, paper and this run, BIT, m = ``table_m``.
+
+    ``frame`` is :func:`section52`'s output. One row per (data, ε, n as printed, p); columns a
+    (rule, source) MultiIndex with source "paper" / "run". Rows the paper does not print are
+    kept with NaN paper values; the binary n is the printed one (see ``TABLE1_BINARY_N``).
+    """
+    to_printed = {v: k for k, v in TABLE1_BINARY_N.items()}
+    df = frame[frame["bounding"] == "bit"].copy()
+    df["n_paper"] = np.where(
+        df["data_type"] == "binary", df["n"].map(to_printed).fillna(-1), df["n"]
+    ).astype(int)
+    run = df.pivot_table(
+        index=["data_type", "epsilon", "n_paper", "p"],
+        columns="rule",
+        values="coverage",
+        dropna=False,
+    )
+    run = run.dropna(how="all")[[r for r in TABLE1_RULES if r in run.columns]]
+    paper = pd.DataFrame(np.nan, index=run.index, columns=run.columns)
+    for key in run.index:
+        dt, eps, n, p = key
+        vals = (
+            PAPER["table1_binary"].get((eps, n, p))
+            if dt == "binary"
+            else PAPER["table1_gaussian"].get((eps, n))
+        )
+        if vals is not None:
+            paper.loc[key] = [dict(zip(TABLE1_RULES, vals))[r] for r in run.columns]
+    both = pd.concat({"paper": paper, "run": run}, axis=1).swaplevel(axis=1)
+    both = both[[(r, s) for r in run.columns for s in ("paper", "run")]]
+    both.index = both.index.set_names(["data", "epsilon", "n", "p"])
+    return both.sort_index(ascending=[True, False, True, False])
+
+
+def sd_extremes(frame: pd.DataFrame, rule: str = "thm7") -> pd.DataFrame:
+    """Per setting, the m with the largest and the smallest mean SD estimate (Figure 6's peaks).
+
+    ``frame`` is :func:`section51`'s output; one row per (data, scenario, bounding).
+    """
+    sub = frame[frame["rule"] == rule]
+    rows = []
+    for (dt, sc, bnd), g in sub.groupby(["data_type", "scenario", "bounding"], sort=False):
+        sd = g.set_index("m")["sd_estimate"]
+        rows.append(
+            {
+                "data": dt,
+                "scenario": sc,
+                "bounding": bnd,
+                "m_sd_max": int(sd.idxmax()),
+                "m_sd_min": int(sd.idxmin()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _value(frame: pd.DataFrame, col: str, **where: Any) -> float:
+    mask = np.ones(len(frame), dtype=bool)
+    for k, v in where.items():
+        mask &= (frame[k] == v).to_numpy()
+    vals = frame.loc[mask, col]
+    if len(vals) == 0:
+        return float("nan")
+    return float(vals.mean())
+
+
+def run_summary(
+    s51: pd.DataFrame, s52: pd.DataFrame, s53: pd.DataFrame, check: pd.DataFrame
+) -> dict[str, float]:
+    """This run's numbers for the notebook's "What the paper reports / what this run got" table.
+
+    Keys: Table 1 cells ``t1_<data>_eps<ε>_n<n>[_p<p>]_<rule>`` (dots dropped) for a few rows,
+    ``thm7_cov_min`` / ``_max`` over Table 1, Figure 6 summaries at the smallest and largest m of
+    the grid, and Figure 8 summaries. Values are floats (m values as floats too) for ``glue``; NaN where the
+    run does not include the setting (e.g. an ε of Table 1 left out of ``table_epsilons``).
+    """
+    out: dict[str, float] = {}
+    t1 = table1(s52)
+    picks = {
+        "bin_eps05_n10_p01": ("binary", 0.5, 10, 0.1),
+        "bin_eps100_n100_p05": ("binary", 100.0, 100, 0.5),
+        "gau_eps05_n10": ("gaussian", 0.5, 10, np.nan),
+        "gau_eps1_n100": ("gaussian", 1.0, 100, np.nan),
+    }
+    for name, (dt, eps, n, p) in picks.items():
+        try:
+            sub = t1.xs((dt, eps, n), level=("data", "epsilon", "n"))
+            row = sub.iloc[0] if np.isnan(p) else sub.loc[p]
+        except KeyError:  # a Table 1 row this run's epsilon grid does not include
+            row = None
+        for rule in TABLE1_RULES:
+            out[f"t1_{name}_{rule}"] = float("nan") if row is None else float(row[(rule, "run")])
+    thm7 = s52[s52["rule"] == "thm7"]["coverage"]
+    out["thm7_cov_min"], out["thm7_cov_max"] = float(thm7.min()), float(thm7.max())
+
+    t = s51[s51["rule"] == "thm7"]
+    m_lo, m_hi = int(t["m"].min()), int(t["m"].max())
+    out["m_lo"], out["m_hi"] = float(m_lo), float(m_hi)
+    out["cp_mlo_binary"] = _value(t, "coverage", m=m_lo, data_type="binary")
+    out["cp_mlo_gaussian"] = _value(t, "coverage", m=m_lo, data_type="gaussian")
+    ext = sd_extremes(s51).set_index(["scenario", "bounding"])
+    for bnd in ("bit", "truncation"):
+        out[f"bin_n100_p01_sdmin_m_{bnd}"] = float(ext.loc[("n = 100, p = 0.1", bnd), "m_sd_min"])
+        for n in (100, 1000):
+            out[f"gau_n{n}_sdpeak_m_{bnd}"] = float(ext.loc[(f"n = {n}, [-4, 4]", bnd), "m_sd_max"])
+    ck = sd_extremes(check).set_index("bounding")
+    out["check_bin_sdmin_m_bit"] = float(ck.loc["bit", "m_sd_min"])
+    sc = "n = 100, p = 0.1"
+    for label, frame in (("", t), ("check_", check[check["rule"] == "thm7"])):
+        out[f"{label}bin_p01_mhi_bias"] = _value(frame, "bias", m=m_hi, scenario=sc, bounding="bit")
+        out[f"{label}bin_p01_mhi_cp"] = _value(
+            frame, "coverage", m=m_hi, scenario=sc, bounding="bit"
+        )
+
+    a = s53[(s53["rule"] == "thm7") & (s53["sanitization"] == "individualized")]
+    w_lo, w_hi = float(a["w"].min()), float(a["w"].max())
+    out["w_lo"], out["w_hi"] = w_lo, w_hi
+    asym = {"scenario": "n = 100, [-4, 5]", "bounding": "bit"}
+    out["alloc_asym_bias_wlo"] = _value(a, "bias", w=w_lo, **asym)
+    out["alloc_asym_bias_whi"] = _value(a, "bias", w=w_hi, **asym)
+    trunc = a[(a["n"] == 100) & (a["bounding"] == "truncation")]["coverage"]
+    out["alloc_trunc_n100_cp_min"] = float(trunc.min())
+    out["alloc_trunc_n100_cp_max"] = float(trunc.max())
+    sym = {"scenario": "n = 1000, [-4, 4]", "bounding": "bit"}
+    out["alloc_n1000_hw_whi"] = _value(a, "ci_half_width", w=w_hi, **sym)
+    orig = s53[s53["rule"] == "original"]
+    out["alloc_n1000_hw_original"] = _value(orig, "ci_half_width", **sym)
+    comm = s53[(s53["rule"] == "thm7") & (s53["sanitization"] == "communal")]
+    out["alloc_n100_hw_communal"] = _value(
+        comm, "ci_half_width", scenario="n = 100, [-4, 4]", bounding="bit"
+    )
+    out["alloc_n100_hw_w05"] = _value(
+        a, "ci_half_width", w=0.5, scenario="n = 100, [-4, 4]", bounding="bit"
+    )
+    return out
