@@ -196,6 +196,7 @@ def generate(
         if name == "pystan":
             import stan
 
+            _refuse_pystan_in_runner_worker()
             _ensure_event_loop_ok()
             model = stan.build(code, data=_jsonable(gq_data), random_seed=int(seed))
             out = model.fixed_param(num_chains=1, num_samples=1, init=[dict(params)])
@@ -238,11 +239,24 @@ def convergence_diagnostics(chain_arrays: Mapping[str, np.ndarray]) -> dict[str,
 # --- backends -----------------------------------------------------------------
 
 
+def _refuse_pystan_in_runner_worker() -> None:
+    """httpstan forks its sampler from a module-level "fork" pool; inside a process-pool
+    worker of ``dpsynth.runner`` that deadlocks (measured: replicates stall with no CPU).
+    Fail clearly instead of hanging."""
+    if os.environ.get("DPSYNTH_RUNNER_WORKER") == "1":
+        raise RuntimeError(
+            "PyStan cannot sample inside dpsynth.runner worker processes (httpstan's forked "
+            "sampler deadlocks there): run replicates with n_jobs=1 (each fit already runs its "
+            "chains in parallel), or use the cmdstanpy backend"
+        )
+
+
 def _sample_pystan(
     code: str, data: dict, seed: int, chains: int, iter_warmup: int, iter_sampling: int
 ) -> tuple[dict[str, np.ndarray], tuple[str, ...], dict[str, np.ndarray], int]:
     import stan
 
+    _refuse_pystan_in_runner_worker()
     _ensure_event_loop_ok()
     model = stan.build(code, data=_jsonable(data), random_seed=int(seed))
     out = model.sample(num_chains=chains, num_samples=iter_sampling, num_warmup=iter_warmup)

@@ -141,9 +141,7 @@ def _canonical_params(params: Mapping[str, Any]) -> str:
             allow_nan=True,
         )
     except (TypeError, ValueError) as exc:
-        raise InputError(
-            "params", f"must be JSON-serializable for the cache key: {exc}"
-        ) from None
+        raise InputError("params", f"must be JSON-serializable for the cache key: {exc}") from None
     return text
 
 
@@ -169,9 +167,7 @@ def code_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def cache_key(
-    func: ReplicateFunc, params: Mapping[str, Any], seed: int, replicate: int
-) -> str:
+def cache_key(func: ReplicateFunc, params: Mapping[str, Any], seed: int, replicate: int) -> str:
     """SHA-256 of (qualified name of func, canonical params, seed, replicate, code fingerprint)."""
     payload = json.dumps(
         {
@@ -240,12 +236,20 @@ def _run_serial(
         yield r, _call(func, params, r, s)
 
 
+WORKER_ENV_VAR = "DPSYNTH_RUNNER_WORKER"
+
+
+def _mark_worker() -> None:
+    """Initializer of pool workers: lets the Stan engine refuse PyStan there (see engine.fit)."""
+    os.environ[WORKER_ENV_VAR] = "1"
+
+
 def _run_processes(
     func: ReplicateFunc, params: dict, todo: dict[int, int], n_jobs: int
 ) -> Iterator[tuple[int, Any]]:
     """Yield (replicate, result) as they finish in a spawn-context process pool."""
     ctx = multiprocessing.get_context(START_METHOD)
-    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx, initializer=_mark_worker) as pool:
         futures = {pool.submit(_call, func, params, r, s): r for r, s in todo.items()}
         pending = set(futures)
         try:
@@ -266,9 +270,7 @@ def _run_dask(
 
     own = not isinstance(client, Client)
     if own and not isinstance(client, str):
-        raise InputError(
-            "client", f"must be a distributed.Client or an address (got {client!r})"
-        )
+        raise InputError("client", f"must be a distributed.Client or an address (got {client!r})")
     dask_client = Client(client) if own else client
     try:
         reps, seeds = list(todo), list(todo.values())
@@ -306,6 +308,11 @@ def run_replicates(
     (default ``os.cpu_count()``; 1 runs serially in this process); with ``client`` (a
     ``distributed.Client`` or scheduler address) replicates run on Dask instead. A tqdm bar on
     stderr counts replicates (cached ones included) unless ``progress`` is False.
+
+    Replicates that sample with PyStan need ``n_jobs=1``: httpstan forks its sampler from a
+    module-level pool, which deadlocks inside pool workers, so ``dpsynth.engine`` raises a
+    clear error there. Each fit already runs its chains in parallel processes, so n_jobs=1
+    loses little on a small machine; bigger studies can use a Dask cluster with cmdstanpy.
     """
     name = _qualified_name(func)
     _canonical_params(params)
@@ -314,9 +321,7 @@ def run_replicates(
     if n_jobs is None:
         n_jobs = os.cpu_count() or 1
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise InputError(
-            "n_jobs", f"must be a positive integer or None (got {n_jobs!r})"
-        )
+        raise InputError("n_jobs", f"must be a positive integer or None (got {n_jobs!r})")
     root = _resolve_cache_dir(cache_dir)
     params = dict(params)
 
@@ -372,11 +377,7 @@ def run_replicate(
     replicate = _require_int("replicate", replicate)
     _qualified_name(func)
     root = _resolve_cache_dir(cache_dir)
-    path = (
-        _cache_path(root, func, cache_key(func, params, seed, replicate))
-        if root
-        else None
-    )
+    path = _cache_path(root, func, cache_key(func, params, seed, replicate)) if root else None
     if path is not None:
         hit, value = _read_cache(path)
         if hit:

@@ -102,3 +102,28 @@ def test_parameters_block_names():
         "phi",
         "lambda",
     )
+
+
+def pystan_replicate(params: dict, replicate: int, seed: int) -> float:
+    """A runner replicate that samples with PyStan (module level so workers can import it)."""
+    from dpsynth.models import get_model, stan_data
+
+    model = get_model("beta")
+    y = np.random.default_rng(seed).beta(2, 3, 20)
+    fit = engine.fit(
+        model.stan_file,
+        stan_data(model, y, np.ones(20)),
+        seed=seed,
+        chains=1,
+        iter_warmup=50,
+        iter_sampling=50,
+        backend="pystan",
+    )
+    return float(fit.draws["phi"].mean())
+
+
+def test_pystan_in_parallel_runner_workers_fails_clearly_instead_of_hanging():
+    from dpsynth.runner import run_replicates
+
+    with pytest.raises(RuntimeError, match="n_jobs=1"):
+        run_replicates(pystan_replicate, {}, 2, seed=1, cache_dir=None, n_jobs=2, progress=False)
