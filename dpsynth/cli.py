@@ -23,7 +23,7 @@ from dpsynth.mechanisms import (
     _atomic_write,
     synthesize,
 )
-from dpsynth.models import MODELS, Model
+from dpsynth.models import MODELS, Model, covariate_matrix
 
 CLI_MECHANISMS = (*MECHANISMS, "sbs")
 
@@ -188,30 +188,6 @@ def read_input(path: str, column: str) -> pd.DataFrame:
     if values.isna().any() or not np.all(np.isfinite(values.to_numpy(dtype=float))):
         raise InputError("--column", f"{column!r} contains NaN, non-numeric or infinite values")
     return frame
-
-
-def covariate_matrix(
-    frame: pd.DataFrame, covariates: str | None, categorical: str | None
-) -> np.ndarray | None:
-    """Numeric covariates as they are; text and ``--categorical`` columns dummy-coded (first level dropped)."""
-    if not covariates:
-        return None
-    cols = [c.strip() for c in covariates.split(",") if c.strip()]
-    cats = {c.strip() for c in (categorical or "").split(",") if c.strip()}
-    missing = [c for c in cols + sorted(cats) if c not in frame.columns]
-    if missing:
-        raise InputError("--covariates", f"no column(s) {', '.join(missing)} in the input")
-    parts = []
-    for c in cols:
-        col = frame[c]
-        if c in cats or not pd.api.types.is_numeric_dtype(col):
-            parts.append(pd.get_dummies(col.astype(str), prefix=c, drop_first=True, dtype=float))
-        else:
-            parts.append(col.astype(float).to_frame())
-    X = pd.concat(parts, axis=1).to_numpy(dtype=float)
-    if not np.all(np.isfinite(X)):
-        raise InputError("--covariates", "contain NaN or infinite values")
-    return X
 
 
 def write_json(path: str | Path, payload: dict) -> None:

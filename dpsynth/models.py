@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy.special import betaln, expit, gammaln
 
 from dpsynth.engine import STAN_DIR
@@ -198,6 +199,30 @@ def stan_data(
         Xd = design_matrix(len(y), X)
         data["K"], data["X"] = Xd.shape[1], Xd
     return data
+
+
+def covariate_matrix(
+    frame: pd.DataFrame, covariates: str | None, categorical: str | None
+) -> np.ndarray | None:
+    """Numeric covariates as they are; text and ``--categorical`` columns dummy-coded (first level dropped)."""
+    if not covariates:
+        return None
+    cols = [c.strip() for c in covariates.split(",") if c.strip()]
+    cats = {c.strip() for c in (categorical or "").split(",") if c.strip()}
+    missing = [c for c in cols + sorted(cats) if c not in frame.columns]
+    if missing:
+        raise InputError("--covariates", f"no column(s) {', '.join(missing)} in the input")
+    parts = []
+    for c in cols:
+        col = frame[c]
+        if c in cats or not pd.api.types.is_numeric_dtype(col):
+            parts.append(pd.get_dummies(col.astype(str), prefix=c, drop_first=True, dtype=float))
+        else:
+            parts.append(col.astype(float).to_frame())
+    X = pd.concat(parts, axis=1).to_numpy(dtype=float)
+    if not np.all(np.isfinite(X)):
+        raise InputError("--covariates", "contain NaN or infinite values")
+    return X
 
 
 def compile_all(models: tuple[str, ...] = tuple(MODELS), workers: int = 2) -> None:

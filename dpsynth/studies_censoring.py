@@ -433,8 +433,8 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     salary array (n,)), ``diagnostics`` (per fitted synthesizer), ``source``, ``simulated``, ``n``.
     Signature fits ``run_replicates`` (one "replicate").
     """
-    from dpsynth.cli import covariate_matrix
     from dpsynth.data import SALARY_BOUNDS
+    from dpsynth.models import covariate_matrix
 
     frame, source = _sdr_frame(params.get("data_path"))
     simulated = bool(frame.attrs.get("simulated", False))
