@@ -239,4 +239,4 @@ def _compile_one(name: str) -> None:
     model = MODELS[name]
     y = np.array([1, 2, 3]) if model.outcome == "count" else np.array([0.2, 0.4, 0.6])
     data = stan_data(model, y, np.ones(3), X=None)
-    engine.fit(model.stan_file, data, seed=1, chains=1, iter_warmup=10, iter_sampling=10)
+    engine.fit(model.stan_file, data, seed=1, chains=2, iter_warmup=10, iter_sampling=10)
