@@ -226,11 +226,25 @@ def covariate_matrix(
 
 
 def compile_all(models: tuple[str, ...] = tuple(MODELS), workers: int = 2) -> None:
-    """Compile the shipped programs once, in parallel (distinct programs: no cache race)."""
-    from concurrent.futures import ProcessPoolExecutor
+    """Compile the shipped programs once, ``workers`` at a time, each in its own process.
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(_compile_one, models))
+    Separate interpreters (not a process pool): httpstan forks its sampler from a
+    module-level pool, which deadlocks inside pool workers. Distinct programs build in
+    parallel, so no two processes write the same cache entry.
+    """
+    import subprocess
+    import sys
+
+    pending = list(models)
+    running: list[tuple[str, subprocess.Popen]] = []
+    while pending or running:
+        while pending and len(running) < workers:
+            name = pending.pop(0)
+            code = f"from dpsynth.models import _compile_one; _compile_one({name!r})"
+            running.append((name, subprocess.Popen([sys.executable, "-c", code])))
+        name, proc = running.pop(0)
+        if proc.wait() != 0:
+            raise RuntimeError(f"compiling the {name} program failed (exit {proc.returncode})")
 
 
 def _compile_one(name: str) -> None:
