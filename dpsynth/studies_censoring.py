@@ -32,7 +32,6 @@ Choices where the paper is vague (its inline math was lost in extraction):
 
 from __future__ import annotations
 
-import copy
 import warnings
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ import pandas as pd
 from dpsynth import weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer, perturbed_histogram
+from dpsynth.profiles import apply_profile
 from dpsynth.runner import DEFAULT_CACHE, run_replicates
 from dpsynth.simulate import beta_data
 from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
@@ -182,14 +182,7 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     ``InputError`` naming the offending key. ``None`` overrides keep the profile's value,
     so a notebook's parameters cell can pass its knobs unconditionally.
     """
-    if profile not in PROFILES:
-        raise InputError("profile", f"must be one of {', '.join(PROFILES)} (got {profile!r})")
-    s = copy.deepcopy(PROFILES[profile])
-    for key, value in overrides.items():
-        if key not in s:
-            raise InputError(key, f"is not a setting; choose from {', '.join(s)}")
-        if value is not None:
-            s[key] = value
+    s = apply_profile(PROFILES, profile, overrides)
     s["profile"] = profile
     return _validate(s)
 

@@ -30,6 +30,7 @@ from dpsynth.modips_studies import (
     study_combination_rules,
     study_m_effect,
 )
+from dpsynth.profiles import apply_profile
 
 __all__ = [
     "PAPER",
@@ -141,14 +142,7 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     for an unknown profile or key, a non-integer or too small count, an m below 2, a budget
     that is not finite and positive, or an allocation outside (0, 1).
     """
-    if profile not in PROFILES:
-        raise InputError("profile", f"must be one of {', '.join(PROFILES)} (got {profile!r})")
-    cfg = dict(PROFILES[profile])
-    for key, value in overrides.items():
-        if key not in cfg:
-            raise InputError(key, f"unknown setting; choose among {', '.join(cfg)}")
-        if value is not None:
-            cfg[key] = value
+    cfg = apply_profile(PROFILES, profile, overrides)
     for key in _INT_KEYS:
         cfg[key] = _integer(key, cfg[key], _MINIMA[key])
     cfg["m_grid"] = tuple(sorted({_integer("m_grid", m, 2) for m in _sequence("m_grid", cfg)}))

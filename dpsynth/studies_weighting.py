@@ -36,6 +36,7 @@ import pandas as pd
 from dpsynth import simulate, weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
+from dpsynth.profiles import apply_profile
 from dpsynth.runner import run_replicates
 from dpsynth.utility import interval_summary, summary_statistics
 
@@ -148,14 +149,7 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     ``profile`` added. Raises InputError naming the parameter for an unknown profile or key,
     a non-integer or too small count, ``k`` outside (0, 1], or m above the retained draws.
     """
-    if profile not in PROFILES:
-        raise InputError("profile", f"must be one of {', '.join(PROFILES)} (got {profile!r})")
-    cfg = dict(PROFILES[profile])
-    for key, value in overrides.items():
-        if key not in cfg:
-            raise InputError(key, f"unknown setting; choose among {', '.join(cfg)}")
-        if value is not None:
-            cfg[key] = value
+    cfg = apply_profile(PROFILES, profile, overrides)
     for key in _INT_KEYS:
         v = cfg[key]
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < _MINIMA[key]:

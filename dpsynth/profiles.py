@@ -1,0 +1,28 @@
+"""Named parameter profiles of the notebooks (``ci`` small and fast, ``paper`` as published)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+from dpsynth.errors import InputError
+
+
+def apply_profile(
+    profiles: Mapping[str, Mapping[str, Any]], profile: str, overrides: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A copy of ``profiles[profile]`` with the non-None ``overrides`` applied.
+
+    ``None`` keeps the profile's value, so a notebook's parameters cell can pass all its
+    knobs unconditionally. Unknown profiles and keys raise InputError naming them.
+    """
+    if profile not in profiles:
+        raise InputError("profile", f"must be one of {', '.join(profiles)} (got {profile!r})")
+    cfg = copy.deepcopy(dict(profiles[profile]))
+    for key, value in overrides.items():
+        if key not in cfg:
+            raise InputError(key, f"unknown setting; choose among {', '.join(cfg)}")
+        if value is not None:
+            cfg[key] = value
+    return cfg
