@@ -7,7 +7,6 @@ output file. Long runs report progress on stderr; stdout carries only results.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from dpsynth.mechanisms import (
     MECHANISMS,
     Release,
     Sampler,
-    _atomic_write,
     synthesize,
 )
 from dpsynth.models import MODELS, Model, covariate_matrix
@@ -188,11 +186,6 @@ def read_input(path: str, column: str) -> pd.DataFrame:
     if values.isna().any() or not np.all(np.isfinite(values.to_numpy(dtype=float))):
         raise InputError("--column", f"{column!r} contains NaN, non-numeric or infinite values")
     return frame
-
-
-def write_json(path: str | Path, payload: dict) -> None:
-    """Atomically write a JSON file."""
-    _atomic_write(Path(path), lambda p: Path(p).write_text(json.dumps(payload, indent=2)))
 
 
 if __name__ == "__main__":  # pragma: no cover

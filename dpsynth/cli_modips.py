@@ -17,10 +17,9 @@ import pandas as pd
 
 from dpsynth.errors import InputError, require_bounds, require_finite_positive
 from dpsynth.inference import ESTIMANDS, RULES, combine_frame
+from dpsynth.mechanisms import SET_COLUMN
 from dpsynth.modips import BOUNDINGS, DATA_TYPES, SANITIZATIONS, modips, sbs_model
 from dpsynth.primitives import BudgetLedger
-
-SET_COLUMN = "synthetic_set"
 
 
 def add_sbs_arguments(parser: argparse.ArgumentParser) -> None:
