@@ -48,33 +48,24 @@ __all__ = [
     "table1",
 ]
 
+_CI_PROFILE: dict[str, Any] = {
+    "reps": 1000,
+    "m_grid": (2, 3, 5, 10, 20, 40, 100, 200, 500),
+    "epsilon": 1.0,
+    "table_m": 10,
+    "table_epsilons": (100.0, 10.0, 1.0, 0.5),
+    "allocations": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+    "allocation_m": 5,
+    "epsilon_check": 10.0,
+    "seed": 2016,
+    "workers": 1,
+}
+
 PROFILES: dict[str, dict[str, Any]] = {
     # Small: the notebook runs in well under a minute on one core.
-    "ci": {
-        "reps": 1000,
-        "m_grid": (2, 3, 5, 10, 20, 40, 100, 200, 500),
-        "epsilon": 1.0,
-        "table_m": 10,
-        "table_epsilons": (100.0, 10.0, 1.0, 0.5),
-        "allocations": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-        "allocation_m": 5,
-        "epsilon_check": 10.0,
-        "seed": 2016,
-        "workers": 1,
-    },
+    "ci": _CI_PROFILE,
     # As published: 5,000 repetitions, m over the full grid 2..500 (Section 5.1).
-    "paper": {
-        "reps": 5000,
-        "m_grid": M_GRID,
-        "epsilon": 1.0,
-        "table_m": 10,
-        "table_epsilons": (100.0, 10.0, 1.0, 0.5),
-        "allocations": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
-        "allocation_m": 5,
-        "epsilon_check": 10.0,
-        "seed": 2016,
-        "workers": 2,
-    },
+    "paper": {**_CI_PROFILE, "reps": 5000, "m_grid": M_GRID, "workers": 2},
 }
 """Named settings. ``reps`` repetitions per setting; ``m_grid`` the m values of Section 5.1;
 ``epsilon`` the total budget of Sections 5.1 and 5.3; ``table_m`` and ``table_epsilons`` the m
