@@ -28,6 +28,7 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,13 @@ class WeightedFit:
         """S x n weighted (censored where asked) contributions."""
         return privacy.weighted_contributions(self.log_lik, self.alpha, self.censor_bound)
 
-    @property
+    @cached_property
     def record_bounds(self) -> np.ndarray:
-        """Delta_i = max_s |alpha_i f_theta_s(x_i)| (after censoring, if any)."""
+        """Delta_i = max_s |alpha_i f_theta_s(x_i)| (after censoring, if any).
+
+        Computed once per fit (the S x n matrix costs about 70 ms at S = 4000, n = 2000):
+        ``alpha``, ``log_lik`` and ``censor_bound`` are not meant to change after the fit.
+        """
         return privacy.record_bounds(self.contributions)
 
     @property
@@ -92,7 +97,7 @@ class WeightedFit:
         """Delta = max_i Delta_i."""
         return float(self.record_bounds.max())
 
-    @property
+    @cached_property
     def n_censored(self) -> int:
         """Records clamped in at least one retained draw (0 when not censored)."""
         if self.censor_bound is None:

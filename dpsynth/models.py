@@ -228,9 +228,8 @@ def covariate_matrix(
 def compile_all(models: tuple[str, ...] = tuple(MODELS), workers: int = 2) -> None:
     """Compile the shipped programs once, ``workers`` at a time, each in its own process.
 
-    Separate interpreters (not a process pool): httpstan forks its sampler from a
-    module-level pool, which deadlocks inside pool workers. Distinct programs build in
-    parallel, so no two processes write the same cache entry.
+    Separate interpreters, one per program: distinct programs build in parallel, so no two
+    processes write the same cache entry.
     """
     import subprocess
     import sys

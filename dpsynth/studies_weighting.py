@@ -82,17 +82,18 @@ PROFILES: dict[str, dict[str, Any]] = {
         "salary_unit": 1000,
         "max_rhat": 1.05,
     },
-    # As published: n = 1000, R = 100, 4 chains x 1000 warmup x 1000 draws.
+    # As published: n = 1000, R = 100. The paper does not state its MCMC run length: S = 1000
+    # retained draws from 2 chains x (500 warmup + 500 draws) keep the book's time budget.
     "paper": {
         "n": 1000,
         "R": 100,
         "m": 100,
         "n_boot": 1000,
-        "chains": 4,
-        "iter_warmup": 1000,
-        "iter_sampling": 1000,
+        "chains": 2,
+        "iter_warmup": 500,
+        "iter_sampling": 500,
         "seed": 2024,
-        "n_jobs": 1,
+        "n_jobs": 2,
         "c": 1.0,
         "g": 0.0,
         "k": 0.95,
@@ -102,16 +103,37 @@ PROFILES: dict[str, dict[str, Any]] = {
         "max_rhat": 1.05,
     },
 }
-"""Named settings. ``n_jobs`` = 1 in both: PyStan already samples the chains in parallel
-processes, and with ``n_jobs`` = 2 the runner's spawn workers stalled in PyStan sampling on the
-2-core development machine (both at the ci and the paper size). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
+"""Named settings. ``n_jobs``: replicate worker processes of appendix 6 (``paper``: 2, which on
+2 cores overlaps one worker's httpstan round trips with the other's sampling). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
 radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count
 of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert."""
 
-_INT_KEYS = ("n", "R", "m", "n_boot", "chains", "iter_warmup", "iter_sampling", "seed", "n_jobs",
-             "cw_fits", "salary_unit")
-_MINIMA = {"n": 10, "R": 1, "m": 1, "n_boot": 10, "chains": 1, "iter_warmup": 10,
-           "iter_sampling": 10, "seed": 0, "n_jobs": 1, "cw_fits": 1, "salary_unit": 1}
+_INT_KEYS = (
+    "n",
+    "R",
+    "m",
+    "n_boot",
+    "chains",
+    "iter_warmup",
+    "iter_sampling",
+    "seed",
+    "n_jobs",
+    "cw_fits",
+    "salary_unit",
+)
+_MINIMA = {
+    "n": 10,
+    "R": 1,
+    "m": 1,
+    "n_boot": 10,
+    "chains": 1,
+    "iter_warmup": 10,
+    "iter_sampling": 10,
+    "seed": 0,
+    "n_jobs": 1,
+    "cw_fits": 1,
+    "salary_unit": 1,
+}
 
 STATISTICS: tuple[str, ...] = ("q15", "q90", "mean", "median")
 """Analysis-specific utility statistics, in the paper's order (Table 1 rows)."""
@@ -127,14 +149,34 @@ PAPER: dict[str, Any] = {
     "global_lipschitz_poisson": 3.5,
     "global_lipschitz_nb_mixture": 6.0,
     "table1": {
-        "q15": {"Data": (70.0, 75.0), "LW": (70.0, 74.3), "LW_final": (70.6, 74.8),
-                "CW": (77.2, 80.8), "CW_final": (71.6, 75.8)},
-        "q90": {"Data": (132.0, 140.0), "LW": (132.1, 139.0), "LW_final": (133.1, 140.3),
-                "CW": (128.5, 134.0), "CW_final": (131.0, 137.7)},
-        "mean": {"Data": (98.8, 102.3), "LW": (98.0, 101.4), "LW_final": (98.7, 102.0),
-                 "CW": (100.6, 103.3), "CW_final": (98.6, 101.8)},
-        "median": {"Data": (96.0, 101.0), "LW": (95.6, 99.7), "LW_final": (96.0, 100.0),
-                   "CW": (98.7, 102.4), "CW_final": (96.1, 100.1)},
+        "q15": {
+            "Data": (70.0, 75.0),
+            "LW": (70.0, 74.3),
+            "LW_final": (70.6, 74.8),
+            "CW": (77.2, 80.8),
+            "CW_final": (71.6, 75.8),
+        },
+        "q90": {
+            "Data": (132.0, 140.0),
+            "LW": (132.1, 139.0),
+            "LW_final": (133.1, 140.3),
+            "CW": (128.5, 134.0),
+            "CW_final": (131.0, 137.7),
+        },
+        "mean": {
+            "Data": (98.8, 102.3),
+            "LW": (98.0, 101.4),
+            "LW_final": (98.7, 102.0),
+            "CW": (100.6, 103.3),
+            "CW_final": (98.6, 101.8),
+        },
+        "median": {
+            "Data": (96.0, 101.0),
+            "LW": (95.6, 99.7),
+            "LW_final": (96.0, 100.0),
+            "CW": (98.7, 102.4),
+            "CW_final": (96.1, 100.1),
+        },
     },
     "sdr_salary": {"mean": 107_609, "median": 95_000, "sd": 69_718, "min": 0, "max": 509_000},
 }
@@ -169,8 +211,11 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     if not isinstance(cfg["reweight_local"], bool):
         raise InputError("reweight_local", f"must be True or False (got {cfg['reweight_local']!r})")
     if cfg["m"] > cfg["chains"] * cfg["iter_sampling"]:
-        raise InputError("m", "cannot exceed the retained draws chains x iter_sampling "
-                         f"({cfg['chains'] * cfg['iter_sampling']}); got {cfg['m']}")
+        raise InputError(
+            "m",
+            "cannot exceed the retained draws chains x iter_sampling "
+            f"({cfg['chains'] * cfg['iter_sampling']}); got {cfg['m']}",
+        )
     cfg["profile"] = profile
     return cfg
 
@@ -239,8 +284,10 @@ def bootstrap_statistics(y: np.ndarray, n_boot: int, rng: np.random.Generator) -
     q15, med, q90 = np.quantile(sample, [0.15, 0.5, 0.9], axis=1)
     stats = {"q15": q15, "q90": q90, "mean": sample.mean(axis=1), "median": med}
     return pd.concat(
-        [pd.DataFrame({"set": np.arange(n_boot), "statistic": s, "value": stats[s]})
-         for s in STATISTICS],
+        [
+            pd.DataFrame({"set": np.arange(n_boot), "statistic": s, "value": stats[s]})
+            for s in STATISTICS
+        ],
         ignore_index=True,
     )
 
@@ -272,7 +319,12 @@ def _solve_radius(y: np.ndarray, f: np.ndarray, target: float, c: float, g: floa
 
 
 def match_cw_radius(
-    syn: Synthesizer, target: float, *, c: float = 1.0, g: float = 0.0, max_fits: int = 3,
+    syn: Synthesizer,
+    target: float,
+    *,
+    c: float = 1.0,
+    g: float = 0.0,
+    max_fits: int = 3,
     tol: float = 0.05,
 ) -> tuple[float, Result, pd.DataFrame]:
     """CW radius r whose fitted bound Delta_CW is close to ``target`` (LW's bound).
@@ -291,8 +343,16 @@ def match_cw_radius(
         result = syn.cw(radius, c, g)
         predicted = predicted_cw_lipschitz(y, f, radius, c, g)
         gap = abs(result.lipschitz - target) / target
-        rows.append({"fit": attempt + 1, "radius": radius, "predicted": predicted,
-                     "lipschitz": result.lipschitz, "target": target, "rel_gap": gap})
+        rows.append(
+            {
+                "fit": attempt + 1,
+                "radius": radius,
+                "predicted": predicted,
+                "lipschitz": result.lipschitz,
+                "target": target,
+                "rel_gap": gap,
+            }
+        )
         if best is None or gap < best[2]:
             best = (radius, result, gap)
         if gap <= tol:
@@ -349,27 +409,59 @@ def compare_synthesizers(
 
     yv = np.asarray(syn.y, dtype=float)
     records = pd.concat(
-        [pd.DataFrame({"synthesizer": name, "record": np.arange(yv.size), "y": yv,
-                       "alpha": res.fit.alpha, "record_bound": res.fit.record_bounds})
-         for name, res in results.items()],
+        [
+            pd.DataFrame(
+                {
+                    "synthesizer": name,
+                    "record": np.arange(yv.size),
+                    "y": yv,
+                    "alpha": res.fit.alpha,
+                    "record_bound": res.fit.record_bounds,
+                }
+            )
+            for name, res in results.items()
+        ],
         ignore_index=True,
     )
     summary = pd.DataFrame([_summary_row(name, res, target) for name, res in results.items()])
     rng = np.random.default_rng([seed, 7])
     utility = [bootstrap_statistics(yv, cfg["n_boot"], rng).assign(synthesizer="Data")]
     for name, sets in synthetic.items():
-        rows = [{"set": j, "statistic": s, "value": v}
-                for j, row in enumerate(sets) for s, v in summary_statistics(row).items()]
+        rows = [
+            {"set": j, "statistic": s, "value": v}
+            for j, row in enumerate(sets)
+            for s, v in summary_statistics(row).items()
+        ]
         utility.append(pd.DataFrame(rows).assign(synthesizer=name))
-    utility_frame = pd.concat(utility, ignore_index=True)[["synthesizer", "set", "statistic",
-                                                           "value"]]
-    mu = pd.concat([pd.DataFrame({"synthesizer": name, "mu": _mu_draws(res)})
-                    for name, res in results.items()], ignore_index=True)
+    utility_frame = pd.concat(utility, ignore_index=True)[
+        ["synthesizer", "set", "statistic", "value"]
+    ]
+    mu = pd.concat(
+        [
+            pd.DataFrame({"synthesizer": name, "mu": _mu_draws(res)})
+            for name, res in results.items()
+        ],
+        ignore_index=True,
+    )
     return WeightingStudy(
-        label=label, y=yv, synthesizer=syn, results=results, synthetic=synthetic,
-        records=records, summary=summary, utility=utility_frame, mu=mu, cw_search=cw_search,
-        reference=reference, info={"model": model, "seed": seed, "target_lipschitz": target,
-                                   "radius": radius, "n": int(yv.size)},
+        label=label,
+        y=yv,
+        synthesizer=syn,
+        results=results,
+        synthetic=synthetic,
+        records=records,
+        summary=summary,
+        utility=utility_frame,
+        mu=mu,
+        cw_search=cw_search,
+        reference=reference,
+        info={
+            "model": model,
+            "seed": seed,
+            "target_lipschitz": target,
+            "radius": radius,
+            "n": int(yv.size),
+        },
     )
 
 
@@ -402,8 +494,9 @@ def _simulate(generator: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _reference(generator: str) -> dict[str, float]:
-    return simulate.poisson_reference() if generator == "poisson" else \
-        simulate.nb_mixture_reference()
+    return (
+        simulate.poisson_reference() if generator == "poisson" else simulate.nb_mixture_reference()
+    )
 
 
 def _database(generator: str, cfg: dict[str, Any]) -> np.ndarray:
@@ -427,9 +520,14 @@ def section4_reweighting(cfg: dict[str, Any]) -> WeightingStudy:
     """Section 4.2: LW, LW_final, CW, CW_final on the NB-mixture database of Section 3.2."""
     y = _database("nb_mixture", cfg)
     label, model = GENERATORS["nb_mixture"]
-    return compare_synthesizers(y, model, cfg, label=label,
-                                synthesizers=("LW", "LW_final", "CW", "CW_final"),
-                                reference=_reference("nb_mixture"))
+    return compare_synthesizers(
+        y,
+        model,
+        cfg,
+        label=label,
+        synthesizers=("LW", "LW_final", "CW", "CW_final"),
+        reference=_reference("nb_mixture"),
+    )
 
 
 def appendix_table1(study: WeightingStudy, level: float = 0.95) -> pd.DataFrame:
@@ -444,8 +542,9 @@ def appendix_table1(study: WeightingStudy, level: float = 0.95) -> pd.DataFrame:
     for col in cols:
         sub = study.utility[study.utility["synthesizer"] == col]
         table[col] = {
-            s: "[{:.1f}, {:.1f}]".format(*interval_summary(sub.loc[sub.statistic == s, "value"],
-                                                           level))
+            s: "[{:.1f}, {:.1f}]".format(
+                *interval_summary(sub.loc[sub.statistic == s, "value"], level)
+            )
             for s in STATISTICS
         }
     return pd.DataFrame(table).loc[list(STATISTICS), cols]
@@ -474,12 +573,17 @@ def section5_salary(cfg: dict[str, Any], data_path: str | None = None) -> Weight
         salary = salary[np.sort(rng.choice(salary.size, cfg["n"], replace=False))]
     counts = np.rint(salary / cfg["salary_unit"]).astype(np.int64)
     study = compare_synthesizers(
-        counts, "negbin", cfg, label="SDR salary",
+        counts,
+        "negbin",
+        cfg,
+        label="SDR salary",
         synthesizers=("Unweighted", "LW", "CW", "SW", "LW_final", "CW_final"),
     )
-    study.info.update(simulated=bool(frame.attrs.get("simulated", False)),
-                      source=frame.attrs.get("source", str(data_path)),
-                      salary_unit=cfg["salary_unit"])
+    study.info.update(
+        simulated=bool(frame.attrs.get("simulated", False)),
+        source=frame.attrs.get("source", str(data_path)),
+        salary_unit=cfg["salary_unit"],
+    )
     return study
 
 
@@ -497,25 +601,33 @@ def contraction_replicate(params: dict, replicate: int, seed: int) -> dict[str, 
     rng = np.random.default_rng(seed)
     y = _simulate(params["generator"], params["n"], rng)
     model = GENERATORS[params["generator"]][1]
-    syn = Synthesizer(y, model, seed=seed,
-                      sampler=Sampler(params["chains"], params["iter_warmup"],
-                                      params["iter_sampling"]))
+    syn = Synthesizer(
+        y,
+        model,
+        seed=seed,
+        sampler=Sampler(params["chains"], params["iter_warmup"], params["iter_sampling"]),
+    )
     results = {"Unweighted": syn.unweighted(), "LW": syn.lw(params["c"], params["g"])}
     if params["reweight"]:
         # Algorithm 3 at the paper's fixed k (one refit), not the library's k search:
         # the search costs up to six refits per database (see the module docstring).
         lw = results["LW"].fit
         alpha_w = weights.reweighted(lw.alpha, lw.record_bounds, params["k"])
-        results["LW_final"] = Result("lw", syn.fit(alpha_w, tag="lw-final"), None,
-                                     {"c": params["c"], "g": params["g"], "k": params["k"]})
+        results["LW_final"] = Result(
+            "lw",
+            syn.fit(alpha_w, tag="lw-final"),
+            None,
+            {"c": params["c"], "g": params["g"], "k": params["k"]},
+        )
     stats = {"Data": summary_statistics(y)}
     for name, res in results.items():
         stats[name] = summary_statistics(syn.synthesize(res, 1)[0])
     return {
         "replicate": replicate,
         "lipschitz": {name: float(res.lipschitz) for name, res in results.items()},
-        "rhat_max": float(max(res.fit.stan_fit.diagnostics["rhat_max"]
-                              for res in results.values())),
+        "rhat_max": float(
+            max(res.fit.stan_fit.diagnostics["rhat_max"] for res in results.values())
+        ),
         "k": results["LW_final"].tuning.get("k") if params["reweight"] else None,
         "stats": stats,
     }
@@ -533,20 +645,47 @@ def local_to_global(
     """
     if generator not in GENERATORS:
         raise InputError("generator", f"must be one of {', '.join(GENERATORS)} (got {generator!r})")
-    params = {"generator": generator, "n": cfg["n"], "chains": cfg["chains"],
-              "iter_warmup": cfg["iter_warmup"], "iter_sampling": cfg["iter_sampling"],
-              "c": cfg["c"], "g": cfg["g"], "k": cfg["k"], "reweight": cfg["reweight_local"],
-              "version": 2}
-    out = run_replicates(contraction_replicate, params, cfg["R"], seed=cfg["seed"],
-                         cache_dir=cache_dir, n_jobs=cfg["n_jobs"], progress=False)
+    params = {
+        "generator": generator,
+        "n": cfg["n"],
+        "chains": cfg["chains"],
+        "iter_warmup": cfg["iter_warmup"],
+        "iter_sampling": cfg["iter_sampling"],
+        "c": cfg["c"],
+        "g": cfg["g"],
+        "k": cfg["k"],
+        "reweight": cfg["reweight_local"],
+        "version": 2,
+    }
+    out = run_replicates(
+        contraction_replicate,
+        params,
+        cfg["R"],
+        seed=cfg["seed"],
+        cache_dir=cache_dir,
+        n_jobs=cfg["n_jobs"],
+        progress=False,
+    )
     bounds = pd.DataFrame(
-        [{"replicate": r["replicate"], "synthesizer": name, "lipschitz": v,
-          "rhat_max": r["rhat_max"], "k": r["k"]}
-         for r in out for name, v in r["lipschitz"].items()]
+        [
+            {
+                "replicate": r["replicate"],
+                "synthesizer": name,
+                "lipschitz": v,
+                "rhat_max": r["rhat_max"],
+                "k": r["k"],
+            }
+            for r in out
+            for name, v in r["lipschitz"].items()
+        ]
     )
     estimands = pd.DataFrame(
-        [{"replicate": r["replicate"], "source": src, "statistic": s, "value": v}
-         for r in out for src, st in r["stats"].items() for s, v in st.items()]
+        [
+            {"replicate": r["replicate"], "source": src, "statistic": s, "value": v}
+            for r in out
+            for src, st in r["stats"].items()
+            for s, v in st.items()
+        ]
     )
     return bounds, estimands
 

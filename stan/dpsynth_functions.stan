@@ -26,3 +26,29 @@
     vector[rows(a)] m = fmax(a, b);
     return m + log(exp(a - m) + exp(b - m));
   }
+
+  // Number of distinct values of an integer array (for grouping records by outcome).
+  int dpsynth_n_unique(array[] int y) {
+    int n = size(y);
+    if (n == 0) {
+      return 0;
+    }
+    array[n] int s = sort_asc(y);
+    int u = 1;
+    for (i in 2:n) {
+      if (s[i] != s[i - 1]) {
+        u += 1;
+      }
+    }
+    return u;
+  }
+
+  // 1 when every row of X equals the first (an intercept-only design), else 0.
+  int dpsynth_rows_equal(matrix X) {
+    for (i in 2:rows(X)) {
+      if (max(abs(X[i] - X[1])) > 0) {
+        return 0;
+      }
+    }
+    return rows(X) > 0;
+  }

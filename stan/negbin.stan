@@ -20,21 +20,61 @@ data {
 transformed data {
   vector[n] y_vec = to_vector(y);
   vector[n] lgamma_y1 = lgamma(y_vec + 1);
+  // For the uncensored sum (see the model block).
+  row_vector[K] ay_X = (alpha .* y_vec)' * X;
+  real alpha_lgamma_y1 = dot_product(alpha, lgamma_y1);
+  real sum_alpha = sum(alpha);
+  real alpha_y = dot_product(alpha, y_vec);
+  int X_constant = dpsynth_rows_equal(X);
+  // Distinct outcomes y_u with summed weights alpha_u:
+  // sum_i alpha_i lgamma(y_i + phi) = sum_u alpha_u lgamma(y_u + phi).
+  int U = dpsynth_n_unique(y);
+  vector[U] y_u;
+  vector[U] alpha_u = rep_vector(0, U);
+  {
+    array[n] int ord = sort_indices_asc(y);
+    int u = 0;
+    for (j in 1:n) {
+      if (j == 1 || y[ord[j]] != y[ord[j - 1]]) {
+        u += 1;
+        y_u[u] = y[ord[j]];
+      }
+      alpha_u[u] += alpha[ord[j]];
+    }
+  }
 }
 parameters {
   vector[K] beta;
   real<lower=0> phi;
 }
 model {
-  vector[n] eta = X * beta;
-  // neg_binomial_2_log_lpmf(y | eta, phi), vectorized per record:
-  // lchoose(y + phi - 1, y) + y (eta - log(exp(eta) + phi)) + phi (log phi - log(exp(eta) + phi))
-  vector[n] log_mu_phi = log_sum_exp_vec(eta, log(phi));
-  vector[n] ll = lgamma(y_vec + phi) - lgamma(phi) - lgamma_y1
-                 + y_vec .* (eta - log_mu_phi) + phi * (log(phi) - log_mu_phi);
   beta ~ normal(0, 10);
   phi ~ gamma(2, 0.1);
-  target += dpsynth_target(ll, alpha, censor, M);
+  if (censor == 1) {
+    // neg_binomial_2_log_lpmf(y | eta, phi), vectorized per record:
+    // lchoose(y + phi - 1, y) + y (eta - log(exp(eta) + phi)) + phi (log phi - log(exp(eta) + phi))
+    vector[n] eta = X * beta;
+    vector[n] log_mu_phi = log_sum_exp_vec(eta, log(phi));
+    vector[n] ll = lgamma(y_vec + phi) - lgamma(phi) - lgamma_y1
+                   + y_vec .* (eta - log_mu_phi) + phi * (log(phi) - log_mu_phi);
+    target += dpsynth_target(ll, alpha, censor, M);
+  } else {
+    // The same sum regrouped, with log(exp(eta) + phi) = log(phi) + log1p_exp(eta - log(phi)):
+    // sum_i alpha_i [lgamma(y_i + phi) - (y_i + phi) log(exp(eta_i) + phi)]
+    //   + (alpha .* y)' X beta + sum(alpha) (phi log(phi) - lgamma(phi)) - alpha' lgamma(y + 1)
+    // Records are grouped by outcome for the lgamma term; an intercept-only design has one
+    // log(exp(eta) + phi) for all records.
+    real log_phi = log(phi);
+    real shared = ay_X * beta + sum_alpha * (phi * log_phi - lgamma(phi)) - alpha_lgamma_y1
+                  + dot_product(alpha_u, lgamma(y_u + phi));
+    if (X_constant == 1) {
+      real eta1 = X[1] * beta;
+      target += shared - (alpha_y + phi * sum_alpha) * (log_phi + log1p_exp(eta1 - log_phi));
+    } else {
+      vector[n] eta = X * beta;
+      target += shared - dot_product(alpha .* (y_vec + phi), log_phi + log1p_exp(eta - log_phi));
+    }
+  }
 }
 generated quantities {
   vector[want_log_lik ? n : 0] log_lik;

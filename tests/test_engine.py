@@ -122,8 +122,41 @@ def pystan_replicate(params: dict, replicate: int, seed: int) -> float:
     return float(fit.draws["phi"].mean())
 
 
-def test_pystan_in_parallel_runner_workers_fails_clearly_instead_of_hanging():
+def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
+    """httpstan's fork pool inside runner workers: same draws as serial, and the pool exits
+    (it used to hang at worker exit). Runs in a child interpreter so a hang is a failure."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
     from dpsynth.runner import run_replicates
 
-    with pytest.raises(RuntimeError, match="n_jobs=1"):
-        run_replicates(pystan_replicate, {}, 2, seed=1, cache_dir=None, n_jobs=2, progress=False)
+    script = (
+        "import json; from dpsynth.runner import run_replicates; "
+        "from tests.test_engine import pystan_replicate; "
+        "print(json.dumps(run_replicates(pystan_replicate, {}, 3, seed=1, cache_dir=None, "
+        "n_jobs=2, progress=False)))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail("runner workers running PyStan did not exit within 300 s")
+    assert proc.returncode == 0
+    parallel = json.loads(out.strip().splitlines()[-1])
+    serial = run_replicates(
+        pystan_replicate, {}, 3, seed=1, cache_dir=None, n_jobs=1, progress=False
+    )
+    assert parallel == pytest.approx(serial, rel=0, abs=0)
+    assert len(set(parallel)) == 3  # distinct replicate seeds give distinct fits

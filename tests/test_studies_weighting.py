@@ -24,8 +24,10 @@ def test_profiles_have_the_same_keys_and_validate():
 
 def test_paper_profile_is_as_published():
     cfg = sw.settings("paper")
-    assert (cfg["n"], cfg["R"], cfg["chains"], cfg["iter_warmup"], cfg["iter_sampling"]) == (
-        1000, 100, 4, 1000, 1000)
+    assert (cfg["n"], cfg["R"]) == (1000, 100)
+    # Run length is dpsynth's choice (not in the paper): S = 1000 draws from 2 chains, enough
+    # for the m = 100 synthetic sets drawn from distinct draws.
+    assert cfg["chains"] >= 2 and cfg["chains"] * cfg["iter_sampling"] == 1000 >= cfg["m"]
     assert cfg["k"] == 0.95
 
 
