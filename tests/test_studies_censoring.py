@@ -34,9 +34,9 @@ def test_profiles_have_the_same_keys_and_validate() -> None:
 def test_paper_profile_matches_the_paper() -> None:
     s = settings("paper")
     assert (s["R"], s["n"]) == (100, 2000)  # Section 4's sizes
-    # The paper does not state its MCMC run length; dpsynth's choice: S = 1000 draws from
+    # The paper does not state its MCMC run length; dpsynth's choice: S = 2000 draws from
     # 2 chains (R-hat needs at least 2).
-    assert s["chains"] >= 2 and s["chains"] * s["iter_sampling"] == 1000
+    assert s["chains"] >= 2 and s["chains"] * s["iter_sampling"] == 2000
     assert s["sdr_epsilon"] == 5.0 and s["sdr_n"] is None and s["data_path"] is None
 
 
