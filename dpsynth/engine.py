@@ -295,12 +295,12 @@ def _pystan_model(code: str, data: Mapping[str, Any], seed: int):
     key = (code, _shape_key(data))
     base = _PYSTAN_MODELS.get(key)
     if base is None:
-        base = stan.build(code, data=jdata, random_seed=int(seed))
+        base = stan.build(code, data=jdata, random_seed=seed)
         if len(_PYSTAN_MODELS) >= _PYSTAN_MODELS_MAX:
             _PYSTAN_MODELS.pop(next(iter(_PYSTAN_MODELS)))
         _PYSTAN_MODELS[key] = base
         return base
-    return dataclasses.replace(base, data=jdata, random_seed=int(seed))
+    return dataclasses.replace(base, data=jdata, random_seed=seed)
 
 
 def _sample_cmdstanpy(
