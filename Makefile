@@ -12,7 +12,7 @@ EXECUTED := $(patsubst notebooks/%.ipynb,book/executed/%.ipynb,$(NOTEBOOKS))
 LIBRARY := $(wildcard dpsynth/*.py) $(wildcard stan/*.stan)
 PROFILE_STAMP := book/executed/.profile-$(PROFILE)
 
-.PHONY: venv compile test lint pytest nbval book book-html book-check browser clean
+.PHONY: venv compile test lint pytest nbval book book-html book-check browser mathjax clean
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ nbval: compile
 # ---- the book --------------------------------------------------------------------
 # Each notebook is executed by papermill with `-p profile $(PROFILE)` into book/executed/;
 # it reruns only when the notebook, the library or the profile changed. Monte Carlo
-# replicates are cached on disk by dpsynth.runner, so a rerun recomputes only what changed.
+# replicates are cached on disk by dpsynth.studies.runner, so a rerun recomputes only what changed.
 $(PROFILE_STAMP): | venv
 	mkdir -p book/executed
 	rm -f book/executed/.profile-*
@@ -55,10 +55,27 @@ book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) $(PROFILE_STAMP) | compile
 	  --progress-bar && mv $@.part $@ && \
 	echo "[make] $* took $$(( $$(date +%s) - start )) s" | tee -a book/executed/timings.log >&2
 
-book-html: $(EXECUTED)
+book-html: $(EXECUTED) | mathjax
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
 book: book-html
+
+# MathJax 2 from Debian (libjs-mathjax), served from the build: the book loads nothing
+# from a CDN. The files TeX-AMS_CHTML needs (~2 MB) are copied into _build/mathjax (not
+# in git), which _config.yml lists in html_static_path -> _build/html/_static/mathjax.
+MATHJAX_SRC := /usr/share/javascript/mathjax
+MATHJAX_DIR := _build/mathjax/mathjax
+MATHJAX_FILES := MathJax.js config/TeX-AMS_CHTML.js extensions jax/input/TeX jax/element \
+	jax/output/CommonHTML fonts/HTML-CSS/TeX/woff fonts/HTML-CSS/TeX/otf
+
+mathjax: $(MATHJAX_DIR)/MathJax.js
+
+$(MATHJAX_DIR)/MathJax.js:
+	@test -f $(MATHJAX_SRC)/MathJax.js || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjs-mathjax >/dev/null; }
+	rm -rf $(MATHJAX_DIR).part && mkdir -p $(MATHJAX_DIR).part
+	cd $(MATHJAX_SRC) && cp -rL --parents $(MATHJAX_FILES) $(CURDIR)/$(MATHJAX_DIR).part/
+	rm -rf $(MATHJAX_DIR) && mv $(MATHJAX_DIR).part $(MATHJAX_DIR)
 
 # Debian's chromium for the headless-browser check of the built HTML.
 browser:
@@ -66,7 +83,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 book-check: browser
-	$(BIN)/python tests/check_book.py _build/html
+	$(BIN)/python tools/check_book.py _build/html
 
 # The test command: lint, unit and Stan tests, nbval, the book under the ci profile,
 # and the built HTML opened in headless chromium.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpsynth.modips_studies import (
+from dpsynth.studies.modips_simulation import (
     M_GRID,
     MULTI_RULES,
     study_combination_rules,

@@ -1,29 +1,123 @@
 """Command line: ``python -m dpsynth synthesize ...`` and ``python -m dpsynth combine ...``.
 
-Bad input gets one line on stderr naming the parameter, exit status 2, and no
-output file. Long runs report progress on stderr; stdout carries only results.
+A thin adapter over :func:`dpsynth.release.synthesize` and
+:func:`dpsynth.inference.combine_frame`: it parses, checks paths, calls the library,
+maps the library's parameter names to flags in one place (:data:`FLAGS`) and prints.
+
+Contract: bad input gets one line on stderr naming the flag, exit status 2, nothing
+written and the input untouched (:data:`REFUSALS` lists the families; the book's CLI
+page is generated from it). Ctrl-C exits 130 and SIGTERM 143, leaving no output and no
+temporary file. Messages name parameters and record positions, never data values.
+Which mechanism to choose for which data: the book's page "Which mechanism for my data?".
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
+import signal
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dpsynth import __version__
-from dpsynth.errors import InputError, require_finite_positive
-from dpsynth.mechanisms import (
-    MECHANISMS,
-    Release,
-    Sampler,
-    synthesize,
-)
-from dpsynth.models import MODELS, Model, covariate_matrix
+from dpsynth.errors import InputError
 
-CLI_MECHANISMS = (*MECHANISMS, "sbs")
+MECHANISM_CHOICES = (
+    "unweighted",
+    "lw",
+    "cw",
+    "sw",
+    "weighted-e",
+    "censor-w",
+    "censor-uw",
+    "ph",
+    "sbs",
+)
+MODEL_CHOICES = ("beta", "poisson", "negbin", "beta-regression")
+
+FLAGS = {
+    "y": "--column",
+    "column": "--column",
+    "data": "IN.csv",
+    "epsilon": "--epsilon",
+    "m": "--m",
+    "bounds": "--bounds",
+    "mechanism": "--mechanism",
+    "model": "--model",
+    "stan_file": "--stan-file",
+    "outcome": "--outcome",
+    "X": "--covariates",
+    "covariates": "--covariates",
+    "neighbours": "--neighbours",
+    "n_synthetic": "--n-synthetic",
+    "radius": "--radius",
+    "c": "--c",
+    "g": "--g",
+    "k": "--k",
+    "reweight": "--reweight",
+    "downscale": "--downscale",
+    "target_lipschitz": "--target-lipschitz",
+    "n_bins": "--n-bins",
+    "integer": "--integer",
+    "reference": "--weights-from",
+    "alpha": "--weights-from",
+    "data_type": "--data-type",
+    "known_sd": "--known-sd",
+    "allocation": "--allocation",
+    "sanitization": "--sanitization",
+    "bounding": "--bounding",
+    "seed": "--seed",
+    "backend": "--backend",
+    "chains": "--chains",
+    "iter_warmup": "--iter-warmup",
+    "iter_sampling": "--iter-sampling",
+    "sampler": "--allow-unconverged",
+    "estimand": "--estimand",
+    "rule": "--rule",
+    "set_column": "--set-column",
+    "estimates": "SYNTH.csv",
+    "variances": "SYNTH.csv",
+    "datasets": "SYNTH.csv",
+}
+"""Library parameter name -> the flag a CLI user sets (the one place they are mapped)."""
+
+REFUSALS: list[tuple[str, str, str]] = [
+    ("input file", "missing, a directory, not UTF-8 text, empty or not CSV", "IN.csv"),
+    ("columns", "duplicated or empty column names; an unknown --column", "IN.csv / --column"),
+    ("outcome values", "missing, non-numeric, outside the model's support or bounds", "--column"),
+    ("counts", "counts beyond Stan's 32-bit integers", "--column"),
+    ("output paths", "a directory, a missing folder, not writable", "--out/--report"),
+    ("output paths", "equal to the input or to another output", "--out/--report/--diagnostics"),
+    ("epsilon", "not a number, <= 0, outside [1e-6, 1000]", "--epsilon"),
+    ("m", "< 1, more sets than posterior draws", "--m"),
+    ("seed", "negative or >= 2^63", "--seed"),
+    ("MCMC sizes", "chains outside 1-64, iterations outside their ranges", "--chains/--iter-*"),
+    ("bins", "< 1 or more than 10,000,000", "--n-bins"),
+    ("bounds", "LO >= HI, not finite, missing where required", "--bounds"),
+    ("options", "an option the chosen mechanism would ignore", "the option"),
+    ("neighbours", "add-remove without --n-synthetic, or with covariates or SBS", "--neighbours"),
+    ("user program", "fails to parse or compile, or breaks the convention", "--stan-file"),
+    ("user program", "contributions not clamped to [-M, M] or not in its target", "--stan-file"),
+    ("convergence", "strict-DP fit with R-hat > 1.01, ESS < 100 or divergences", "--chains"),
+]
+"""What the CLI refuses and why: (family, cases, flag). Tests and the book use this table."""
+
+SEED_MAX = 2**63 - 1
+INT_RANGES = {
+    "m": (1, 10_000),
+    "seed": (0, SEED_MAX),
+    "chains": (1, 64),
+    "iter_warmup": (0, 1_000_000),
+    "iter_sampling": (1, 1_000_000),
+    "n_bins": (1, 10_000_000),
+    "n_synthetic": (1, 100_000_000),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,26 +130,58 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``dpsynth`` parser with its subcommands."""
-    from dpsynth.cli_modips import add_combine_command, add_sbs_arguments
-
-    parser = _Parser(prog="dpsynth", description="Differentially private Bayesian data synthesis")
+    parser = _Parser(
+        prog="dpsynth",
+        description="Differentially private Bayesian data synthesis. Which mechanism for "
+        "which data: see the book's page 'Which mechanism for my data?'.",
+    )
     parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_synthesize(sub)
+    _add_combine(sub)
+    return parser
 
-    s = sub.add_parser("synthesize", help="release synthetic data with a privacy report")
-    s.add_argument("input", metavar="IN.csv")
+
+def _add_synthesize(sub: Any) -> None:
+    s = sub.add_parser(
+        "synthesize",
+        help="release synthetic data with a privacy report",
+        description="Release m synthetic datasets under a total privacy budget --epsilon.",
+    )
+    s.add_argument("input", metavar="IN.csv", help="confidential data (UTF-8 CSV)")
     s.add_argument("--column", required=True, help="the confidential outcome column")
-    s.add_argument("--model", default="beta", help=f"one of {', '.join(MODELS)}")
+    s.add_argument("--model", default=None, choices=MODEL_CHOICES, help="default beta")
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
     s.add_argument(
         "--outcome",
         choices=("unit", "count", "real"),
-        default="real",
-        help="support of y for --stan-file models",
+        default=None,
+        help="support of y for --stan-file models (default real)",
     )
-    s.add_argument("--mechanism", required=True, help=f"one of {', '.join(CLI_MECHANISMS)}")
-    s.add_argument("--epsilon", required=True, help="target epsilon (recorded for aDP mechanisms)")
-    s.add_argument("--covariates", default=None, help="comma-separated covariate columns")
+    s.add_argument("--mechanism", required=True, choices=MECHANISM_CHOICES)
+    s.add_argument(
+        "--epsilon",
+        required=True,
+        type=float,
+        help="TOTAL privacy budget of the release; each of the m sets gets epsilon/m",
+    )
+    s.add_argument(
+        "--neighbours",
+        default="substitution",
+        choices=("substitution", "add-remove"),
+        help="neighbouring databases: substitution (default, n public) or add-remove",
+    )
+    s.add_argument(
+        "--n-synthetic",
+        type=int,
+        default=None,
+        help="number of synthetic records (public; required with add-remove)",
+    )
+    s.add_argument(
+        "--covariates",
+        default=None,
+        help="comma-separated covariate columns (treated as public, written to OUT)",
+    )
     s.add_argument(
         "--categorical",
         default=None,
@@ -69,16 +195,40 @@ def build_parser() -> argparse.ArgumentParser:
         metavar=("LO", "HI"),
         help="public bounds of the outcome (never read from the data)",
     )
-    s.add_argument("--m", type=int, default=1, help="number of synthetic datasets")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--out", required=True, metavar="OUT.csv")
-    s.add_argument("--report", required=True, metavar="REPORT.json")
+    s.add_argument("--m", type=int, default=1, help="number of synthetic datasets (default 1)")
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="research runs only: a known seed makes the release NOT private",
+    )
+    s.add_argument("--out", required=True, metavar="OUT.csv", help="synthetic data (publishable)")
+    s.add_argument(
+        "--report", required=True, metavar="REPORT.json", help="privacy report (publishable)"
+    )
+    s.add_argument(
+        "--diagnostics",
+        default=None,
+        metavar="DIAG.json",
+        help="CONFIDENTIAL diagnostics (bounds, censored counts, MCMC); never publish",
+    )
+    s.add_argument(
+        "--weights-from",
+        default=None,
+        metavar="REFERENCE.csv",
+        help="censor-w: public/earlier-period data to set the weights (strict DP)",
+    )
+    s.add_argument(
+        "--allow-unconverged",
+        action="store_true",
+        help="release even if MCMC diagnostics fail (no DP guarantee then)",
+    )
     t = s.add_argument_group("weights and tuning")
-    t.add_argument("--c", type=float, default=1.0, help="weight scale c (Algorithms 1-2)")
-    t.add_argument("--g", type=float, default=0.0, help="weight shift g (Algorithms 1-2)")
+    t.add_argument("--c", type=float, default=None, help="weight scale c (Algorithms 1-2)")
+    t.add_argument("--g", type=float, default=None, help="weight shift g (Algorithms 1-2)")
     t.add_argument("--radius", type=float, default=None, help="CW radius r (Algorithm 2)")
     t.add_argument("--reweight", action="store_true", help="re-weighting (Algorithm 3), lw/cw")
-    t.add_argument("--k", type=float, default=0.95, help="starting k of the re-weighting search")
+    t.add_argument("--k", type=float, default=None, help="starting k of the re-weighting search")
     t.add_argument(
         "--downscale",
         type=float,
@@ -86,106 +236,334 @@ def build_parser() -> argparse.ArgumentParser:
         help="factor in (0,1] applied to LW weights before censoring (censor-w)",
     )
     t.add_argument(
-        "--target-lipschitz", type=float, default=None, help="SW target Delta (default epsilon/2)"
+        "--target-lipschitz",
+        type=float,
+        default=None,
+        help="SW target Delta (default from epsilon)",
     )
     t.add_argument("--n-bins", type=int, default=None, help="PH bins (default ceil(sqrt(n)))")
+    t.add_argument(
+        "--integer",
+        action="store_true",
+        help="PH for counts: one bin per integer in --bounds, integer output",
+    )
     mc = s.add_argument_group("MCMC")
     mc.add_argument("--chains", type=int, default=4)
     mc.add_argument("--iter-warmup", type=int, default=1000)
     mc.add_argument("--iter-sampling", type=int, default=1000)
     mc.add_argument("--backend", choices=("auto", "cmdstanpy", "pystan"), default=None)
     mc.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    add_sbs_arguments(s)
+    g = s.add_argument_group("modips.SBS options (--mechanism sbs)")
+    g.add_argument(
+        "--data-type",
+        choices=("binary", "gaussian"),
+        default=None,
+        help="binary (0/1) or gaussian (default)",
+    )
+    g.add_argument(
+        "--bounding",
+        choices=("bit", "truncation"),
+        default=None,
+        help="legitimize out-of-bound statistics: bit (default) or truncation",
+    )
+    g.add_argument(
+        "--sanitization",
+        choices=("communal", "individualized"),
+        default=None,
+        help="Gaussian, unknown variance: communal or individualized (default)",
+    )
+    g.add_argument(
+        "--allocation",
+        type=float,
+        default=None,
+        metavar="W",
+        help="individualized: share of each set's budget for the mean, in (0,1)",
+    )
+    g.add_argument(
+        "--known-sd",
+        type=float,
+        default=None,
+        metavar="SD",
+        help="Gaussian with known standard deviation SD (sanitizes the mean only)",
+    )
     s.set_defaults(func=_synthesize_command)
 
-    add_combine_command(sub)
-    return parser
+
+def _add_combine(sub: Any) -> None:
+    from dpsynth.inference import ESTIMANDS, RULES
+
+    p = sub.add_parser(
+        "combine",
+        help="combine inferences from m synthetic datasets (Liu, Theorem 7)",
+        description="Per-set estimate and variance of a mean or proportion, combined across sets.",
+    )
+    p.add_argument("synth", metavar="SYNTH.csv", help="synthetic data CSV (all sets stacked)")
+    p.add_argument("--column", required=True, help="column to analyse")
+    p.add_argument("--estimand", required=True, choices=ESTIMANDS)
+    p.add_argument(
+        "--rule",
+        choices=RULES,
+        default="thm7",
+        help="thm7 (default), rubin, raghunathan, raab, or single (one set)",
+    )
+    p.add_argument("--set-column", default="synthetic_set", help="column numbering the sets")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a summary")
+    p.set_defaults(func=_combine_command)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
+    """Entry point; returns the exit status (0, 2 bad input, 130 Ctrl-C, 143 SIGTERM)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"dpsynth: error: {exc}", file=sys.stderr)
+        print(f"dpsynth: error: {flag_message(exc)}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("dpsynth: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except SystemExit as exc:
+        if exc.code == 143:
+            print("dpsynth: terminated; nothing was written", file=sys.stderr)
+        raise
+    except Exception as exc:  # noqa: BLE001 - the contract: one line, never a traceback
+        print(
+            f"dpsynth: internal error ({type(exc).__name__}); nothing was written. "
+            "Please report it.",
+            file=sys.stderr,
+        )
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(143)
+
+
+def flag_message(exc: InputError) -> str:
+    """The error's message with the library parameter replaced by the user's flag."""
+    text = str(exc)
+    flag = FLAGS.get(exc.param, exc.param)
+    prefix = f"{exc.param}: "
+    return f"{flag}: {text[len(prefix) :]}" if text.startswith(prefix) else f"{flag}: {text}"
+
+
+# ----------------------------------------------------------------------------- synthesize
 
 
 def _synthesize_command(args: argparse.Namespace) -> int:
-    frame = read_input(args.input, args.column)
-    if args.mechanism not in CLI_MECHANISMS:
-        raise InputError(
-            "--mechanism",
-            f"unknown mechanism {args.mechanism!r}; choose one of {', '.join(CLI_MECHANISMS)}",
-        )
-    epsilon = require_finite_positive("--epsilon", args.epsilon)
-    if args.m < 1:
-        raise InputError("--m", f"must be an integer >= 1 (got {args.m})")
-    if args.mechanism == "sbs":
-        from dpsynth.cli_modips import synthesize_sbs
+    from dpsynth import privacy
+    from dpsynth.mechanisms import Sampler
+    from dpsynth.models import Model, covariate_matrix
+    from dpsynth.release import KnownSeedWarning, synthesize
 
-        args.epsilon = epsilon
-        data, report = synthesize_sbs(frame[args.column].to_numpy(), args)
-        release = Release(data, report)
-    else:
-        model: str | Model = args.model
-        if args.stan_file:
-            model = Model.from_stan_file(args.stan_file, args.outcome)
-        elif args.model not in MODELS:
-            raise InputError(
-                "--model", f"unknown model {args.model!r}; choose one of {', '.join(MODELS)}"
-            )
-        X = covariate_matrix(frame, args.covariates, args.categorical)
-        sampler = Sampler(
-            args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=args.quiet
-        )
+    _check_ints(args)
+    privacy.require_epsilon("epsilon", args.epsilon)
+    outputs = check_output_paths(
+        args.input, {"--out": args.out, "--report": args.report, "--diagnostics": args.diagnostics}
+    )
+    stan_mechanism = args.mechanism not in ("ph", "sbs")
+    if not stan_mechanism:
+        for flag, value in (
+            ("--stan-file", args.stan_file),
+            ("--model", args.model),
+            ("--covariates", args.covariates),
+        ):
+            if value is not None:
+                raise InputError(flag, f"does not apply to the {args.mechanism} mechanism")
+    if args.outcome is not None and args.stan_file is None:
+        raise InputError("--outcome", "only applies with --stan-file")
+    if args.stan_file is not None and args.model is not None:
+        raise InputError("--model", "give either --model or --stan-file, not both")
+    frame = read_input(args.input, args.column, "IN.csv")
+    model: str | Model = args.model or "beta"
+    if args.stan_file:
+        model = Model.from_stan_file(args.stan_file, args.outcome or "real")
+    X = covariate_matrix(frame, args.covariates, args.categorical) if stan_mechanism else None
+    covariates = None
+    if args.covariates:
+        cols = [c.strip() for c in args.covariates.split(",") if c.strip()]
+        covariates = frame[cols]
+    reference = reference_X = None
+    if args.weights_from is not None:
+        if args.mechanism != "censor-w":
+            raise InputError("--weights-from", "only applies to --mechanism censor-w")
+        ref = read_input(args.weights_from, args.column, "--weights-from")
+        reference = ref[args.column].to_numpy()
+        reference_X = covariate_matrix(ref, args.covariates, args.categorical)
+    sampler = Sampler(
+        args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=args.quiet
+    )
+    tuning = {
+        "c": args.c,
+        "g": args.g,
+        "radius": args.radius,
+        "reweight": args.reweight,
+        "k": args.k,
+        "downscale": args.downscale,
+        "target_lipschitz": args.target_lipschitz,
+        "n_bins": args.n_bins,
+        "integer": args.integer,
+        "data_type": args.data_type,
+        "known_sd": args.known_sd,
+        "sanitization": args.sanitization,
+        "allocation": args.allocation,
+        "bounding": args.bounding,
+    }
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", KnownSeedWarning)
         release = synthesize(
             frame[args.column].to_numpy(),
             model=model,
             mechanism=args.mechanism,
-            epsilon=epsilon,
-            X=X,
-            bounds=tuple(args.bounds) if args.bounds else None,
+            epsilon=args.epsilon,
             m=args.m,
+            neighbours=args.neighbours,
+            X=X,
+            covariates=covariates,
+            bounds=tuple(args.bounds) if args.bounds else None,
+            n_synthetic=args.n_synthetic,
             seed=args.seed,
             column=args.column,
             sampler=sampler,
+            reference=reference,
+            reference_X=reference_X,
+            allow_unconverged=args.allow_unconverged,
             progress=not args.quiet,
-            c=args.c,
-            g=args.g,
-            radius=args.radius,
-            reweight=args.reweight,
-            k=args.k,
-            downscale=args.downscale,
-            target_lipschitz=args.target_lipschitz,
-            n_bins=args.n_bins,
+            **{k: v for k, v in tuning.items() if v is not None and v is not False},
         )
-    release.report["input_columns"] = {"outcome": args.column, "covariates": args.covariates}
-    release.write(args.out, args.report)
+    for w in caught:
+        if issubclass(w.category, KnownSeedWarning):
+            print(f"dpsynth: warning: --seed: {w.message}", file=sys.stderr)
+    release.write(outputs["--out"], outputs["--report"], outputs.get("--diagnostics"))
     if not args.quiet:
-        print(f"[dpsynth] wrote {args.out} and {args.report}", file=sys.stderr)
+        named = ", ".join(str(p) for p in outputs.values())
+        print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
 
 
-def read_input(path: str, column: str) -> pd.DataFrame:
-    """Read IN.csv and check the outcome column exists and is non-empty."""
+def _check_ints(args: argparse.Namespace) -> None:
+    for name, (lo, hi) in INT_RANGES.items():
+        value = getattr(args, name, None)
+        if value is not None and not lo <= value <= hi:
+            raise InputError(name, f"must lie in [{lo}, {hi:,}] (got {value})")
+
+
+def check_output_paths(input_path: str, outputs: dict[str, str | None]) -> dict[str, Path]:
+    """Output paths must be files in existing, writable folders, distinct from the input
+    and from each other (so no run can overwrite the confidential data)."""
+    seen = {_resolved(input_path): "IN.csv"}
+    checked: dict[str, Path] = {}
+    for flag, value in outputs.items():
+        if value is None:
+            continue
+        path = Path(value)
+        key = _resolved(value)
+        if key in seen:
+            raise InputError(flag, f"is the same file as {seen[key]}")
+        seen[key] = flag
+        if path.is_dir():
+            raise InputError(flag, f"{value} is a directory")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(flag, f"folder {folder} does not exist")
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise InputError(flag, f"{value} is not writable")
+        checked[flag] = path
+    return checked
+
+
+def _resolved(path: str) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def read_input(path: str, column: str, param: str) -> pd.DataFrame:
+    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers."""
     p = Path(path)
-    if not p.is_file():
-        raise InputError("IN.csv", f"no such file: {path}")
+    if not p.exists():
+        raise InputError(param, f"no such file: {path}")
+    if p.is_dir():
+        raise InputError(param, f"{path} is a directory")
     try:
-        frame = pd.read_csv(p)
-    except (pd.errors.EmptyDataError, pd.errors.ParserError) as exc:
-        raise InputError("IN.csv", f"cannot read {path}: {exc}") from None
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh), None)
+    except UnicodeDecodeError:
+        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
+    except OSError:
+        raise InputError(param, f"cannot read {path}") from None
+    if not header:
+        raise InputError(param, "is empty")
+    names = [h.strip() for h in header]
+    if any(not h for h in names):
+        raise InputError(param, f"column {names.index('') + 1} has an empty name")
+    dupes = sorted({h for h in names if names.count(h) > 1})
+    if dupes:
+        raise InputError(param, f"duplicated column name(s): {', '.join(dupes)}")
+    try:
+        frame = pd.read_csv(p, encoding="utf-8-sig")
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
+        raise InputError(param, "cannot be parsed as CSV") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
     if column not in frame.columns:
         raise InputError("--column", f"no column {column!r} in {path}")
     if len(frame) == 0:
         raise InputError("--column", "the data are empty")
-    values = pd.to_numeric(frame[column], errors="coerce")
-    if values.isna().any() or not np.all(np.isfinite(values.to_numpy(dtype=float))):
-        raise InputError("--column", f"{column!r} contains NaN, non-numeric or infinite values")
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values))
+    if bad.size:
+        raise InputError(
+            "--column", f"record {int(bad[0]) + 1} of {path} is missing, non-numeric or infinite"
+        )
+    frame[column] = values
     return frame
+
+
+# ----------------------------------------------------------------------------- combine
+
+
+def _combine_command(args: argparse.Namespace) -> int:
+    import json
+
+    from dpsynth.inference import combine_frame
+
+    path = Path(args.synth)
+    if not path.is_file():
+        raise InputError("SYNTH.csv", f"file not found: {path}")
+    try:
+        df = pd.read_csv(path, encoding="utf-8-sig")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        raise InputError("SYNTH.csv", "cannot be read as a UTF-8 CSV") from None
+    if df.empty:
+        raise InputError("SYNTH.csv", "no records")
+    has_sets = args.set_column in df.columns
+    if args.rule != "single" and not has_sets:
+        raise InputError(
+            "set_column",
+            f"column {args.set_column!r} not found; rule {args.rule!r} needs m >= 2 sets "
+            "(use --rule single for one set)",
+        )
+    if has_sets and df[args.set_column].isna().any():
+        raise InputError("set_column", f"column {args.set_column!r} has missing values")
+    m = int(df[args.set_column].nunique()) if has_sets else 1
+    if args.rule == "single" and m != 1:
+        raise InputError("rule", f"'single' needs exactly one synthetic set (found {m})")
+    if args.rule in ("thm7", "rubin", "raghunathan") and m < 2:
+        raise InputError("rule", f"rule {args.rule!r} needs m >= 2 synthetic sets (found {m})")
+    res = combine_frame(df, args.column, args.estimand, args.rule, args.set_column)
+    if args.json:
+        payload = {"column": args.column, "estimand": args.estimand, **res.to_dict()}
+        print(json.dumps(payload, indent=2, allow_nan=False, default=str))
+        return 0
+    df_txt = "inf (normal)" if np.isinf(res.df) else f"{res.df:.4g}"
+    print(f"{args.estimand} of {args.column!r} from m = {res.m} synthetic set(s), rule {res.rule}")
+    print(f"  estimate  {res.estimate:.6g}")
+    print(f"  variance  {res.variance:.6g}   (SE {res.se:.6g})")
+    print(f"  df        {df_txt}")
+    print(f"  {round(res.level * 100)}% CI    [{res.lower:.6g}, {res.upper:.6g}]")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

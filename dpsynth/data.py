@@ -91,17 +91,13 @@ def load_sdr_standin(sample: str, path: str | Path | None = None) -> pd.DataFram
     dollars within ``SALARY_BOUNDS``; agegrp codes the lower age of a five-year group (25..65).
     """
     if sample not in STANDIN_SAMPLES:
-        raise InputError(
-            "sample", f"must be one of {sorted(STANDIN_SAMPLES)} (got {sample!r})"
-        )
+        raise InputError("sample", f"must be one of {sorted(STANDIN_SAMPLES)} (got {sample!r})")
     file = Path(path) if path is not None else STANDIN_PATH
     if not file.is_file():
         raise InputError("path", f"stand-in file not found: {file}")
     df = pd.read_csv(file)
     if not df["simulated"].all():
-        raise InputError(
-            "path", f"{file} has rows not flagged simulated; not a stand-in file"
-        )
+        raise InputError("path", f"{file} has rows not flagged simulated; not a stand-in file")
     out = df.loc[df["sample"] == sample, list(COLUMNS)].reset_index(drop=True)
     out.attrs.update(
         simulated=True,
@@ -171,9 +167,7 @@ def load_sdr_public_use(
     return out
 
 
-def scale_to_unit(
-    x: ArrayLike, lower: float, upper: float, pad: float = 0.5
-) -> np.ndarray:
+def scale_to_unit(x: ArrayLike, lower: float, upper: float, pad: float = 0.5) -> np.ndarray:
     """Map values in public bounds [lower, upper] into the open interval (0, 1).
 
     u = (x - lower + pad) / (upper - lower + 2 pad); with the default pad = 0.5 (half a
@@ -187,15 +181,11 @@ def scale_to_unit(
         raise InputError("pad", f"must be > 0 and finite (got {pad!r})")
     arr = np.asarray(x, dtype=float)
     if np.any(~np.isfinite(arr)) or np.any(arr < lo) or np.any(arr > hi):
-        raise InputError(
-            "x", f"values must be finite and within the public bounds [{lo}, {hi}]"
-        )
+        raise InputError("x", f"values must be finite and within the public bounds [{lo}, {hi}]")
     return (arr - lo + pad) / (hi - lo + 2 * pad)
 
 
-def unscale_from_unit(
-    u: ArrayLike, lower: float, upper: float, pad: float = 0.5
-) -> np.ndarray:
+def unscale_from_unit(u: ArrayLike, lower: float, upper: float, pad: float = 0.5) -> np.ndarray:
     """Inverse of ``scale_to_unit``: x = lower - pad + u (upper - lower + 2 pad), same shape.
 
     Synthetic values in (0, 1) map back into (lower - pad, upper + pad); round or clip to the

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
 
 class InputError(ValueError):
     """Bad user input; ``param`` names the parameter at fault.
@@ -37,3 +42,30 @@ def require_bounds(param: str, lower: float, upper: float) -> tuple[float, float
     if not lo < hi:
         raise InputError(param, f"lower bound must be < upper bound (got {lo} >= {hi})")
     return lo, hi
+
+
+def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
+    """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
+    arr = np.asarray(x, dtype=float).reshape(-1)
+    if arr.size == 0:
+        raise InputError(param, "data are empty")
+    if np.isnan(arr).any():
+        raise InputError(param, f"data contain {int(np.isnan(arr).sum())} NaN value(s)")
+    if not np.isfinite(arr).all():
+        raise InputError(param, "data contain infinite values")
+    if arr.size < min_n:
+        raise InputError(param, f"need at least {min_n} records (got {arr.size})")
+    return arr
+
+
+def require_m(m: Any, param: str = "m") -> int:
+    """Number of synthetic datasets: an integer >= 1."""
+    if isinstance(m, bool) or not float(m).is_integer() or int(m) < 1:
+        raise InputError(param, f"must be an integer >= 1 (got {m!r})")
+    return int(m)
+
+
+def require_choice(param: str, value: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise InputError(param, f"must be one of {', '.join(choices)} (got {value!r})")
+    return value

@@ -9,11 +9,17 @@ Mechanisms (``MECHANISMS``):
 * ``sw``          one scalar weight reaching a target Delta: the exponential mechanism (aDP).
 * ``weighted-e``  LW, then alpha_i = 0 where Delta_i > eps/2, then refit (censoring paper 2.2, aDP).
 * ``censor-w``    LW weights (optionally downscaled, Section 4.4) in the censored likelihood
-                  with M = eps/2 (Eq. 3.5): strict eps-DP.
+                  with M = eps/2 (Eq. 3.5). Strict eps-DP only when the weights are fixed
+                  without the confidential data (``alpha`` from a reference database,
+                  Section 4.5); with weights from the confidential fit, no guarantee.
 * ``censor-uw``   alpha = 1 in the censored likelihood: strict eps-DP.
-* ``ph``          perturbed histogram (censoring paper, supplement S1): strict eps-DP on
-                  public bounds.
 
+The perturbed histogram lives in :mod:`dpsynth.histogram`, modips in :mod:`dpsynth.modips`;
+:func:`dpsynth.release.synthesize` is the one release path for all of them.
+
+Every ``epsilon`` here is the budget of **one posterior draw**, and ``neighbours``
+defaults to the papers' add/remove definition (M = eps/2); the release path passes
+eps/m and the user's definition (:func:`dpsynth.privacy.censor_bound`).
 ``lw`` and ``cw`` accept ``reweight=True`` for Algorithm 3 (re-weighting).
 A :class:`Synthesizer` shares the fits that several mechanisms need (the unweighted
 fit, the LW-weighted fit), which the Monte Carlo studies rely on.
@@ -21,25 +27,19 @@ fit, the LW-weighted fit), which the Monte Carlo studies rely on.
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
-import math
-import os
+import secrets
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from dpsynth import engine, privacy, weights
-from dpsynth.errors import InputError, require_bounds, require_finite_positive
+from dpsynth.errors import InputError, require_bounds, require_choice, require_m
 from dpsynth.models import Model, check_outcome, get_model, stan_data
 
-MECHANISMS = ("unweighted", "lw", "cw", "sw", "weighted-e", "censor-w", "censor-uw", "ph")
+MECHANISMS = ("unweighted", "lw", "cw", "sw", "weighted-e", "censor-w", "censor-uw")
 GUARANTEE = {
     "unweighted": "aDP",
     "lw": "aDP",
@@ -48,9 +48,7 @@ GUARANTEE = {
     "weighted-e": "aDP",
     "censor-w": "DP",
     "censor-uw": "DP",
-    "ph": "DP",
 }
-SET_COLUMN = "synthetic_set"
 
 
 @dataclass(frozen=True)
@@ -115,6 +113,7 @@ class Result:
     epsilon_target: float | None
     tuning: dict[str, Any] = field(default_factory=dict)
     n_zero_weight: int = 0
+    neighbours: str = "add-remove"
 
     @property
     def guarantee(self) -> str:
@@ -126,30 +125,10 @@ class Result:
 
     @property
     def epsilon(self) -> float | None:
-        """The guarantee delivered: 2 Delta for posterior mechanisms, the budget for PH."""
+        """Local epsilon of one draw from the draws-based bound: 2 Delta (add/remove) or 4 Delta."""
         if self.fit is None:
             return self.epsilon_target
-        return privacy.epsilon_of(self.fit.lipschitz)
-
-
-@dataclass
-class Release:
-    """Synthetic data (synthetic records only) and their JSON-able privacy report.
-
-    ``confidential`` keeps the weights and record bounds for the notebooks' plots;
-    :meth:`write` never writes it.
-    """
-
-    data: pd.DataFrame
-    report: dict[str, Any]
-    confidential: Result | None = None
-
-    def write(self, out_csv: str | Path, report_json: str | Path) -> None:
-        """Write both files atomically: nothing partial is left if anything fails."""
-        _atomic_write(Path(out_csv), lambda p: self.data.to_csv(p, index=False))
-        _atomic_write(
-            Path(report_json), lambda p: Path(p).write_text(json.dumps(self.report, indent=2))
-        )
+        return privacy.epsilon_of(self.fit.lipschitz, self.neighbours)
 
 
 class Synthesizer:
@@ -166,15 +145,15 @@ class Synthesizer:
         *,
         X: np.ndarray | None = None,
         bounds: tuple[float, float] | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         sampler: Sampler | None = None,
         progress: bool = False,
     ) -> None:
         self.model = get_model(model)
-        self.bounds = None if bounds is None else require_bounds("--bounds", *bounds)
+        self.bounds = None if bounds is None else require_bounds("bounds", *bounds)
         self.y = check_outcome(self.model, y, self.bounds)
         self.X = X
-        self.seed = int(seed)
+        self.seed = secrets.randbits(63) if seed is None else int(seed)
         self.sampler = sampler or Sampler()
         self.progress = progress
         self._fits: dict[tuple, WeightedFit] = {}
@@ -200,7 +179,7 @@ class Synthesizer:
             alpha,
             X=self.X,
             censor_bound=censor_bound,
-            want_log_lik=mirror is None,
+            want_contrib=mirror is None,
         )
         s = self.sampler
         sf = engine.fit(
@@ -213,12 +192,7 @@ class Synthesizer:
             backend=s.backend,
             quiet=s.quiet,
         )
-        if mirror is not None:
-            log_lik = mirror(sf.draws, data)
-        else:
-            a = np.asarray(alpha, dtype=float)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                log_lik = np.where(a > 0, sf.log_lik_raw / np.where(a > 0, a, 1.0), 0.0)
+        log_lik = mirror(sf.draws, data) if mirror is not None else sf.record_log_lik
         wf = WeightedFit(sf, np.asarray(alpha, dtype=float), log_lik, censor_bound, data)
         self._fits[key] = wf
         return wf
@@ -229,6 +203,33 @@ class Synthesizer:
     def lw_alpha(self, c: float = 1.0, g: float = 0.0) -> np.ndarray:
         """LW weights from the unweighted fit (Algorithm 1, steps 1-4)."""
         return weights.lw_weights(self.unweighted_fit().record_bounds, c, g)
+
+    def reference_lw_alpha(
+        self, reference: Any, reference_X: np.ndarray | None = None, c: float = 1.0, g: float = 0.0
+    ) -> np.ndarray:
+        """LW weights computed without the confidential data (censoring paper, Section 4.5).
+
+        The unweighted model is fitted to the public ``reference`` database (an earlier
+        period, or public data); each confidential record's bound is computed against the
+        reference draws, and normalised by the reference records' own smallest and largest
+        bounds (:func:`dpsynth.weights.reference_lw_weights`). Each weight is then a fixed
+        function of its own record and public data, so the censoring proof holds.
+        """
+        ref = Synthesizer(
+            reference,
+            self.model,
+            X=reference_X,
+            bounds=self.bounds,
+            seed=self.seed + 1,
+            sampler=self.sampler,
+            progress=self.progress,
+        )
+        ref_fit = ref.unweighted_fit()
+        data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
+        if self.model.log_lik is None:
+            raise InputError("reference", "reference weights need a shipped model (numpy mirror)")
+        ll = self.model.log_lik(ref_fit.stan_fit.draws, data)
+        return weights.reference_lw_weights(privacy.record_bounds(ll), ref_fit.record_bounds, c, g)
 
     # -- mechanisms ----------------------------------------------------------
 
@@ -255,37 +256,57 @@ class Synthesizer:
 
     def sw(self, target_lipschitz: float) -> Result:
         """SW: scalar alpha = Delta_target / Delta_x (exponential mechanism)."""
+        return self._sw(target_lipschitz)
+
+    def _sw(self, target_lipschitz: float) -> Result:
         a = weights.sw_weight(self.unweighted_fit().lipschitz, target_lipschitz)
         wf = self.fit(np.full(self.n, a), tag="sw")
         return Result(
             "sw", wf, 2 * target_lipschitz, {"alpha": a, "target_lipschitz": target_lipschitz}
         )
 
-    def weighted_e(self, epsilon: float, c: float = 1.0, g: float = 0.0) -> Result:
-        """Weighted-e: LW fit, zero the weights of records with Delta_i > eps/2, refit."""
-        epsilon = require_finite_positive("--epsilon", epsilon)
+    def weighted_e(
+        self, epsilon: float, c: float = 1.0, g: float = 0.0, neighbours: str = "add-remove"
+    ) -> Result:
+        """Weighted-e: LW fit, zero the weights of records with Delta_i > M (eps/2), refit."""
+        epsilon = privacy.require_epsilon("epsilon", epsilon)
         lw = self.fit(self.lw_alpha(c, g), tag="lw")
-        alpha = weights.weighted_e_weights(lw.alpha, lw.record_bounds, epsilon)
-        wf = self.fit(alpha, tag=f"weighted-e-{epsilon}")
-        return Result("weighted-e", wf, epsilon, {"c": c, "g": g}, int((alpha == 0).sum()))
+        bound = privacy.censor_bound(epsilon, neighbours)
+        alpha = weights.weighted_e_weights(lw.alpha, lw.record_bounds, 2 * bound)
+        wf = self.fit(alpha, tag=f"weighted-e-{bound}")
+        tuning = {"c": c, "g": g}
+        return Result("weighted-e", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
     def censor_w(
-        self, epsilon: float, c: float = 1.0, g: float = 0.0, downscale: float | None = None
+        self,
+        epsilon: float,
+        c: float = 1.0,
+        g: float = 0.0,
+        downscale: float | None = None,
+        neighbours: str = "add-remove",
+        alpha: np.ndarray | None = None,
     ) -> Result:
-        """Censor_w: LW weights (x ``downscale``) in the likelihood censored at M = eps/2."""
-        epsilon = require_finite_positive("--epsilon", epsilon)
-        alpha = self.lw_alpha(c, g)
+        """Censor_w: LW weights (x ``downscale``) in the likelihood censored at M (Eq. 3.5).
+
+        ``alpha`` given (e.g. :meth:`reference_lw_alpha`) replaces the weights computed
+        from the confidential unweighted fit, which the DP proof does not cover.
+        """
+        epsilon = privacy.require_epsilon("epsilon", epsilon)
+        bound = privacy.censor_bound(epsilon, neighbours)
+        tag = "censor-w-ref" if alpha is not None else "censor-w"
+        alpha = self.lw_alpha(c, g) if alpha is None else np.asarray(alpha, dtype=float)
         if downscale is not None:
             alpha = weights.downscaled(alpha, downscale)
-        wf = self.fit(alpha, censor_bound=epsilon / 2, tag=f"censor-w-{downscale}")
+        wf = self.fit(alpha, censor_bound=bound, tag=f"{tag}-{downscale}")
         tuning = {"c": c, "g": g, "downscale": downscale}
-        return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()))
+        return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
-    def censor_uw(self, epsilon: float) -> Result:
-        """Censor_uw: alpha = 1 in the likelihood censored at M = eps/2."""
-        epsilon = require_finite_positive("--epsilon", epsilon)
-        wf = self.fit(np.ones(self.n), censor_bound=epsilon / 2, tag="censor-uw")
-        return Result("censor-uw", wf, epsilon)
+    def censor_uw(self, epsilon: float, neighbours: str = "add-remove") -> Result:
+        """Censor_uw: alpha = 1 in the likelihood censored at M (eps/2 under add/remove)."""
+        epsilon = privacy.require_epsilon("epsilon", epsilon)
+        bound = privacy.censor_bound(epsilon, neighbours)
+        wf = self.fit(np.ones(self.n), censor_bound=bound, tag="censor-uw")
+        return Result("censor-uw", wf, epsilon, neighbours=neighbours)
 
     def _reweight(
         self, wf: WeightedFit, k0: float, tag: str, tol: float = 0.01, max_refits: int = 6
@@ -314,69 +335,94 @@ class Synthesizer:
 
     # -- synthesis and reporting ---------------------------------------------
 
-    def run(self, mechanism: str, epsilon: float | None = None, **tuning: Any) -> Result:
-        """Dispatch by mechanism name (see ``MECHANISMS``)."""
-        if mechanism not in MECHANISMS:
-            raise InputError(
-                "--mechanism",
-                f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}",
-            )
+    def run(
+        self,
+        mechanism: str,
+        epsilon: float | None = None,
+        *,
+        neighbours: str = "add-remove",
+        alpha: np.ndarray | None = None,
+        **tuning: Any,
+    ) -> Result:
+        """Dispatch by mechanism name (see ``MECHANISMS``); ``epsilon`` is per draw."""
+        require_choice("mechanism", mechanism, MECHANISMS)
+        require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
         if mechanism == "unweighted":
             return self.unweighted()
         if mechanism == "lw":
             return self.lw(**_pick(tuning, "c", "g", "reweight", "k"))
         if mechanism == "cw":
             if tuning.get("radius") is None:
-                raise InputError("--radius", "the CW mechanism needs a radius r (Algorithm 2)")
+                raise InputError("radius", "the CW mechanism needs a radius r (Algorithm 2)")
             return self.cw(**_pick(tuning, "radius", "c", "g", "reweight", "k"))
         if mechanism == "sw":
             target = tuning.get("target_lipschitz")
             if target is None:
-                target = require_finite_positive("--epsilon", epsilon) / 2
-            return self.sw(target)
+                target = privacy.censor_bound(
+                    privacy.require_epsilon("epsilon", epsilon), neighbours
+                )
+            result = self.sw(target)
+            result.neighbours = neighbours
+            return result
         if mechanism == "weighted-e":
-            return self.weighted_e(epsilon, **_pick(tuning, "c", "g"))
+            return self.weighted_e(epsilon, neighbours=neighbours, **_pick(tuning, "c", "g"))
         if mechanism == "censor-w":
-            return self.censor_w(epsilon, **_pick(tuning, "c", "g", "downscale"))
-        if mechanism == "censor-uw":
-            return self.censor_uw(epsilon)
-        raise InputError("--mechanism", "use perturbed_histogram() for 'ph'")
+            kw = _pick(tuning, "c", "g", "downscale")
+            return self.censor_w(epsilon, neighbours=neighbours, alpha=alpha, **kw)
+        return self.censor_uw(epsilon, neighbours=neighbours)
 
-    def synthesize(self, result: Result, m: int = 1) -> np.ndarray:
-        """m synthetic datasets (m x n) from m distinct retained draws (posterior predictive)."""
-        m = _check_m(m)
+    def synthesize(self, result: Result, m: int = 1, n_synthetic: int | None = None) -> np.ndarray:
+        """m synthetic datasets (m x N) from m distinct retained draws (posterior predictive).
+
+        Shipped models draw in numpy (``Model.simulate``); user programs through Stan's
+        ``y_rep``. ``n_synthetic`` (add/remove releases, intercept-only models) sets N;
+        more records from the same draw are post-processing.
+        """
+        m = require_m(m)
         wf = result.fit
         S = wf.stan_fit.n_draws
         if m > S:
-            raise InputError("--m", f"at most {S} synthetic datasets (one per retained draw)")
-        rng = np.random.default_rng([self.seed, 1])
+            raise InputError("m", f"at most {S} synthetic datasets (one per retained draw)")
+        n_out = self.n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+        if n_out != self.n and self.X is not None:
+            raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
+        rng = np.random.default_rng([self.seed % (2**63), 1])
         picks = rng.choice(S, size=m, replace=False)
         sets = []
         for j, s in enumerate(picks):
-            y_rep = engine.generate(
-                self.model.stan_file,
-                wf.data,
-                wf.stan_fit.draw(int(s)),
-                seed=self._seed(f"rep-{j}"),
-                backend=self.sampler.backend,
-                quiet=self.sampler.quiet,
-            )
+            draw = {k: v[int(s)] for k, v in wf.stan_fit.draws.items()}
+            if getattr(self.model, "simulate", None) is not None:
+                y_rep = self.model.simulate(draw, wf.data, n_out, rng)
+            else:
+                y_rep = self._stan_y_rep(wf, int(s), j, n_out)
             sets.append(self._to_original_scale(np.asarray(y_rep, dtype=float)))
         return np.vstack(sets)
 
-    def release(self, result: Result, m: int = 1, column: str = "y") -> Release:
-        """Synthetic data frame plus report for a mechanism result."""
-        sets = self.synthesize(result, m)
-        frame = synthetic_frame(sets, column, self.model.outcome == "count")
-        report = build_report(result, n=self.n, m=m, seed=self.seed, model=self.model.name)
-        report["sampler"] = {
-            "chains": self.sampler.chains,
-            "iter_warmup": self.sampler.iter_warmup,
-            "iter_sampling": self.sampler.iter_sampling,
-        }
-        return Release(frame, report, result)
+    def _stan_y_rep(self, wf: WeightedFit, s: int, j: int, n_out: int) -> np.ndarray:
+        """Stan's ``y_rep`` at draw ``s``, repeated from the same draw until N records."""
+        out: list[np.ndarray] = []
+        rep = 0
+        while sum(len(x) for x in out) < n_out:
+            out.append(
+                np.asarray(
+                    engine.generate(
+                        self.model.stan_file,
+                        wf.data,
+                        wf.stan_fit.draw(s),
+                        seed=self._seed(f"rep-{j}-{rep}"),
+                        backend=self.sampler.backend,
+                        quiet=self.sampler.quiet,
+                    ),
+                    dtype=float,
+                )
+            )
+            rep += 1
+        return np.concatenate(out)[:n_out]
 
     def _to_original_scale(self, y: np.ndarray) -> np.ndarray:
+        from_stan = getattr(self.model, "from_stan_scale", None)
+        if from_stan is not None:
+            return np.asarray(from_stan(y, self.bounds), dtype=float)
         if self.bounds is None or self.model.outcome != "unit":
             return y
         from dpsynth.data import unscale_from_unit
@@ -392,198 +438,5 @@ class Synthesizer:
             print(f"[dpsynth] {text}", file=sys.stderr, flush=True)
 
 
-def perturbed_histogram(
-    y: Any,
-    bounds: tuple[float, float] | None,
-    epsilon: float,
-    rng: np.random.Generator,
-    *,
-    n_bins: int | None = None,
-    m: int = 1,
-) -> np.ndarray:
-    """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x n values.
-
-    Public ``bounds`` [LO, HI] are required (never read from the data). The number
-    of bins is data-independent: by default ceil(sqrt(n)) (dpsynth's choice; the
-    supplement's example formulas were lost in extraction). Counts get Laplace(0, 2/eps)
-    noise (sensitivity 2: a unit moves between bins), negative counts are set to
-    0, and each synthetic value is a uniform draw within a bin drawn with
-    probability proportional to its noisy count. If every noisy count is 0, bins
-    are drawn uniformly. Each of the m sets is a fresh eps-DP release.
-    """
-    from dpsynth.primitives import laplace_mechanism
-
-    if bounds is None:
-        raise InputError("--bounds", "the perturbed histogram needs public bounds LO HI")
-    lo, hi = require_bounds("--bounds", *bounds)
-    epsilon = require_finite_positive("--epsilon", epsilon)
-    m = _check_m(m)
-    x = np.asarray(y, dtype=float).ravel()
-    if x.size == 0:
-        raise InputError("--column", "the data are empty")
-    if not np.all(np.isfinite(x)):
-        raise InputError("--column", "contains NaN or infinite values")
-    if np.any(x < lo) or np.any(x > hi):
-        raise InputError("--bounds", f"values fall outside the public bounds [{lo}, {hi}]")
-    n = x.size
-    k = int(n_bins) if n_bins is not None else ph_bins(n)
-    if k < 1:
-        raise InputError("n_bins", f"must be >= 1 (got {k})")
-    edges = np.linspace(lo, hi, k + 1)
-    counts = np.histogram(x, bins=edges)[0].astype(float)
-    sets = []
-    for _ in range(m):
-        noisy = np.maximum(laplace_mechanism(counts, 2.0, epsilon, rng), 0.0)
-        p = noisy / noisy.sum() if noisy.sum() > 0 else np.full(k, 1.0 / k)
-        bins = rng.choice(k, size=n, p=p)
-        sets.append(rng.uniform(edges[bins], edges[bins + 1]))
-    return np.vstack(sets)
-
-
-def ph_bins(n: int) -> int:
-    """Data-independent number of PH bins: ceil(sqrt(n)) (dpsynth's choice; n is public)."""
-    return int(math.ceil(math.sqrt(n)))
-
-
-def ph_release(
-    y: Any,
-    bounds: tuple[float, float] | None,
-    epsilon: float,
-    *,
-    seed: int = 0,
-    m: int = 1,
-    n_bins: int | None = None,
-    column: str = "y",
-) -> Release:
-    """PH synthetic data plus report; m sets compose sequentially (total eps * m)."""
-    rng = np.random.default_rng(seed)
-    sets = perturbed_histogram(y, bounds, epsilon, rng, n_bins=n_bins, m=m)
-    result = Result("ph", None, epsilon, {"n_bins": n_bins or ph_bins(sets.shape[1])})
-    report = build_report(result, n=sets.shape[1], m=m, seed=seed, model=None)
-    report["epsilon"] = epsilon * m
-    report["composition"] = "sequential over m sets" if m > 1 else "single release"
-    return Release(synthetic_frame(sets, column, False), report, result)
-
-
-def synthesize(
-    y: Any,
-    *,
-    model: str | Model = "beta",
-    mechanism: str = "censor-w",
-    epsilon: float = 5.0,
-    X: np.ndarray | None = None,
-    bounds: tuple[float, float] | None = None,
-    m: int = 1,
-    seed: int = 0,
-    column: str = "y",
-    sampler: Sampler | None = None,
-    progress: bool = False,
-    **tuning: Any,
-) -> Release:
-    """One-call API: synthesize ``y`` with ``mechanism`` at target ``epsilon``.
-
-    ``tuning`` passes mechanism knobs (``c``, ``g``, ``radius``, ``reweight``, ``k``,
-    ``downscale``, ``target_lipschitz``, ``n_bins``).
-    """
-    epsilon = require_finite_positive("--epsilon", epsilon)
-    _check_m(m)
-    if mechanism == "ph":
-        return ph_release(
-            y, bounds, epsilon, seed=seed, m=m, n_bins=tuning.get("n_bins"), column=column
-        )
-    if mechanism not in MECHANISMS:
-        raise InputError(
-            "--mechanism", f"unknown mechanism {mechanism!r}; choose one of {', '.join(MECHANISMS)}"
-        )
-    syn = Synthesizer(y, model, X=X, bounds=bounds, seed=seed, sampler=sampler, progress=progress)
-    result = syn.run(mechanism, epsilon, **tuning)
-    release = syn.release(result, m=m, column=column)
-    release.report["epsilon_target"] = epsilon
-    return release
-
-
-def build_report(result: Result, *, n: int, m: int, seed: int, model: str | None) -> dict[str, Any]:
-    """The JSON report: mechanism, guarantee, eps, Lipschitz bound, counts, diagnostics, versions.
-
-    Holds no record-level quantity: only database-level summaries.
-    """
-    fit = result.fit
-    diag = fit.stan_fit.diagnostics if fit is not None else None
-    lipschitz, epsilon = result.lipschitz, result.epsilon
-    if fit is not None and fit.censor_bound is not None:
-        # Censoring bounds every contribution for every theta: the strict bound is M and
-        # eps = 2M (Table 2 of the censoring paper reports 2.50 / 5.00 at eps = 5).
-        lipschitz, epsilon = fit.censor_bound, 2 * fit.censor_bound
-    report = {
-        "mechanism": result.mechanism,
-        "guarantee": result.guarantee,
-        "guarantee_meaning": privacy.GUARANTEES[result.guarantee],
-        "model": model,
-        "epsilon_target": result.epsilon_target,
-        "lipschitz_bound": lipschitz,
-        "epsilon": epsilon,
-        "lipschitz_bound_draws": result.lipschitz,
-        "n_records": int(n),
-        "n_censored": fit.n_censored if fit is not None else 0,
-        "n_zero_weight": int(result.n_zero_weight),
-        "m": int(m),
-        "seed": int(seed),
-        "backend": fit.stan_fit.backend if fit is not None else None,
-        "diagnostics": (
-            {
-                "rhat_max": diag["rhat_max"],
-                "ess_bulk_min": diag["ess_bulk_min"],
-                "divergences": diag["divergences"],
-            }
-            if diag is not None
-            else None
-        ),
-        "tuning": {k: v for k, v in result.tuning.items()},
-        "dpsynth_version": _version("dpsynth"),
-        "versions": {p: _version(p) for p in ("numpy", "pystan", "httpstan", "cmdstanpy")},
-        "python": sys.version.split()[0],
-    }
-    return report
-
-
-def synthetic_frame(sets: np.ndarray, column: str, integer: bool) -> pd.DataFrame:
-    """Long frame of m synthetic sets; adds ``synthetic_set`` (1..m) when m > 1."""
-    m, n = sets.shape
-    values = np.rint(sets).astype(np.int64) if integer else sets
-    frame = pd.DataFrame({column: values.ravel()})
-    if m > 1:
-        frame.insert(0, SET_COLUMN, np.repeat(np.arange(1, m + 1), n))
-    return frame
-
-
-def _check_m(m: Any) -> int:
-    try:
-        mi = int(m)
-    except (TypeError, ValueError):
-        raise InputError("--m", f"must be an integer >= 1 (got {m!r})") from None
-    if mi < 1 or mi != m:
-        raise InputError("--m", f"must be an integer >= 1 (got {m!r})")
-    return mi
-
-
 def _pick(d: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: d[k] for k in keys if d.get(k) is not None}
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _atomic_write(path: Path, writer) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    os.close(fd)
-    try:
-        writer(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

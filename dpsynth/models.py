@@ -1,17 +1,31 @@
-"""Which ``.stan`` program a model name means, how its data are built and checked.
+"""Which ``.stan`` program a model name means, how its data are built, scaled and checked.
 
 The four shipped synthesizers follow the dpsynth Stan convention (see
 ``book/stan_convention.md``); so can any user program (``Model.from_stan_file``).
-For the shipped models a vectorized numpy mirror of the per-record log-likelihood
-evaluates the ``S x n`` matrix at the retained draws: PyStan ships generated
-quantities as JSON, which for n = 2000 and S = 4000 is 560 MB and 20+ s, against
-milliseconds in numpy. ``tests/test_models.py`` checks each mirror against the
-program's own ``log_lik`` output. User programs get their matrix from Stan.
+The names are the same in Stan, Python and the book: ``record_log_lik`` is the
+unweighted per-record log-likelihood ll_i, ``contrib_uncensored`` is alpha_i ll_i
+and ``contrib`` is the term that enters the target (alpha_i ll_i, clamped to
+[-M, M] when censored).
+
+For the shipped models two numpy mirrors of the program stand in for Stan output:
+
+- ``Model.record_log_lik(draws, data)`` evaluates the ``S x n`` matrix of
+  ``record_log_lik`` at the retained draws: PyStan ships generated quantities as
+  JSON, which for n = 2000 and S = 4000 is 560 MB and 20+ s, against milliseconds
+  in numpy;
+- ``Model.simulate(draw, data, n_out, rng)`` draws one synthetic dataset (the
+  program's ``y_rep``) at one retained draw, without a ``fixed_param`` round trip.
+
+``tests/test_models.py`` checks each mirror against the program's own output
+(``record_log_lik``, ``contrib``, ``contrib_uncensored``; ``y_rep`` in
+distribution). User programs get both from Stan (the mirrors are ``None``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,42 +34,141 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, expit, gammaln
 
-from dpsynth.engine import STAN_DIR
-from dpsynth.errors import InputError
+from dpsynth.engine import STAN_DIR, program_code
+from dpsynth.errors import InputError, require_bounds
 
 Draws = dict[str, np.ndarray]
-LogLik = Callable[[Draws, dict[str, Any]], np.ndarray]
+"""Retained draws: ``draws[name]`` has shape ``(S, *dims)``."""
+Draw = Mapping[str, "np.ndarray | float"]
+"""One retained draw: parameter name -> value (as ``StanFit.draw(s)`` returns it)."""
+RecordLogLik = Callable[[Draws, dict[str, Any]], np.ndarray]
+Simulate = Callable[[Draw, Mapping[str, Any], int, np.random.Generator], np.ndarray]
+LogLik = RecordLogLik  # former name, kept for imports
+
+OUTCOMES = ("unit", "count", "real")
+
+# Stan's poisson_rng (and so poisson_log_rng, neg_binomial_2_log_rng) rejects rates >= 2^30.
+_POISSON_MAX_RATE = 2.0**30
 
 
 @dataclass(frozen=True)
 class Model:
-    """A synthesizer: its Stan program, outcome type and optional numpy log-likelihood.
+    """A synthesizer: its Stan program, outcome type and optional numpy mirrors.
 
     ``outcome`` is ``"unit"`` (0 < y < 1), ``"count"`` (non-negative integers) or
-    ``"real"`` (any finite value; user programs). ``log_lik(draws, data)`` returns
-    the ``S x n`` unweighted per-record log-likelihood, or is ``None`` to take it
-    from the program's ``log_lik_raw`` output.
+    ``"real"`` (any finite value; user programs).
+
+    ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
+    log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
+    from Stan. ``simulate(draw, data, n_out, rng)`` returns ``n_out`` synthetic
+    records on the Stan scale drawn from the posterior predictive at one retained
+    draw (the program's ``y_rep``), or is ``None`` to run the program's generated
+    quantities instead. Both are ``None`` for user programs.
     """
 
     name: str
     stan_file: Path
     outcome: str
     covariates: bool
-    log_lik: LogLik | None = None
+    record_log_lik: RecordLogLik | None = None
+    simulate: Simulate | None = None
+
+    @property
+    def log_lik(self) -> RecordLogLik | None:
+        """Former name of :attr:`record_log_lik` (kept for compatibility)."""
+        return self.record_log_lik
 
     @classmethod
     def from_stan_file(cls, path: str | Path, outcome: str = "real") -> Model:
         """A user model following the dpsynth convention (``y`` plus, if declared, ``K``/``X``)."""
         p = Path(path)
         if not p.is_file():
-            raise InputError("--stan-file", f"no such file: {p}")
-        if outcome not in ("unit", "count", "real"):
+            raise InputError("stan_file", f"no such file: {p}")
+        if outcome not in OUTCOMES:
             raise InputError("outcome", f"must be unit, count or real (got {outcome!r})")
         text = p.read_text()
         return cls(p.stem, p, outcome, covariates="matrix[n, K] X" in text)
 
+    def program_hash(self) -> str:
+        """SHA-256 (hex) of the program text with its ``#include`` files inlined.
+
+        This is the text that is compiled, so equal hashes mean the same model.
+        """
+        return hashlib.sha256(program_code(self.stan_file).encode("utf-8")).hexdigest()
+
+    def to_stan_scale(self, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
+        """Validate the outcome against the model's support and map it to the Stan scale.
+
+        ``unit`` outcomes must satisfy 0 < y < 1 unless public ``bounds`` (lo, hi)
+        are given, in which case y must lie in [lo, hi] and is mapped to
+        (y - lo + 0.5) / (hi - lo + 1) (``dpsynth.data.scale_to_unit``; never bounds
+        read from the data). Counts must be non-negative integers and come back as
+        int64. ``bounds`` only apply to ``unit`` outcomes (otherwise they are checked
+        but not used). Raises :class:`~dpsynth.errors.InputError` naming ``"y"`` or
+        ``"bounds"``.
+        """
+        try:
+            arr = np.asarray(y, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise InputError("y", "must be numeric") from None
+        if arr.size == 0:
+            raise InputError("y", "the data are empty")
+        if not np.all(np.isfinite(arr)):
+            raise InputError("y", "contains NaN or infinite values")
+        lohi = _check_bounds(bounds)
+        if self.outcome == "unit":
+            if lohi is not None:
+                from dpsynth.data import scale_to_unit
+
+                lo, hi = lohi
+                if np.any(arr < lo) or np.any(arr > hi):
+                    raise InputError(
+                        "bounds", f"values fall outside the public bounds [{lo}, {hi}]"
+                    )
+                return np.asarray(scale_to_unit(arr, lo, hi), float)
+            if np.any(arr <= 0) or np.any(arr >= 1):
+                raise InputError(
+                    "y", f"model {self.name!r} needs 0 < y < 1; give public bounds to rescale"
+                )
+        elif self.outcome == "count":
+            if np.any(arr < 0) or np.any(arr != np.round(arr)):
+                raise InputError("y", f"model {self.name!r} needs non-negative integer counts")
+            return arr.astype(np.int64)
+        return arr
+
+    def from_stan_scale(self, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
+        """Inverse of :meth:`to_stan_scale` for synthetic records (same shape).
+
+        ``unit`` outcomes with public ``bounds`` go back through
+        ``dpsynth.data.unscale_from_unit`` (into (lo - 0.5, hi + 0.5)); counts come
+        back as int64; anything else is returned as floats unchanged.
+        """
+        arr = np.asarray(y, dtype=float)
+        lohi = _check_bounds(bounds)
+        if self.outcome == "unit" and lohi is not None:
+            from dpsynth.data import unscale_from_unit
+
+            return np.asarray(unscale_from_unit(arr, *lohi), dtype=float)
+        if self.outcome == "count":
+            return np.rint(arr).astype(np.int64)
+        return arr
+
+
+def _check_bounds(bounds: Any) -> tuple[float, float] | None:
+    if bounds is None:
+        return None
+    try:
+        lo, hi = bounds
+    except (TypeError, ValueError):
+        raise InputError("bounds", f"give exactly two numbers (lo, hi), got {bounds!r}") from None
+    return require_bounds("bounds", lo, hi)
+
+
+# --- numpy mirrors of the shipped programs' record_log_lik ---------------------------
+
 
 def _beta_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of beta.stan: beta_lpdf(y_i | beta1, beta2), S x n."""
     y = np.asarray(data["y"], float)
     a, b = draws["beta1"][:, None], draws["beta2"][:, None]
     return (a - 1) * np.log(y) + (b - 1) * np.log1p(-y) - betaln(a, b)
@@ -66,12 +179,14 @@ def _eta(draws: Draws, data: dict[str, Any]) -> np.ndarray:
 
 
 def _poisson_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of poisson.stan: poisson_log_lpmf(y_i | X_i beta), S x n."""
     y = np.asarray(data["y"], float)
     eta = _eta(draws, data)
     return y * eta - np.exp(eta) - gammaln(y + 1)
 
 
 def _negbin_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of negbin.stan: neg_binomial_2_log_lpmf(y_i | X_i beta, phi), S x n."""
     y = np.asarray(data["y"], float)
     eta = _eta(draws, data)
     phi = draws["phi"][:, None]
@@ -86,6 +201,7 @@ def _negbin_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
 
 
 def _beta_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of beta_regression.stan: beta_lpdf(y_i | mu_i kappa, (1 - mu_i) kappa)."""
     y = np.asarray(data["y"], float)
     mu = expit(_eta(draws, data))
     kappa = draws["kappa"][:, None]
@@ -93,12 +209,122 @@ def _beta_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
     return (a - 1) * np.log(y) + (b - 1) * np.log1p(-y) - betaln(a, b)
 
 
+# --- numpy mirrors of the shipped programs' y_rep -----------------------------------
+
+
+def _param(draw: Draw, name: str) -> np.ndarray:
+    if name not in draw:
+        raise InputError("draw", f"needs the parameter {name!r} (got {', '.join(draw)})")
+    return np.asarray(draw[name], dtype=float)
+
+
+def _scalar(draw: Draw, name: str) -> float:
+    value = _param(draw, name)
+    if value.size != 1:
+        raise InputError("draw", f"{name!r} must be a scalar (got shape {value.shape})")
+    return float(value.reshape(()))
+
+
+def _records(data: Mapping[str, Any], n_out: Any, covariates: bool) -> int:
+    """Validate ``n_out``; a covariate model draws one record per row of ``X``."""
+    try:
+        ok = not isinstance(n_out, bool) and int(n_out) == n_out and int(n_out) >= 0
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError("n_out", f"must be a non-negative integer (got {n_out!r})")
+    n_out = int(n_out)
+    if covariates:
+        rows = np.asarray(data["X"]).shape[0]
+        if n_out != rows:
+            raise InputError(
+                "n_out", f"a covariate model draws one record per row of X ({rows}), got {n_out}"
+            )
+    return n_out
+
+
+def _linear_predictor(draw: Draw, data: Mapping[str, Any]) -> np.ndarray:
+    X = np.asarray(data["X"], dtype=float)
+    beta = _param(draw, "beta").reshape(-1)
+    if beta.size != X.shape[1]:
+        raise InputError("draw", f"'beta' has {beta.size} entries, X has {X.shape[1]} columns")
+    return X @ beta
+
+
+def _beta_rng(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Beta(a, b) variates elementwise, by the algorithm of Stan's ``beta_rng``.
+
+    For a, b > 1 the ratio of gamma variates; otherwise in log space,
+    log G_a = log(U) / a + log(Gamma(a + 1)), which keeps small shapes (a, b < 1, where
+    a plain ratio underflows to exactly 0 or 1) inside (0, 1) as far as doubles allow.
+    """
+    a, b = np.broadcast_arrays(np.asarray(a, float), np.asarray(b, float))
+    out = np.empty(a.shape)
+    big = (a > 1) & (b > 1)
+    ga, gb = rng.standard_gamma(a[big]), rng.standard_gamma(b[big])
+    out[big] = ga / (ga + gb)
+    small = ~big
+    if np.any(small):
+        a_s, b_s = a[small], b[small]
+        log_a = np.log1p(-rng.random(a_s.shape)) / a_s + np.log(rng.standard_gamma(a_s + 1))
+        log_b = np.log1p(-rng.random(b_s.shape)) / b_s + np.log(rng.standard_gamma(b_s + 1))
+        out[small] = np.exp(log_a - np.logaddexp(log_a, log_b))
+    return out
+
+
+def _poisson_rng(rate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    if np.any(~np.isfinite(rate)) or np.any(rate >= _POISSON_MAX_RATE):
+        raise ValueError(
+            f"Poisson rate {np.max(rate):.3g} is not below 2^30 (Stan's poisson_rng rejects it)"
+        )
+    return rng.poisson(rate).astype(np.int64)
+
+
+def _beta_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of beta.stan: y ~ Beta(beta1, beta2), ``n_out`` records."""
+    n_out = _records(data, n_out, covariates=False)
+    a, b = _scalar(draw, "beta1"), _scalar(draw, "beta2")
+    return _beta_rng(np.full(n_out, a), np.full(n_out, b), rng)
+
+
+def _poisson_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of poisson.stan: y_i ~ Poisson(exp(X_i beta)), one record per row of X."""
+    _records(data, n_out, covariates=True)
+    return _poisson_rng(np.exp(_linear_predictor(draw, data)), rng)
+
+
+def _negbin_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of negbin.stan: NB2 with mean mu_i = exp(X_i beta), variance mu_i + mu_i^2 / phi.
+
+    As Stan's ``neg_binomial_2_log_rng``: a gamma(shape phi, rate phi / mu_i) rate, then Poisson.
+    """
+    _records(data, n_out, covariates=True)
+    mu = np.exp(_linear_predictor(draw, data))
+    phi = _scalar(draw, "phi")
+    return _poisson_rng(rng.gamma(phi, mu / phi), rng)
+
+
+def _beta_regression_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of beta_regression.stan: y_i ~ Beta(mu_i kappa, (1 - mu_i) kappa), mu = expit(X beta)."""
+    _records(data, n_out, covariates=True)
+    mu = expit(_linear_predictor(draw, data))
+    kappa = _scalar(draw, "kappa")
+    return _beta_rng(mu * kappa, (1 - mu) * kappa, rng)
+
+
 MODELS: dict[str, Model] = {
-    "beta": Model("beta", STAN_DIR / "beta.stan", "unit", False, _beta_ll),
-    "poisson": Model("poisson", STAN_DIR / "poisson.stan", "count", True, _poisson_ll),
-    "negbin": Model("negbin", STAN_DIR / "negbin.stan", "count", True, _negbin_ll),
+    "beta": Model("beta", STAN_DIR / "beta.stan", "unit", False, _beta_ll, _beta_sim),
+    "poisson": Model(
+        "poisson", STAN_DIR / "poisson.stan", "count", True, _poisson_ll, _poisson_sim
+    ),
+    "negbin": Model("negbin", STAN_DIR / "negbin.stan", "count", True, _negbin_ll, _negbin_sim),
     "beta-regression": Model(
-        "beta-regression", STAN_DIR / "beta_regression.stan", "unit", True, _beta_regression_ll
+        "beta-regression",
+        STAN_DIR / "beta_regression.stan",
+        "unit",
+        True,
+        _beta_regression_ll,
+        _beta_regression_sim,
     ),
 }
 
@@ -108,40 +334,13 @@ def get_model(model: str | Model) -> Model:
     if isinstance(model, Model):
         return model
     if model not in MODELS:
-        raise InputError("--model", f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
+        raise InputError("model", f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
     return MODELS[model]
 
 
 def check_outcome(model: Model, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
-    """Validate the outcome against the model's support; rescale by public bounds.
-
-    ``unit`` outcomes must satisfy 0 < y < 1 unless public ``bounds`` are given,
-    in which case y is mapped to (y - lo + 0.5) / (hi - lo + 1) (never bounds
-    read from the data). Counts must be non-negative integers.
-    """
-    arr = np.asarray(y, dtype=float).ravel()
-    if arr.size == 0:
-        raise InputError("--column", "the data are empty")
-    if not np.all(np.isfinite(arr)):
-        raise InputError("--column", "contains NaN or infinite values")
-    if model.outcome == "unit":
-        if bounds is not None:
-            from dpsynth.data import scale_to_unit
-
-            lo, hi = bounds
-            if np.any(arr < lo) or np.any(arr > hi):
-                raise InputError("--bounds", f"values fall outside the public bounds [{lo}, {hi}]")
-            return np.asarray(scale_to_unit(arr, lo, hi), float)
-        if np.any(arr <= 0) or np.any(arr >= 1):
-            raise InputError(
-                "--column",
-                f"model {model.name!r} needs 0 < y < 1; give public --bounds LO HI to rescale",
-            )
-    elif model.outcome == "count":
-        if np.any(arr < 0) or np.any(arr != np.round(arr)):
-            raise InputError("--column", f"model {model.name!r} needs non-negative integer counts")
-        return arr.astype(np.int64)
-    return arr
+    """Former name of :meth:`Model.to_stan_scale` (kept for compatibility)."""
+    return get_model(model).to_stan_scale(y, bounds)
 
 
 def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
@@ -160,9 +359,9 @@ def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
     if X.ndim == 1:
         X = X[:, None]
     if X.shape[0] != n:
-        raise InputError("--covariates", f"has {X.shape[0]} rows, the outcome has {n}")
+        raise InputError("X", f"has {X.shape[0]} rows, the outcome has {n}")
     if not np.all(np.isfinite(X)):
-        raise InputError("--covariates", "contain NaN or infinite values")
+        raise InputError("X", "contains NaN or infinite values")
     X = X.copy()
     for j in range(X.shape[1]):
         col = X[:, j]
@@ -178,9 +377,23 @@ def stan_data(
     *,
     X: np.ndarray | None = None,
     censor_bound: float | None = None,
-    want_log_lik: bool = False,
+    want_contrib: bool = False,
+    want_log_lik: bool | None = None,
 ) -> dict[str, Any]:
-    """The data dict of the dpsynth convention for one fit."""
+    """The data dict of the dpsynth convention for one fit.
+
+    ``want_contrib`` asks the program for its generated ``contrib``,
+    ``contrib_uncensored`` and ``record_log_lik`` (``S x n`` each); ``want_rep`` is
+    0 (``engine.generate`` switches it on). ``want_log_lik`` is the deprecated
+    former name of ``want_contrib``.
+    """
+    if want_log_lik is not None:
+        warnings.warn(
+            "stan_data(want_log_lik=...) is deprecated; use want_contrib=...",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        want_contrib = bool(want_log_lik)
     alpha = np.asarray(alpha, dtype=float)
     if alpha.shape != (len(y),):
         raise InputError("alpha", f"needs one weight per record ({len(y)}), got {alpha.shape}")
@@ -191,7 +404,7 @@ def stan_data(
         "alpha": alpha,
         "censor": int(censor_bound is not None),
         "M": float(censor_bound) if censor_bound is not None else 0.0,
-        "want_log_lik": int(want_log_lik),
+        "want_contrib": int(want_contrib),
         "want_rep": 0,
         "y": y,
     }
@@ -204,14 +417,14 @@ def stan_data(
 def covariate_matrix(
     frame: pd.DataFrame, covariates: str | None, categorical: str | None
 ) -> np.ndarray | None:
-    """Numeric covariates as they are; text and ``--categorical`` columns dummy-coded (first level dropped)."""
+    """Numeric covariates as they are; text and ``categorical`` columns dummy-coded (first level dropped)."""
     if not covariates:
         return None
     cols = [c.strip() for c in covariates.split(",") if c.strip()]
     cats = {c.strip() for c in (categorical or "").split(",") if c.strip()}
     missing = [c for c in cols + sorted(cats) if c not in frame.columns]
     if missing:
-        raise InputError("--covariates", f"no column(s) {', '.join(missing)} in the input")
+        raise InputError("covariates", f"no column(s) {', '.join(missing)} in the input")
     parts = []
     for c in cols:
         col = frame[c]
@@ -221,7 +434,7 @@ def covariate_matrix(
             parts.append(col.astype(float).to_frame())
     X = pd.concat(parts, axis=1).to_numpy(dtype=float)
     if not np.all(np.isfinite(X)):
-        raise InputError("--covariates", "contain NaN or infinite values")
+        raise InputError("covariates", "contain NaN or infinite values")
     return X
 
 

@@ -18,48 +18,32 @@ import pandas as pd
 from scipy import stats
 from scipy.special import logsumexp
 
-from dpsynth.errors import InputError, require_bounds, require_finite_positive
-from dpsynth.primitives import (
+from dpsynth.errors import (
+    InputError,
+    require_bounds,
+    require_choice,
+    require_data,
+    require_finite_positive,
+    require_m,
+)
+from dpsynth.histogram import bin_volumes, make_edges, uniform_in_bin
+from dpsynth.privacy import (
+    BOUNDINGS,
+    Bounding,
     BudgetLedger,
     exponential_mechanism,
     laplace_mechanism,
-    laplace_scale,
     require_generator,
+    sanitize_bounded,
+    secure_generator,
+    sensitivity_mean,
+    sensitivity_proportion,
+    sensitivity_variance,
+    variance_upper_bound,
 )
 
-Bounding = Literal["bit", "truncation"]
-BOUNDINGS: tuple[str, ...] = ("bit", "truncation")
 SANITIZATIONS: tuple[str, ...] = ("communal", "individualized")
 DATA_TYPES: tuple[str, ...] = ("binary", "gaussian")
-
-# ----------------------------------------------------------------------------- validation
-
-
-def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
-    """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
-    arr = np.asarray(x, dtype=float).reshape(-1)
-    if arr.size == 0:
-        raise InputError(param, "data are empty")
-    if np.isnan(arr).any():
-        raise InputError(param, f"data contain {int(np.isnan(arr).sum())} NaN value(s)")
-    if not np.isfinite(arr).all():
-        raise InputError(param, "data contain infinite values")
-    if arr.size < min_n:
-        raise InputError(param, f"need at least {min_n} records (got {arr.size})")
-    return arr
-
-
-def require_m(m: Any, param: str = "m") -> int:
-    """Number of synthetic datasets: an integer >= 1."""
-    if isinstance(m, bool) or not float(m).is_integer() or int(m) < 1:
-        raise InputError(param, f"must be an integer >= 1 (got {m!r})")
-    return int(m)
-
-
-def _require_choice(param: str, value: str, choices: Sequence[str]) -> str:
-    if value not in choices:
-        raise InputError(param, f"must be one of {', '.join(choices)} (got {value!r})")
-    return value
 
 
 def allocation_weights(allocation: float | Sequence[float], r: int) -> np.ndarray:
@@ -77,93 +61,6 @@ def allocation_weights(allocation: float | Sequence[float], r: int) -> np.ndarra
     if abs(w.sum() - 1.0) > 1e-9:
         raise InputError("allocation", f"weights must sum to 1 (got {w.sum():.12g})")
     return w
-
-
-# ----------------------------------------------------------------------------- sensitivities
-
-
-def sensitivity_proportion(n: int) -> float:
-    """GS of a sample proportion under substitution: 1/n (Liu, Section 5.1)."""
-    return 1.0 / n
-
-
-def sensitivity_mean(lower: float, upper: float, n: int) -> float:
-    """GS of the sample mean of data in [c0, c1]: (c1 - c0)/n (Liu, Section 5.1; Liu 2019b)."""
-    return (upper - lower) / n
-
-
-def sensitivity_variance(lower: float, upper: float, n: int) -> float:
-    """GS of the sample variance (divisor n-1) of data in [c0, c1]: (c1 - c0)^2/n (Liu, Sec 5.3)."""
-    return (upper - lower) ** 2 / n
-
-
-def variance_upper_bound(lower: float, upper: float, n: int) -> float:
-    """Largest sample variance (divisor n-1) of n values in [c0, c1]: n (c1-c0)^2 / (4(n-1))."""
-    return n * (upper - lower) ** 2 / (4.0 * (n - 1))
-
-
-# ----------------------------------------------------------------------------- bounding
-
-
-def truncated_laplace(
-    loc: np.ndarray | float,
-    scale: float,
-    lower: float,
-    upper: float,
-    rng: np.random.Generator,
-) -> np.ndarray | float:
-    """Draw Laplace(loc, scale) conditioned on [lower, upper] (draws out of bounds dropped).
-
-    Equivalent to rejection sampling: in-bound draws are kept, rejected ones are redrawn
-    exactly from the conditional law by inverse CDF (no loop).
-
-    ``loc`` scalar or array (each must lie in [lower, upper]); output has the shape of ``loc``.
-    """
-    mu = np.asarray(loc, dtype=float)
-    y = mu + rng.laplace(0.0, scale, size=mu.shape)
-    bad = (y < lower) | (y > upper)
-    if np.any(bad):  # rejected draws: redraw from the conditional law exactly, by inverse CDF
-        mb = np.broadcast_to(mu, y.shape)[bad]
-
-        def cdf(v: float) -> np.ndarray:
-            z = (v - mb) / scale
-            return np.where(
-                z < 0,
-                0.5 * np.exp(np.minimum(z, 0)),
-                1 - 0.5 * np.exp(-np.maximum(z, 0)),
-            )
-
-        lo_p, hi_p = cdf(lower), cdf(upper)
-        u = np.clip(lo_p + (hi_p - lo_p) * rng.random(mb.shape), 1e-300, 1 - 1e-16)
-        y = np.array(y, dtype=float)
-        y[bad] = np.where(u < 0.5, mb + scale * np.log(2 * u), mb - scale * np.log(2 * (1 - u)))
-    y = np.clip(y, lower, upper)
-    return float(y) if np.ndim(loc) == 0 else y
-
-
-def sanitize_bounded(
-    value: np.ndarray | float,
-    sensitivity: float,
-    epsilon: float,
-    lower: float,
-    upper: float,
-    bounding: Bounding,
-    rng: np.random.Generator,
-    strict_truncation: bool = True,
-) -> np.ndarray | float:
-    """Laplace-sanitize a statistic, then legitimize it to [lower, upper] (Liu, Sec 5.1; Liu 2019b).
-
-    BIT: out-of-bound releases are set to the nearest bound (post-processing, ε-DP).
-    Truncation: out-of-bound releases are thrown away and redrawn, i.e. a draw from the
-    Laplace law conditioned on the bounds. Its normalizing constant depends on the data, so a
-    truncated release at Laplace budget ε is only 2ε-DP; with ``strict_truncation`` (default)
-    the Laplace noise is drawn at ε/2 so that the release is ε-DP. ``False`` replicates the paper.
-    """
-    _require_choice("bounding", bounding, BOUNDINGS)
-    if bounding == "bit":
-        return np.clip(laplace_mechanism(value, sensitivity, epsilon, rng), lower, upper)
-    eps_noise = epsilon / 2.0 if strict_truncation else epsilon
-    return truncated_laplace(value, laplace_scale(sensitivity, eps_noise), lower, upper, rng)
 
 
 # ------------------------------------------------------------------------ posteriors and synthesis
@@ -219,7 +116,7 @@ def synthesize_gaussian(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """n synthetic N(μ, σ²) records in [c0, c1]: BIT clips, truncation truncates."""
-    _require_choice("bounding", bounding, BOUNDINGS)
+    require_choice("bounding", bounding, BOUNDINGS)
     if sigma <= 0:
         return np.full(n, float(np.clip(mu, lower, upper)))
     if bounding == "bit":
@@ -348,7 +245,7 @@ def sbs_gaussian(
             "x", "need at least 2 records for the Gaussian model with unknown variance"
         )
     eps = require_finite_positive("epsilon", epsilon)
-    _require_choice("sanitization", sanitization, SANITIZATIONS)
+    require_choice("sanitization", sanitization, SANITIZATIONS)
     require_generator(rng)
     n = arr.size
     d_mean, d_var = sensitivity_mean(lo, hi, n), sensitivity_variance(lo, hi, n)
@@ -451,7 +348,7 @@ def modips(
     models: ModipsModel | Sequence[ModipsModel],
     m: int,
     epsilon: float,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None = None,
     *,
     epsilon_select: float = 0.0,
     utility_sensitivity: float | None = None,
@@ -464,12 +361,14 @@ def modips(
 
     Nested variant (Figure 3): t > 1 synthetic datasets per posterior sample (no extra cost,
     post-processing), m t datasets in all. Every spend goes to ``ledger`` (sequential composition).
+    ``rng`` None (a release) draws from the OS with OpenDP noise (:func:`secure_generator`);
+    a seeded numpy generator reproduces a simulation and is not private.
     """
     arr = require_data(x)
     m = require_m(m)
     t = require_m(t, "t")
     eps = require_finite_positive("epsilon", epsilon)
-    require_generator(rng)
+    rng = secure_generator() if rng is None else require_generator(rng)
     cands = [models] if isinstance(models, ModipsModel) else list(models)
     if not cands:
         raise InputError("models", "need at least one candidate model")
@@ -512,8 +411,8 @@ def sbs_model(
     strict_truncation: bool = True,
 ) -> ModipsModel:
     """The modips.SBS models of Section 5 as a :class:`ModipsModel` (sampler gives SBSDraw)."""
-    _require_choice("data_type", data_type, DATA_TYPES)
-    _require_choice("bounding", bounding, BOUNDINGS)
+    require_choice("data_type", data_type, DATA_TYPES)
+    require_choice("bounding", bounding, BOUNDINGS)
     if data_type == "binary":
         return ModipsModel(
             "sbs_binary",
@@ -536,7 +435,7 @@ def sbs_model(
             ),
             synth,
         )
-    _require_choice("sanitization", sanitization, SANITIZATIONS)
+    require_choice("sanitization", sanitization, SANITIZATIONS)
     if sanitization == "individualized":
         allocation_weights(allocation, 2)
     return ModipsModel(
@@ -549,40 +448,6 @@ def sbs_model(
 
 
 # ------------------------------------------------------------------------- discretized posteriors
-
-
-def make_edges(support: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
-    """Data-independent equal-width bin edges per dimension; support (p, 2), bins int or (p,)."""
-    sup = np.atleast_2d(np.asarray(support, dtype=float))
-    if sup.ndim != 2 or sup.shape[1] != 2:
-        raise InputError("support", "must have shape (p, 2): one (lower, upper) per parameter")
-    b = np.broadcast_to(np.asarray(bins), (sup.shape[0],))
-    edges = []
-    for (lo, hi), k in zip(sup, b, strict=True):
-        require_bounds("support", lo, hi)
-        if int(k) < 1:
-            raise InputError("bins", f"must be >= 1 (got {k})")
-        edges.append(np.linspace(lo, hi, int(k) + 1))
-    return edges
-
-
-def sturges_bins(n_draws: int) -> int:
-    """Sturges' rule B = ceil(log2 N) + 1 bins per dimension (Liu, Sec 3.3, after Proposition 5)."""
-    return int(np.ceil(np.log2(max(int(n_draws), 1)))) + 1
-
-
-def _bin_volumes(edges: list[np.ndarray]) -> np.ndarray:
-    vol = np.diff(edges[0])
-    for e in edges[1:]:
-        vol = np.multiply.outer(vol, np.diff(e))
-    return vol.reshape(-1)
-
-
-def _uniform_in_bin(edges: list[np.ndarray], flat: Any, rng: np.random.Generator) -> np.ndarray:
-    """Uniform draw(s) inside the bin(s) with flat index ``flat``: shape (p,) or (len(flat), p)."""
-    idx = np.unravel_index(np.asarray(flat), tuple(len(e) - 1 for e in edges))
-    cols = [rng.uniform(e[i], e[i + 1]) for e, i in zip(edges, idx, strict=True)]
-    return np.stack(cols, axis=-1)
 
 
 def sdd_sample(
@@ -625,9 +490,9 @@ def sdd_sample(
     lf = logf.reshape(shape)
     sub_axes = tuple(range(1, 2 * p, 2))
     log_fbar = logsumexp(lf, axis=sub_axes) - p * np.log(k)
-    u = log_fbar.reshape(-1) + np.log(_bin_volumes(edges))
+    u = log_fbar.reshape(-1) + np.log(bin_volumes(edges))
     chosen = exponential_mechanism(u, 2.0 * a, eps, rng)
-    return _uniform_in_bin(edges, chosen, rng)
+    return uniform_in_bin(edges, chosen, rng)
 
 
 def _draws_counts(draws: Any, edges: list[np.ndarray]) -> tuple[np.ndarray, int]:
@@ -663,17 +528,17 @@ def sdd_mc_sample(
     eps = require_finite_positive("epsilon", epsilon)
     a = require_finite_positive("bound_a", bound_a)
     require_generator(rng)
-    _require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
+    require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
     edges = make_edges(support, bins)
     counts, n_draws = _draws_counts(posterior_draws, edges)
-    logv = np.log(_bin_volumes(edges))
+    logv = np.log(bin_volumes(edges))
     with np.errstate(divide="ignore"):
         logq = np.clip(np.log(counts / n_draws), logv - a, logv + a)
     sens = 2.0 * a * (counts.size if sensitivity_mode == "l1" else 1)
     noisy = laplace_mechanism(logq, sens, eps, rng)
     prob = np.exp(noisy - noisy.max())
     prob /= prob.sum()
-    return _uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
+    return uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
 
 
 def sphc_sample(
@@ -694,81 +559,14 @@ def sphc_sample(
     eps = require_finite_positive("epsilon", epsilon)
     g = require_finite_positive("bound_g", bound_g)
     require_generator(rng)
-    _require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
+    require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
     edges = make_edges(support, bins)
     counts, n_draws = _draws_counts(posterior_draws, edges)
-    vol = _bin_volumes(edges)
+    vol = bin_volumes(edges)
     if sensitivity_mode == "per_bin":
         noisy = counts + rng.laplace(0.0, n_draws * vol * g / eps)
     else:
         noisy = laplace_mechanism(counts, n_draws * min(2.0, g * vol.sum()), eps, rng)
     w = np.maximum(noisy, 0.0)
     prob = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
-    return _uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
-
-
-# ----------------------------------------------------------------------------- model-free (Sec 3.5)
-
-
-@dataclass
-class HistogramSynthesis:
-    """Model-free synthesis: records (n_synthetic, p) and the sanitized counts (a DP output)."""
-
-    records: np.ndarray
-    sanitized_counts: np.ndarray
-    edges: list[np.ndarray]
-    sensitivity: float
-
-
-def histogram_synthesis(
-    x: Any,
-    support: Any,
-    bins: int | Sequence[int],
-    epsilon: float,
-    rng: np.random.Generator,
-    n_synthetic: int | None = None,
-    bootstrap: Literal["none", "data", "sanitized"] = "none",
-    max_multiplicity: int = 3,
-) -> HistogramSynthesis:
-    """Model-free dips from a Laplace-sanitized histogram (Liu, Section 3.5, Figure 5).
-
-    ``x`` shape (n,) or (n, p), clipped to the public ``support``. Count-vector GS is 2 under
-    substitution. ``bootstrap``: ``"none"`` is Figure 5(a); ``"data"`` is Figure 5(b): a bootstrap
-    resample of x is histogrammed and sanitized; one record then moves up to ``max_multiplicity``
-    counts, so multiplicities are capped there and GS = 2 max_multiplicity; ``"sanitized"`` draws
-    the bootstrap sample of size n from the sanitized histogram instead (post-processing, GS 2).
-    Records are drawn uniformly within bins chosen ∝ max(count*, 0).
-    """
-    arr = np.asarray(x, dtype=float)
-    arr = arr[:, None] if arr.ndim == 1 else arr
-    require_data(arr.reshape(-1))
-    eps = require_finite_positive("epsilon", epsilon)
-    require_generator(rng)
-    _require_choice("bootstrap", bootstrap, ("none", "data", "sanitized"))
-    edges = make_edges(support, bins)
-    if arr.shape[1] != len(edges):
-        raise InputError("support", f"need one (lower, upper) per column ({arr.shape[1]})")
-    n = arr.shape[0]
-    n_out = n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
-    lo = np.array([e[0] for e in edges])
-    hi = np.array([e[-1] for e in edges])
-    arr = np.clip(arr, lo, hi)
-    sens = 2.0
-    if bootstrap == "data":
-        cap = require_m(max_multiplicity, "max_multiplicity")
-        mult = np.minimum(rng.multinomial(n, np.full(n, 1.0 / n)), cap)
-        arr = np.repeat(arr, mult, axis=0)
-        sens = 2.0 * cap
-    counts, _ = np.histogramdd(arr, bins=edges)
-    noisy = laplace_mechanism(counts.reshape(-1), sens, eps, rng)
-
-    def probs(c: np.ndarray) -> np.ndarray:
-        w = np.maximum(c, 0.0)
-        return w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
-
-    p = probs(noisy)
-    if bootstrap == "sanitized":
-        p = probs(rng.multinomial(n, p).astype(float))
-    chosen = rng.choice(p.size, size=n_out, p=p)
-    records = _uniform_in_bin(edges, chosen, rng)
-    return HistogramSynthesis(records, noisy, edges, sens)
+    return uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)

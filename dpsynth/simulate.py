@@ -1,7 +1,7 @@
 """Data-generating processes of the papers' simulation studies, and their analytic summaries.
 
 Every simulator takes the sample size ``n`` and an explicit ``numpy.random.Generator`` so that
-a Monte Carlo replicate is reproducible from its seed alone (see ``dpsynth.runner``). The
+a Monte Carlo replicate is reproducible from its seed alone (see ``dpsynth.studies.runner``). The
 ``*_reference`` functions return the analytic mean, median, 15th and 90th quantiles of the
 generating distribution, with the same keys as ``dpsynth.utility.summary_statistics``; the
 notebooks draw them as the papers' dashed reference lines.
@@ -45,18 +45,14 @@ def _require_n(n: int) -> int:
 def _require_rng(rng: np.random.Generator) -> np.random.Generator:
     """Require an explicit Generator (no global-state RNG)."""
     if not isinstance(rng, np.random.Generator):
-        raise InputError(
-            "rng", f"must be a numpy.random.Generator (got {type(rng).__name__})"
-        )
+        raise InputError("rng", f"must be a numpy.random.Generator (got {type(rng).__name__})")
     return rng
 
 
 # --- Beta(0.5, 3): censoring paper, section 4.1 ---------------------------------------------
 
 
-def beta_data(
-    n: int, rng: np.random.Generator, a: float = 0.5, b: float = 3.0
-) -> np.ndarray:
+def beta_data(n: int, rng: np.random.Generator, a: float = 0.5, b: float = 3.0) -> np.ndarray:
     """Draw a confidential database of ``n`` values from Beta(a, b).
 
     Hu, Williams & Savitsky (censoring paper) section 4.1: Beta(0.5, 3), a right-skewed
@@ -118,13 +114,9 @@ def _nb_mixture_args(
     phi_arr = np.array([require_finite_positive("phi", p) for p in phi], dtype=float)
     w = np.asarray(weights, dtype=float)
     if phi_arr.ndim != 1 or phi_arr.size == 0 or w.shape != phi_arr.shape:
-        raise InputError(
-            "weights", f"need one weight per phi (got {w.shape} vs {phi_arr.shape})"
-        )
+        raise InputError("weights", f"need one weight per phi (got {w.shape} vs {phi_arr.shape})")
     if np.any(~np.isfinite(w)) or np.any(w < 0) or not np.isclose(w.sum(), 1.0):
-        raise InputError(
-            "weights", f"must be non-negative and sum to 1 (got {list(weights)})"
-        )
+        raise InputError("weights", f"must be non-negative and sum to 1 (got {list(weights)})")
     return mu, phi_arr, w / w.sum()
 
 
@@ -180,9 +172,7 @@ def nb_mixture_cdf(
     """CDF P(X <= k) of the NB mixture at ``k`` (scalar or array, same shape out)."""
     mu, phi_arr, w = _nb_mixture_args(mu, phi, weights)
     k_arr = np.asarray(k, dtype=float)
-    cdfs = [
-        wj * stats.nbinom.cdf(k_arr, pj, pj / (pj + mu)) for wj, pj in zip(w, phi_arr)
-    ]
+    cdfs = [wj * stats.nbinom.cdf(k_arr, pj, pj / (pj + mu)) for wj, pj in zip(w, phi_arr)]
     return np.asarray(np.sum(cdfs, axis=0), dtype=float)
 
 
@@ -217,9 +207,6 @@ def nb_mixture_reference(
     """Analytic mean, median, 15th and 90th quantiles of the NB mixture."""
     out = {"mean": nb_mixture_mean(mu, phi, weights)}
     out.update(
-        {
-            k: float(nb_mixture_quantile(p, mu, phi, weights))
-            for k, p in REFERENCE_PROBS.items()
-        }
+        {k: float(nb_mixture_quantile(p, mu, phi, weights)) for k, p in REFERENCE_PROBS.items()}
     )
     return out

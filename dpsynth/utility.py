@@ -144,9 +144,7 @@ def interval_table(
     return pd.DataFrame.from_dict(rows, orient="index", columns=["lower", "upper"])
 
 
-def utility_table(
-    confidential: ArrayLike, synthetic: Mapping[str, ArrayLike]
-) -> pd.DataFrame:
+def utility_table(confidential: ArrayLike, synthetic: Mapping[str, ArrayLike]) -> pd.DataFrame:
     """Censoring paper Table 2 layout: rows max_ecdf, avg_ecdf, mean, median, q15, q90.
 
     Column "Data" holds the confidential sample's statistics (ECDF rows NaN); one further

@@ -37,6 +37,30 @@ def lw_weights(record_bounds: np.ndarray, c: float = 1.0, g: float = 0.0) -> np.
     return np.clip(alpha, 0.0, 1.0)
 
 
+def reference_lw_weights(
+    record_bounds: np.ndarray, reference_bounds: np.ndarray, c: float = 1.0, g: float = 0.0
+) -> np.ndarray:
+    """LW weights whose normalisation comes from a public reference database (Section 4.5).
+
+    ``record_bounds`` (n,) holds each confidential record's f_i = max_s |f_theta_s(x_i)|
+    at the draws of the *reference* posterior; ``reference_bounds`` the reference
+    records' own bounds. f~_i = (f_i - min ref) / (max ref - min ref), clipped to [0, 1],
+    and alpha_i = c (1 - f~_i) + g, clipped to [0, 1]. Each alpha_i depends only on
+    record i and public data, which is what the censoring proof needs (dpsynth's
+    construction; the paper's Section 4.5 says to set the weights on a historical database).
+    """
+    _check_tuning(c, g)
+    f = np.asarray(record_bounds, dtype=float)
+    ref = np.asarray(reference_bounds, dtype=float)
+    ref = ref[np.isfinite(ref)]
+    if ref.size == 0:
+        raise InputError("reference", "no reference record has a finite bound")
+    lo, hi = ref.min(), ref.max()
+    risk = np.clip((f - lo) / (hi - lo), 0.0, 1.0) if hi > lo else np.zeros_like(f)
+    alpha = np.where(np.isfinite(f), c * (1.0 - risk) + g, 0.0)
+    return np.clip(alpha, 0.0, 1.0)
+
+
 def cw_risks(y: np.ndarray, radius: float) -> np.ndarray:
     """Identification risks IR_i, Algorithm 2 steps 1-3 of the vector-weighted paper.
 

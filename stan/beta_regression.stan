@@ -5,13 +5,24 @@
 // kappa ~ gamma(2, 0.1).
 functions {
 #include dpsynth_functions.stan
+
+  // The per-record log-likelihood, defined once:
+  //   ll_i = beta_lpdf(y_i | mu_i kappa, (1 - mu_i) kappa), mu = inv_logit(X beta),
+  //        = (a_i - 1) log y_i + (b_i - 1) log(1 - y_i) + lgamma(kappa) - lgamma(a_i) - lgamma(b_i);
+  // log_y = log(y) and log1m_y = log1m(y) are passed in, computed once from the data.
+  vector beta_regression_record_log_lik(vector log_y, vector log1m_y, matrix X, vector beta,
+                                        real kappa) {
+    vector[rows(log_y)] a = inv_logit(X * beta) * kappa;
+    vector[rows(log_y)] b = kappa - a;
+    return (a - 1) .* log_y + (b - 1) .* log1m_y + lgamma(kappa) - lgamma(a) - lgamma(b);
+  }
 }
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
   int<lower=0, upper=1> censor;
   real<lower=0> M;
-  int<lower=0, upper=1> want_log_lik;
+  int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
   vector<lower=0, upper=1>[n] y;
   int<lower=1> K;
@@ -26,25 +37,20 @@ parameters {
   real<lower=0> kappa;
 }
 model {
-  vector[n] mu = inv_logit(X * beta);
-  vector[n] a = mu * kappa;
-  vector[n] b = kappa - a;
-  vector[n] ll = (a - 1) .* log_y + (b - 1) .* log1m_y + lgamma(kappa) - lgamma(a) - lgamma(b);
   beta ~ normal(0, 2.5);
   kappa ~ gamma(2, 0.1);
-  target += dpsynth_target(ll, alpha, censor, M);
+  target += dpsynth_target(beta_regression_record_log_lik(log_y, log1m_y, X, beta, kappa),
+                           alpha, censor, M);
 }
 generated quantities {
-  vector[want_log_lik ? n : 0] log_lik;
-  vector[want_log_lik ? n : 0] log_lik_raw;
+  vector[want_contrib ? n : 0] contrib;
+  vector[want_contrib ? n : 0] contrib_uncensored;
+  vector[want_contrib ? n : 0] record_log_lik;
   array[want_rep ? n : 0] real y_rep;
-  if (want_log_lik == 1) {
-    vector[n] mu = inv_logit(X * beta);
-    vector[n] a = mu * kappa;
-    vector[n] b = kappa - a;
-    vector[n] ll = (a - 1) .* log_y + (b - 1) .* log1m_y + lgamma(kappa) - lgamma(a) - lgamma(b);
-    log_lik = dpsynth_contrib(ll, alpha, censor, M);
-    log_lik_raw = alpha .* ll;
+  if (want_contrib == 1) {
+    record_log_lik = beta_regression_record_log_lik(log_y, log1m_y, X, beta, kappa);
+    contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);
+    contrib_uncensored = alpha .* record_log_lik;
   }
   if (want_rep == 1) {
     vector[n] mu = inv_logit(X * beta);

@@ -4,8 +4,15 @@
   // Censored pseudo likelihood of Hu, Williams & Savitsky, Eq. (3.5): each
   // weighted log-likelihood contribution alpha_i * ll_i is clamped to [-M, M],
   // M = epsilon / 2; with censor = 0 it is the pseudo likelihood of Eq. (2.3).
+  //
+  // Names used by every program of the convention (see book/stan_convention.md):
+  //   ll / record_log_lik  the unweighted per-record log-likelihood ll_i;
+  //   contrib_uncensored   alpha_i * ll_i;
+  //   contrib              the term that enters the target: alpha_i * ll_i, clamped
+  //                        to [-M, M] when censor = 1 (= dpsynth_contrib below).
 
-  // Per-record (weighted, censored where asked) contributions.
+  // The per-record terms that enter the target (generated quantity `contrib`):
+  // alpha .* ll, clamped to [-M, M] when censor = 1.
   vector dpsynth_contrib(vector ll, vector alpha, int censor, real M) {
     if (censor == 1) {
       return fmin(fmax(alpha .* ll, -M), M);
@@ -13,7 +20,8 @@
     return alpha .* ll;
   }
 
-  // Their sum: the log pseudo likelihood added to target.
+  // Their sum, the log pseudo likelihood added to target:
+  // dpsynth_target(ll, alpha, censor, M) == sum(dpsynth_contrib(ll, alpha, censor, M)).
   real dpsynth_target(vector ll, vector alpha, int censor, real M) {
     if (censor == 1) {
       return sum(fmin(fmax(alpha .* ll, -M), M));
@@ -45,10 +53,9 @@
 
   // 1 when every row of X equals the first (an intercept-only design), else 0.
   int dpsynth_rows_equal(matrix X) {
-    for (i in 2:rows(X)) {
-      if (max(abs(X[i] - X[1])) > 0) {
-        return 0;
-      }
+    int n = rows(X);
+    if (n == 0) {
+      return 0;
     }
-    return rows(X) > 0;
+    return max(abs(X - rep_matrix(X[1], n))) == 0;
   }

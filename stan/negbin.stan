@@ -5,13 +5,26 @@
 // phi ~ gamma(2, 0.1) (weakly informative, mean 20).
 functions {
 #include dpsynth_functions.stan
+
+  // The per-record log-likelihood, defined once:
+  //   ll_i = neg_binomial_2_log_lpmf(y_i | eta_i, phi)
+  //        = lgamma(y_i + phi) - lgamma(phi) - lgamma(y_i + 1)
+  //          + y_i (eta_i - log(exp(eta_i) + phi)) + phi (log phi - log(exp(eta_i) + phi)),
+  // eta = X beta; lgamma_y1 = lgamma(y + 1) is passed in, computed once from the data.
+  vector negbin_record_log_lik(vector y, vector lgamma_y1, matrix X, vector beta, real phi) {
+    vector[rows(y)] eta = X * beta;
+    real log_phi = log(phi);
+    vector[rows(y)] log_mu_phi = log_sum_exp_vec(eta, log_phi);
+    return lgamma(y + phi) - lgamma(phi) - lgamma_y1
+           + y .* (eta - log_mu_phi) + phi * (log_phi - log_mu_phi);
+  }
 }
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
   int<lower=0, upper=1> censor;
   real<lower=0> M;
-  int<lower=0, upper=1> want_log_lik;
+  int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
   array[n] int<lower=0> y;
   int<lower=1> K;
@@ -51,19 +64,16 @@ model {
   beta ~ normal(0, 10);
   phi ~ gamma(2, 0.1);
   if (censor == 1) {
-    // neg_binomial_2_log_lpmf(y | eta, phi), vectorized per record:
-    // lchoose(y + phi - 1, y) + y (eta - log(exp(eta) + phi)) + phi (log phi - log(exp(eta) + phi))
-    vector[n] eta = X * beta;
-    vector[n] log_mu_phi = log_sum_exp_vec(eta, log(phi));
-    vector[n] ll = lgamma(y_vec + phi) - lgamma(phi) - lgamma_y1
-                   + y_vec .* (eta - log_mu_phi) + phi * (log(phi) - log_mu_phi);
-    target += dpsynth_target(ll, alpha, censor, M);
+    target += dpsynth_target(negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi),
+                             alpha, censor, M);
   } else {
-    // The same sum regrouped, with log(exp(eta) + phi) = log(phi) + log1p_exp(eta - log(phi)):
+    // The same sum, dpsynth_target(negbin_record_log_lik(...), alpha, 0, M), regrouped
+    // with log(exp(eta) + phi) = log(phi) + log1p_exp(eta - log(phi)):
     // sum_i alpha_i [lgamma(y_i + phi) - (y_i + phi) log(exp(eta_i) + phi)]
     //   + (alpha .* y)' X beta + sum(alpha) (phi log(phi) - lgamma(phi)) - alpha' lgamma(y + 1)
     // Records are grouped by outcome for the lgamma term; an intercept-only design has one
-    // log(exp(eta) + phi) for all records.
+    // log(exp(eta) + phi) for all records. Checked against the per-record terms by
+    // tests/test_models.py.
     real log_phi = log(phi);
     real shared = ay_X * beta + sum_alpha * (phi * log_phi - lgamma(phi)) - alpha_lgamma_y1
                   + dot_product(alpha_u, lgamma(y_u + phi));
@@ -77,16 +87,14 @@ model {
   }
 }
 generated quantities {
-  vector[want_log_lik ? n : 0] log_lik;
-  vector[want_log_lik ? n : 0] log_lik_raw;
+  vector[want_contrib ? n : 0] contrib;
+  vector[want_contrib ? n : 0] contrib_uncensored;
+  vector[want_contrib ? n : 0] record_log_lik;
   array[want_rep ? n : 0] int y_rep;
-  if (want_log_lik == 1) {
-    vector[n] eta = X * beta;
-    vector[n] log_mu_phi = log_sum_exp_vec(eta, log(phi));
-    vector[n] ll = lgamma(y_vec + phi) - lgamma(phi) - lgamma_y1
-                   + y_vec .* (eta - log_mu_phi) + phi * (log(phi) - log_mu_phi);
-    log_lik = dpsynth_contrib(ll, alpha, censor, M);
-    log_lik_raw = alpha .* ll;
+  if (want_contrib == 1) {
+    record_log_lik = negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi);
+    contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);
+    contrib_uncensored = alpha .* record_log_lik;
   }
   if (want_rep == 1) {
     y_rep = neg_binomial_2_log_rng(X * beta, phi);

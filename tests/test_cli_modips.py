@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from dpsynth.cli_modips import add_combine_command, add_sbs_arguments, synthesize_sbs
+
 from dpsynth.errors import InputError
 from dpsynth.inference import combine_frame
 

@@ -131,10 +131,10 @@ def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
     import subprocess
     import sys
 
-    from dpsynth.runner import run_replicates
+    from dpsynth.studies.runner import run_replicates
 
     script = (
-        "import json; from dpsynth.runner import run_replicates; "
+        "import json; from dpsynth.studies.runner import run_replicates; "
         "from tests.test_engine import pystan_replicate; "
         "print(json.dumps(run_replicates(pystan_replicate, {}, 3, seed=1, cache_dir=None, "
         "n_jobs=2, progress=False)))"

@@ -13,7 +13,7 @@ from scipy import stats
 from dpsynth.errors import InputError
 from dpsynth.inference import analyze_each, combine, combine_frame, estimate_proportion
 from dpsynth.modips import modips, sbs_model
-from dpsynth.modips_studies import (
+from dpsynth.studies.modips_simulation import (
     bounded_normal_moments,
     simulate_sbs,
     study_allocation,

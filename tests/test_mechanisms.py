@@ -181,7 +181,7 @@ def test_perturbed_histogram_noise_scale_and_support():
     rng = np.random.default_rng(0)
     eps = 1.0
     x = np.linspace(0.05, 0.95, 1000)
-    from dpsynth.primitives import laplace_mechanism
+    from dpsynth.privacy import laplace_mechanism
 
     counts = np.histogram(x, bins=np.linspace(0, 1, 11))[0].astype(float)
     noise = np.array(

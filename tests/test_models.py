@@ -1,11 +1,25 @@
-"""Each shipped model: numpy log-likelihood mirror equals the Stan program's own log_lik."""
+"""Each shipped model: the numpy mirrors equal the Stan program's own output.
+
+``Model.record_log_lik`` against the program's ``record_log_lik``, ``contrib`` and
+``contrib_uncensored``; ``Model.simulate`` against the known distribution at fixed
+parameters and against the program's ``y_rep`` at one posterior draw.
+"""
+
+import hashlib
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
+from scipy.special import expit
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models import MODELS, check_outcome, get_model, stan_data
+from dpsynth.models import MODELS, Model, check_outcome, get_model, stan_data
+
+USER_PROGRAM = Path(__file__).parent / "stan" / "normal_known_sd.stan"
+KS_ALPHA = 0.001  # every distributional test: fixed seed, reject at p < 0.001
 
 
 def _data(name, rng, n=30):
@@ -17,41 +31,75 @@ def _data(name, rng, n=30):
     return y, (rng.normal(size=(n, 1)) if name == "negbin" else None)
 
 
+def _output(fit, name):
+    """A generated quantity of the convention from a StanFit (a field, else in ``draws``)."""
+    value = getattr(fit, name, None)
+    if value is None:
+        value = fit.draws.get(name)
+    return value
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(MODELS))
-def test_mirror_matches_stan_log_lik(name):
+def test_mirror_matches_stan_record_log_lik(name):
     rng = np.random.default_rng(4)
     model = get_model(name)
     y, X = _data(name, rng)
-    y = check_outcome(model, y)
+    y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
-    data = stan_data(model, y, alpha, X=X, censor_bound=3.0, want_log_lik=True)
+    data = stan_data(model, y, alpha, X=X, censor_bound=3.0, want_contrib=True)
     fit = engine.fit(model.stan_file, data, seed=3, chains=2, iter_warmup=200, iter_sampling=100)
-    mirror = model.log_lik(fit.draws, data)
-    assert mirror.shape == fit.log_lik_raw.shape == (200, len(y))
-    assert np.allclose(alpha * mirror, fit.log_lik_raw, rtol=1e-6, atol=1e-6)
-    assert np.allclose(np.clip(alpha * mirror, -3, 3), fit.log_lik, rtol=1e-6, atol=1e-6)
+    mirror = model.record_log_lik(fit.draws, data)
+    record_log_lik = _output(fit, "record_log_lik")
+    contrib = _output(fit, "contrib")
+    contrib_uncensored = _output(fit, "contrib_uncensored")
+    assert mirror.shape == record_log_lik.shape == (200, len(y))
+    assert np.allclose(mirror, record_log_lik, rtol=1e-6, atol=1e-6)
+    assert np.allclose(alpha * mirror, contrib_uncensored, rtol=1e-6, atol=1e-6)
+    assert np.allclose(np.clip(alpha * mirror, -3, 3), contrib, rtol=1e-6, atol=1e-6)
 
 
 def test_outcome_support_checks():
     beta = get_model("beta")
-    with pytest.raises(InputError, match="0 < y < 1"):
-        check_outcome(beta, [0.5, 1.0])
-    scaled = check_outcome(beta, [0.0, 50.0, 100.0], bounds=(0.0, 100.0))
+    with pytest.raises(InputError, match="^y: .*0 < y < 1"):
+        beta.to_stan_scale([0.5, 1.0])
+    scaled = beta.to_stan_scale([0.0, 50.0, 100.0], bounds=(0.0, 100.0))
     assert np.all((scaled > 0) & (scaled < 1))
-    with pytest.raises(InputError, match="^--bounds:"):
-        check_outcome(beta, [0.0, 150.0], bounds=(0.0, 100.0))
+    with pytest.raises(InputError, match="^bounds:"):
+        beta.to_stan_scale([0.0, 150.0], bounds=(0.0, 100.0))
+    with pytest.raises(InputError, match="^bounds:"):
+        beta.to_stan_scale([0.5], bounds=(1.0, 0.0))
+    with pytest.raises(InputError, match="^bounds:"):
+        beta.to_stan_scale([0.5], bounds=(0.0,))
     pois = get_model("poisson")
-    with pytest.raises(InputError, match="non-negative integer"):
-        check_outcome(pois, [1, 2.5])
-    with pytest.raises(InputError, match="non-negative integer"):
-        check_outcome(pois, [1, -2])
-    with pytest.raises(InputError, match="NaN"):
-        check_outcome(pois, [1, np.nan])
-    with pytest.raises(InputError, match="empty"):
-        check_outcome(pois, [])
-    with pytest.raises(InputError, match="^--model:"):
+    assert pois.to_stan_scale([0, 3.0, 7]).dtype == np.int64
+    with pytest.raises(InputError, match="^y: .*non-negative integer"):
+        pois.to_stan_scale([1, 2.5])
+    with pytest.raises(InputError, match="^y: .*non-negative integer"):
+        pois.to_stan_scale([1, -2])
+    with pytest.raises(InputError, match="^y: .*NaN"):
+        pois.to_stan_scale([1, np.nan])
+    with pytest.raises(InputError, match="^y: .*empty"):
+        pois.to_stan_scale([])
+    with pytest.raises(InputError, match="^y: .*numeric"):
+        pois.to_stan_scale(["a", "b"])
+    with pytest.raises(InputError, match="^model:"):
         get_model("lognormal")
+    with pytest.raises(InputError, match="^stan_file:"):
+        Model.from_stan_file("no/such/program.stan")
+    # check_outcome is the former name of to_stan_scale
+    assert np.array_equal(check_outcome(beta, [0.0, 100.0], (0.0, 100.0)), scaled[[0, 2]])
+
+
+def test_scale_round_trip():
+    beta = get_model("beta")
+    x = np.array([0.0, 12.5, 99.0, 100.0])
+    u = beta.to_stan_scale(x, bounds=(0.0, 100.0))
+    assert np.allclose(u, (x + 0.5) / 101)
+    assert np.allclose(beta.from_stan_scale(u, bounds=(0.0, 100.0)), x)
+    assert np.array_equal(beta.from_stan_scale(u), u)  # no bounds: the Stan scale is the scale
+    counts = get_model("negbin").from_stan_scale(np.array([[1.0, 4.0], [0.0, 2.0]]))
+    assert counts.dtype == np.int64 and counts.shape == (2, 2)
 
 
 def test_weights_outside_unit_interval_rejected():
@@ -61,6 +109,168 @@ def test_weights_outside_unit_interval_rejected():
         stan_data(beta, y, np.array([0.5, 1.2]))
     with pytest.raises(InputError, match="^alpha:"):
         stan_data(beta, y, np.array([-0.1, 1.0]))
+
+
+def test_stan_data_switches():
+    beta = get_model("beta")
+    y = np.array([0.2, 0.4])
+    data = stan_data(beta, y, np.ones(2), want_contrib=True)
+    assert data["want_contrib"] == 1 and data["want_rep"] == 0 and "want_log_lik" not in data
+    with pytest.warns(DeprecationWarning, match="want_contrib"):
+        old = stan_data(beta, y, np.ones(2), want_log_lik=True)
+    assert old["want_contrib"] == 1
+    with pytest.raises(InputError, match="^X:"):
+        stan_data(get_model("poisson"), np.array([1, 2]), np.ones(2), X=np.ones((3, 1)))
+
+
+def test_program_hash():
+    for model in MODELS.values():
+        code = engine.program_code(model.stan_file)
+        assert "#include" not in code.split("functions {", 1)[1].split("}", 1)[0]
+        assert model.program_hash() == hashlib.sha256(code.encode()).hexdigest()
+    hashes = {m.program_hash() for m in MODELS.values()}
+    assert len(hashes) == len(MODELS)
+
+
+def test_programs_follow_the_naming_convention():
+    """Every program declares the convention's switches and outputs, and defines its
+    per-record log-likelihood once as a function used by the model block and the
+    generated quantities."""
+    for path in [m.stan_file for m in MODELS.values()] + [USER_PROGRAM]:
+        text = path.read_text()
+        for decl in (
+            "int<lower=0, upper=1> want_contrib;",
+            "int<lower=0, upper=1> want_rep;",
+            "vector[want_contrib ? n : 0] contrib;",
+            "vector[want_contrib ? n : 0] contrib_uncensored;",
+            "vector[want_contrib ? n : 0] record_log_lik;",
+            "contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);",
+            "contrib_uncensored = alpha .* record_log_lik;",
+        ):
+            assert decl in text, f"{path.name}: missing {decl!r}"
+        assert "log_lik_raw" not in text and "want_log_lik" not in text
+        head, body = text.split("\ndata {", 1)
+        defined = re.findall(r"^\s*vector\s+(\w+_record_log_lik)\s*\(", head, re.MULTILINE)
+        assert len(defined) == 1, f"{path.name}: one *_record_log_lik function expected"
+        model_block = body.split("\nmodel {", 1)[1].split("\ngenerated quantities {", 1)[0]
+        gq_block = body.split("\ngenerated quantities {", 1)[1]
+        assert defined[0] + "(" in model_block and defined[0] + "(" in gq_block
+
+
+# --- Model.simulate: the numpy posterior predictive -----------------------------------
+
+
+def _one_column(n):
+    return {"X": np.ones((n, 1)), "K": 1}
+
+
+@pytest.mark.parametrize(("a", "b"), [(0.3, 0.6), (0.8, 4.0), (5.0, 2.0)])
+def test_simulate_beta_matches_beta_distribution(a, b):
+    model = get_model("beta")
+    y = model.simulate({"beta1": a, "beta2": b}, {}, 20_000, np.random.default_rng(1))
+    assert y.shape == (20_000,) and np.all((y > 0) & (y < 1))
+    assert stats.kstest(y, stats.beta(a, b).cdf).pvalue > KS_ALPHA
+
+
+def _chisquare_counts(y, pmf_of_k):
+    """Chi-square goodness of fit of integer samples, bins with expected count >= 5."""
+    top = int(y.max())
+    k = np.arange(top + 1)
+    expected = pmf_of_k(k) * y.size
+    observed = np.bincount(y, minlength=top + 1).astype(float)
+    keep = expected >= 5
+    obs = np.append(observed[keep], observed[~keep].sum())
+    exp = np.append(expected[keep], y.size - expected[keep].sum())
+    return stats.chisquare(obs, exp).pvalue
+
+
+@pytest.mark.parametrize("beta0", [np.log(0.7), np.log(20.0)])
+def test_simulate_poisson_matches_poisson_distribution(beta0):
+    model = get_model("poisson")
+    n = 20_000
+    y = model.simulate({"beta": [beta0]}, _one_column(n), n, np.random.default_rng(2))
+    assert y.dtype == np.int64 and y.shape == (n,)
+    assert _chisquare_counts(y, stats.poisson(np.exp(beta0)).pmf) > KS_ALPHA
+
+
+@pytest.mark.parametrize(("mu", "phi"), [(3.0, 0.7), (40.0, 12.0)])
+def test_simulate_negbin_matches_nb2(mu, phi):
+    model = get_model("negbin")
+    n = 20_000
+    draw = {"beta": np.array([np.log(mu)]), "phi": phi}
+    y = model.simulate(draw, _one_column(n), n, np.random.default_rng(3))
+    assert y.dtype == np.int64
+    # scipy's nbinom(n, p) counts failures before n successes: NB2 is n = phi, p = phi/(phi+mu)
+    assert _chisquare_counts(y, stats.nbinom(phi, phi / (phi + mu)).pmf) > KS_ALPHA
+    assert np.var(y) == pytest.approx(mu + mu**2 / phi, rel=0.1)
+
+
+def test_simulate_covariate_models_follow_the_rows_of_x():
+    """With covariates the records differ in distribution; the probability integral
+    transform of each record under its own distribution is uniform."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    beta = np.array([-0.3, 0.8])
+    mu = expit(X @ beta)
+    kappa = 7.0
+    y = get_model("beta-regression").simulate(
+        {"beta": beta, "kappa": kappa}, {"X": X}, n, np.random.default_rng(6)
+    )
+    u = stats.beta(mu * kappa, (1 - mu) * kappa).cdf(y)
+    assert stats.kstest(u, "uniform").pvalue > KS_ALPHA
+    # counts: randomized PIT, F(y - 1) + V (F(y) - F(y - 1)) is uniform
+    lam = np.exp(np.array([1.0, 0.5]) @ X.T)
+    yc = get_model("poisson").simulate({"beta": [1.0, 0.5]}, {"X": X}, n, rng)
+    dist = stats.poisson(lam)
+    pit = dist.cdf(yc - 1) + rng.random(n) * dist.pmf(yc)
+    assert stats.kstest(pit, "uniform").pvalue > KS_ALPHA
+
+
+def test_simulate_input_checks():
+    rng = np.random.default_rng(0)
+    with pytest.raises(InputError, match="^n_out:"):
+        get_model("poisson").simulate({"beta": [0.0]}, _one_column(5), 6, rng)
+    with pytest.raises(InputError, match="^n_out:"):
+        get_model("beta").simulate({"beta1": 1.0, "beta2": 1.0}, {}, -1, rng)
+    with pytest.raises(InputError, match="^draw:"):
+        get_model("negbin").simulate({"beta": [0.0]}, _one_column(5), 5, rng)
+    with pytest.raises(InputError, match="^draw:"):
+        get_model("poisson").simulate({"beta": [0.0, 1.0]}, _one_column(5), 5, rng)
+    assert get_model("beta").simulate({"beta1": 1.0, "beta2": 1.0}, {}, 0, rng).shape == (0,)
+    user = Model.from_stan_file(USER_PROGRAM)
+    assert user.simulate is None and user.record_log_lik is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_simulate_matches_stan_y_rep(name):
+    """At one posterior draw of a small fit, Stan's y_rep (one engine.generate call) and
+    numpy's simulate (many repetitions) pass a two-sample KS test at alpha = 0.001."""
+    rng = np.random.default_rng(8)
+    model = get_model(name)
+    y, X = _data(name, rng, n=300)
+    y = model.to_stan_scale(y)
+    data = stan_data(model, y, np.ones(len(y)), X=X)
+    fit = engine.fit(model.stan_file, data, seed=9, chains=2, iter_warmup=150, iter_sampling=50)
+    s = fit.n_draws - 1
+    stan_rep = np.asarray(engine.generate(model.stan_file, data, fit.draw(s), seed=10))
+    draw = {k: v[s] for k, v in fit.draws.items()}  # includes transformed parameters
+    sims = [model.simulate(draw, data, len(y), np.random.default_rng(i)) for i in range(40)]
+    numpy_rep = np.concatenate(sims)
+    assert stan_rep.shape == (len(y),)
+    assert stats.ks_2samp(stan_rep, numpy_rep).pvalue > KS_ALPHA
+    # the test has power: a clearly different parameter is rejected
+    if name == "beta":
+        other = dict(draw, beta1=draw["beta1"] * 1.5)
+    elif name == "beta-regression":
+        other = dict(draw, beta=draw["beta"] + np.r_[0.5, np.zeros(len(draw["beta"]) - 1)])
+    else:
+        other = dict(draw, beta=draw["beta"] + np.r_[0.3, np.zeros(len(draw["beta"]) - 1)])
+    shifted = np.concatenate(
+        [model.simulate(other, data, len(y), np.random.default_rng(i)) for i in range(40)]
+    )
+    assert stats.ks_2samp(stan_rep, shifted).pvalue < KS_ALPHA
 
 
 @pytest.mark.slow
@@ -88,7 +298,7 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
         X = None
     elif design == "covariate":
         X = rng.normal(size=(len(y), 1))
-    y = check_outcome(model, y)
+    y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
     data = stan_data(model, y, alpha, X=X)
     fit = engine.fit(model.stan_file, data, seed=5, chains=2, iter_warmup=150, iter_sampling=50)
@@ -102,7 +312,7 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
     for s in (0, fit.n_draws - 1):
         params = fit.draw(s)
         draws = {k: v[s : s + 1] for k, v in fit.draws.items()}
-        contrib = alpha * model.log_lik(draws, data)[0]
+        contrib = alpha * model.record_log_lik(draws, data)[0]
         M = float(np.median(np.abs(contrib)))  # clamps about half of the records
         prior = log_density(np.zeros(len(y)), None, params)
         uncensored = log_density(alpha, None, params) - prior

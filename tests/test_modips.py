@@ -7,12 +7,11 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
+from dpsynth.histogram import histogram_synthesis
 from dpsynth.modips import (
     ModipsModel,
     allocation_weights,
-    histogram_synthesis,
     modips,
-    sanitize_bounded,
     sbs_binary,
     sbs_gaussian,
     sbs_gaussian_known_variance,
@@ -21,9 +20,13 @@ from dpsynth.modips import (
     sdd_sample,
     sphc_sample,
     synthesize_gaussian,
+)
+from dpsynth.privacy import (
+    BudgetExceededError,
+    BudgetLedger,
+    sanitize_bounded,
     truncated_laplace,
 )
-from dpsynth.primitives import BudgetExceededError, BudgetLedger
 
 HUGE_EPS = 1e12  # ε → ∞: the Laplace noise is below 1e-11 here
 KS_P = 0.01  # acceptance level of every goodness-of-fit test below (fixed seeds)

@@ -1,4 +1,4 @@
-"""Tests of dpsynth.primitives: Laplace / exponential mechanisms and the budget ledger."""
+"""Tests of dpsynth.privacy: Laplace / exponential mechanisms and the budget ledger."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.primitives import (
+from dpsynth.privacy import (
     BudgetExceededError,
     BudgetLedger,
     exponential_mechanism,

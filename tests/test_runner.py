@@ -1,4 +1,4 @@
-"""Tests of dpsynth.runner: seeds, serial = processes = Dask, cache, nested processes."""
+"""Tests of dpsynth.studies.runner: seeds, serial = processes = Dask, cache, nested processes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.runner import (
+from dpsynth.studies import runner
+from dpsynth.studies.runner import (
     CACHE_ENV_VAR,
     cache_key,
     default_cache_dir,
@@ -207,7 +208,7 @@ def test_bad_arguments() -> None:
 
 
 def test_code_change_invalidates_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpsynth.runner as runner
+    import dpsynth.studies.runner as runner
 
     log = tmp_path / "calls"
     log.mkdir()
@@ -215,7 +216,17 @@ def test_code_change_invalidates_cache(tmp_path: Path, monkeypatch: pytest.Monke
     run_replicates(draw, params, 2, seed=SEED, cache_dir=tmp_path / "c", n_jobs=1, progress=False)
     assert len(list(log.iterdir())) == 2
     key_before = cache_key(draw, params, SEED, 0)
-    monkeypatch.setattr(runner, "code_fingerprint", lambda: "edited-library")
+    monkeypatch.setattr(runner, "code_fingerprint", lambda func=None: "edited-library")
     assert cache_key(draw, params, SEED, 0) != key_before
     run_replicates(draw, params, 2, seed=SEED, cache_dir=tmp_path / "c", n_jobs=1, progress=False)
     assert len(list(log.iterdir())) == 4  # recomputed after the (simulated) code change
+
+
+def test_fingerprint_follows_the_study_imports():
+    """The cache key covers what a study imports (mechanisms, models, ...) and not the
+    modules it does not (plots, the CLI): no hand-kept exclusion list."""
+    names = {p.name for p in runner.imported_modules("dpsynth.studies.censoring")}
+    assert {"mechanisms.py", "models.py", "privacy.py", "censoring.py", "weights.py"} <= names
+    assert not {"plots.py", "cli.py", "release.py", "modips.py"} & names
+    modips_names = {p.name for p in runner.imported_modules("dpsynth.studies.modips_sections")}
+    assert "modips.py" in modips_names and "mechanisms.py" not in modips_names

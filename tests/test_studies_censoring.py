@@ -1,4 +1,4 @@
-"""Tests of dpsynth.studies_censoring: profiles, settings validation, the tidy replicate frame."""
+"""Tests of dpsynth.studies.censoring: profiles, settings validation, the tidy replicate frame."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.studies_censoring import (
+from dpsynth.studies.censoring import (
     COLUMNS,
     PAPER_TABLE1,
     PROFILES,

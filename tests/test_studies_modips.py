@@ -1,4 +1,4 @@
-"""Tests of dpsynth.studies_modips: profiles, settings validation and the Section 5 summaries."""
+"""Tests of dpsynth.studies.modips_sections: profiles, settings validation and the Section 5 summaries."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from dpsynth import studies_modips as sm
 from dpsynth.errors import InputError
-from dpsynth.modips_studies import M_GRID
+from dpsynth.studies import modips_sections as sm
+from dpsynth.studies.modips_simulation import M_GRID
 
 
 def test_profiles_have_the_same_keys_and_validate():

@@ -1,4 +1,4 @@
-"""Tests of dpsynth.studies_weighting: profiles, settings validation and the fit-free parts."""
+"""Tests of dpsynth.studies.vector_weighted: profiles, settings validation and the fit-free parts."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import studies_weighting as sw
 from dpsynth.errors import InputError
+from dpsynth.studies import vector_weighted as sw
 from dpsynth.weights import cw_weights
 
 

@@ -60,3 +60,19 @@ def test_weighted_e_and_downscale():
     assert np.allclose(weights.downscaled(alpha, 0.5), [0.5, 0.4, 0.25])
     with pytest.raises(InputError, match="^downscale:"):
         weights.downscaled(alpha, 0.0)
+
+
+def test_reference_lw_weights_known_answer_and_record_locality():
+    """Reference normalisation (bounds 1..3): f = 1 -> 1, 2 -> 0.5, 3 -> 0, outside clipped;
+    a record's weight does not change when another record changes (what the censoring
+    proof needs), unlike LW weights normalised on the data themselves."""
+    ref = np.array([1.0, 2.0, 3.0])
+    alpha = weights.reference_lw_weights(np.array([1.0, 2.0, 3.0, 0.5, 9.0, np.inf]), ref)
+    np.testing.assert_allclose(alpha, [1.0, 0.5, 0.0, 1.0, 0.0, 0.0])
+    a1 = weights.reference_lw_weights(np.array([1.5, 2.5, 2.0]), ref, c=0.8, g=0.1)
+    a2 = weights.reference_lw_weights(np.array([1.5, 2.5, 50.0]), ref, c=0.8, g=0.1)
+    np.testing.assert_allclose(a1[:2], a2[:2])
+    np.testing.assert_allclose(a1[:2], [0.8 * 0.75 + 0.1, 0.8 * 0.25 + 0.1])
+    lw1 = weights.lw_weights(np.array([1.5, 2.5, 2.0]))
+    lw2 = weights.lw_weights(np.array([1.5, 2.5, 50.0]))
+    assert not np.allclose(lw1[:2], lw2[:2])

@@ -1,6 +1,6 @@
 """Profiles and summaries of the Liu (modips) Section 5 studies for notebook 07.
 
-The simulations themselves are :mod:`dpsynth.modips_studies` (Sections 5.1-5.3, vectorized);
+The simulations themselves are :mod:`dpsynth.studies.modips_simulation` (Sections 5.1-5.3, vectorized);
 this module holds what the notebook needs around them: named settings (``PROFILES``,
 :func:`settings`), one call per paper section from a settings dict (:func:`section51`,
 :func:`section52`, :func:`section53`), the numbers the paper prints (``PAPER``) and the
@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.errors import InputError
-from dpsynth.modips import sensitivity_mean, sensitivity_variance
-from dpsynth.modips_studies import (
+from dpsynth.privacy import sensitivity_mean, sensitivity_variance
+from dpsynth.studies.modips_simulation import (
     M_GRID,
     study_allocation,
     study_combination_rules,
     study_m_effect,
 )
-from dpsynth.profiles import apply_profile
+from dpsynth.studies.profiles import apply_profile, derive_profiles
 
 __all__ = [
     "PAPER",
@@ -48,9 +48,10 @@ __all__ = [
     "table1",
 ]
 
-_CI_PROFILE: dict[str, Any] = {
-    "reps": 1000,
-    "m_grid": (2, 3, 5, 10, 20, 40, 100, 200, 500),
+PAPER: dict[str, Any] = {
+    # As published: 5,000 repetitions, m over the full grid 2..500 (Section 5.1).
+    "reps": 5000,
+    "m_grid": M_GRID,
     "epsilon": 1.0,
     "table_m": 10,
     "table_epsilons": (100.0, 10.0, 1.0, 0.5),
@@ -58,15 +59,13 @@ _CI_PROFILE: dict[str, Any] = {
     "allocation_m": 5,
     "epsilon_check": 10.0,
     "seed": 2016,
-    "workers": 1,
+    "workers": 2,
 }
-
-PROFILES: dict[str, dict[str, Any]] = {
+PROFILES: dict[str, dict[str, Any]] = derive_profiles(
+    PAPER,
     # Small: the notebook runs in well under a minute on one core.
-    "ci": _CI_PROFILE,
-    # As published: 5,000 repetitions, m over the full grid 2..500 (Section 5.1).
-    "paper": {**_CI_PROFILE, "reps": 5000, "m_grid": M_GRID, "workers": 2},
-}
+    ci={"reps": 1000, "m_grid": (2, 3, 5, 10, 20, 40, 100, 200, 500), "workers": 1},
+)
 """Named settings. ``reps`` repetitions per setting; ``m_grid`` the m values of Section 5.1;
 ``epsilon`` the total budget of Sections 5.1 and 5.3; ``table_m`` and ``table_epsilons`` the m
 and ε grid of Table 1 (Section 5.2); ``allocations`` the shares w of ε spent on x̄ and

@@ -29,6 +29,8 @@ from dpsynth.modips import (
     posterior_binary,
     posterior_gaussian,
     posterior_gaussian_known_variance,
+)
+from dpsynth.privacy import (
     sanitize_bounded,
     sensitivity_mean,
     sensitivity_proportion,

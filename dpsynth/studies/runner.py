@@ -27,6 +27,7 @@ replicate order.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import multiprocessing
@@ -145,21 +146,51 @@ def _canonical_params(params: Mapping[str, Any]) -> str:
     return text
 
 
-_COMPUTING_CODE_EXCLUDED = {"plots.py", "runner.py", "cli.py", "cli_modips.py", "__main__.py"}
+def imported_modules(module: str) -> list[Path]:
+    """Files of ``module`` and every ``dpsynth`` module it imports, transitively.
+
+    Read from the source with :mod:`ast` (imports inside functions count too), so the
+    set is exactly the code a study can run: no hand-kept list of what to leave out.
+    """
+    package = Path(__file__).resolve().parents[1]
+    seen: dict[str, Path] = {}
+    pending = [module]
+    while pending:
+        name = pending.pop()
+        path = _module_path(package, name)
+        if name in seen or path is None:
+            continue
+        seen[name] = path
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                pending += [a.name for a in node.names if a.name.startswith("dpsynth")]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("dpsynth"):
+                pending.append(node.module)
+                pending += [f"{node.module}.{a.name}" for a in node.names]
+    return sorted(set(seen.values()))
 
 
-def code_fingerprint() -> str:
-    """SHA-256 of the library code that computes results: ``dpsynth/*.py`` and ``stan/*.stan``.
+def _module_path(package: Path, name: str) -> Path | None:
+    parts = name.split(".")[1:]
+    base = package.joinpath(*parts) if parts else package
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def code_fingerprint(func: ReplicateFunc | None = None) -> str:
+    """SHA-256 of the code a replicate function runs: its module's dpsynth imports and stan/.
 
     Part of every cache key, so a change to a mechanism, a model or a study function
-    invalidates cached replicates instead of silently reusing stale ones. Plotting,
-    the CLI and the runner itself are excluded (they do not change results).
+    invalidates cached replicates instead of silently reusing stale ones; a change to a
+    module the study does not import (plots, the CLI) does not.
     """
-    package = Path(__file__).resolve().parent
-    files = sorted(
-        [p for p in package.glob("*.py") if p.name not in _COMPUTING_CODE_EXCLUDED]
-        + list((package.parent / "stan").glob("*.stan"))
-    )
+    module = getattr(func, "__module__", None) or "dpsynth"
+    if not module.startswith("dpsynth"):
+        module = "dpsynth"
+    stan = Path(__file__).resolve().parents[2] / "stan"
+    files = imported_modules(module) + sorted(stan.glob("*.stan"))
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.name.encode())
@@ -171,7 +202,7 @@ def cache_key(func: ReplicateFunc, params: Mapping[str, Any], seed: int, replica
     """SHA-256 of (qualified name of func, canonical params, seed, replicate, code fingerprint)."""
     payload = json.dumps(
         {
-            "code": code_fingerprint(),
+            "code": code_fingerprint(func),
             "func": _qualified_name(func),
             "params": _canonical_params(params),
             "seed": _require_int("seed", seed),

@@ -1,4 +1,8 @@
-"""Named parameter profiles of the notebooks (``ci`` small and fast, ``paper`` as published)."""
+"""Named parameter profiles of the notebooks: ``paper`` as published, ``ci`` as overrides of it.
+
+Each study states its ``paper`` settings once and its ``ci`` profile as the few keys that
+differ (:func:`derive_profiles`), so the two cannot drift apart by accident.
+"""
 
 from __future__ import annotations
 
@@ -26,3 +30,16 @@ def apply_profile(
         if value is not None:
             cfg[key] = value
     return cfg
+
+
+def derive_profiles(
+    paper: Mapping[str, Any], **overrides: Mapping[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """``{"paper": paper, name: paper | overrides[name], ...}``; override keys must exist."""
+    out = {"paper": dict(paper)}
+    for name, diff in overrides.items():
+        unknown = sorted(set(diff) - set(paper))
+        if unknown:
+            raise InputError(name, f"overrides unknown setting(s): {', '.join(unknown)}")
+        out[name] = {**paper, **diff}
+    return out

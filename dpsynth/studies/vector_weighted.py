@@ -3,7 +3,7 @@
 Each study draws (or loads) a confidential count database, runs the synthesizers on one
 :class:`~dpsynth.mechanisms.Synthesizer` (so the unweighted fit is shared), and returns a
 :class:`WeightingStudy` of tidy frames for the notebooks ``03``-``05``; appendix 6 runs
-:func:`contraction_replicate` over R databases with :func:`dpsynth.runner.run_replicates`.
+:func:`contraction_replicate` over R databases with :func:`dpsynth.studies.runner.run_replicates`.
 
 Choices where the paper is silent (also in each function's docstring):
 
@@ -36,8 +36,8 @@ import pandas as pd
 from dpsynth import simulate, weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
-from dpsynth.profiles import apply_profile
-from dpsynth.runner import run_replicates
+from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.runner import run_replicates
 from dpsynth.utility import interval_summary, summary_statistics
 
 __all__ = [
@@ -62,47 +62,40 @@ __all__ = [
     "settings",
 ]
 
-PROFILES: dict[str, dict[str, Any]] = {
+PAPER: dict[str, Any] = {
+    # As published: n = 1000, R = 100. The paper does not state its MCMC run length: S = 1000
+    # retained draws from 2 chains x (500 warmup + 500 draws) keep the book's time budget.
+    "n": 1000,
+    "R": 100,
+    "m": 100,
+    "n_boot": 1000,
+    "chains": 2,
+    "iter_warmup": 500,
+    "iter_sampling": 500,
+    "seed": 2024,
+    "n_jobs": 2,
+    "c": 1.0,
+    "g": 0.0,
+    "k": 0.95,
+    "cw_fits": 3,
+    "reweight_local": True,
+    "salary_unit": 1000,
+    "max_rhat": 1.05,
+}
+PROFILES: dict[str, dict[str, Any]] = derive_profiles(
+    PAPER,
     # Small: each notebook runs in about a minute and a half on 2 cores with warm Stan caches.
-    "ci": {
+    ci={
         "n": 200,
         "R": 2,
         "m": 10,
-        "n_boot": 1000,
         "chains": 4,
         "iter_warmup": 300,
         "iter_sampling": 300,
-        "seed": 2024,
         "n_jobs": 1,
-        "c": 1.0,
-        "g": 0.0,
-        "k": 0.95,
         "cw_fits": 2,
-        "reweight_local": True,
-        "salary_unit": 1000,
-        "max_rhat": 1.05,
     },
-    # As published: n = 1000, R = 100. The paper does not state its MCMC run length: S = 1000
-    # retained draws from 2 chains x (500 warmup + 500 draws) keep the book's time budget.
-    "paper": {
-        "n": 1000,
-        "R": 100,
-        "m": 100,
-        "n_boot": 1000,
-        "chains": 2,
-        "iter_warmup": 500,
-        "iter_sampling": 500,
-        "seed": 2024,
-        "n_jobs": 2,
-        "c": 1.0,
-        "g": 0.0,
-        "k": 0.95,
-        "cw_fits": 3,
-        "reweight_local": True,
-        "salary_unit": 1000,
-        "max_rhat": 1.05,
-    },
-}
+)
 """Named settings. ``n_jobs``: replicate worker processes of appendix 6 (``paper``: 2, which on
 2 cores overlaps one worker's httpstan round trips with the other's sampling). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
 radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count

@@ -41,10 +41,11 @@ import pandas as pd
 
 from dpsynth import weights
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Result, Sampler, Synthesizer, perturbed_histogram
-from dpsynth.profiles import apply_profile
-from dpsynth.runner import DEFAULT_CACHE, run_replicates
+from dpsynth.histogram import perturbed_histogram
+from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.simulate import beta_data
+from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.runner import DEFAULT_CACHE, run_replicates
 from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
 
 __all__ = [
@@ -65,42 +66,35 @@ __all__ = [
 STUDY_VERSION = 1
 """Part of every cache key: bump when a replicate function's output changes."""
 
-PROFILES: dict[str, dict[str, Any]] = {
-    "ci": {
+PAPER: dict[str, Any] = {
+    "n": 2000,
+    "R": 100,
+    "epsilons": [5.0, 4.0, 3.0],
+    "a": 0.5,
+    "b": 3.0,
+    "chains": 2,
+    "iter_warmup": 1000,
+    "iter_sampling": 1000,
+    "downscale": 0.75,
+    "downscale_epsilon": 4.0,
+    "seed": 20230,
+    "n_jobs": 2,
+    "sdr_epsilon": 5.0,
+    "sdr_n": None,
+    "data_path": None,
+}
+PROFILES: dict[str, dict[str, Any]] = derive_profiles(
+    PAPER,
+    ci={
         "n": 300,
         "R": 2,
-        "epsilons": [5.0, 4.0, 3.0],
-        "a": 0.5,
-        "b": 3.0,
         "chains": 4,
         "iter_warmup": 300,
         "iter_sampling": 300,
-        "downscale": 0.75,
-        "downscale_epsilon": 4.0,
-        "seed": 20230,
         "n_jobs": 1,
-        "sdr_epsilon": 5.0,
         "sdr_n": 400,
-        "data_path": None,
     },
-    "paper": {
-        "n": 2000,
-        "R": 100,
-        "epsilons": [5.0, 4.0, 3.0],
-        "a": 0.5,
-        "b": 3.0,
-        "chains": 2,
-        "iter_warmup": 1000,
-        "iter_sampling": 1000,
-        "downscale": 0.75,
-        "downscale_epsilon": 4.0,
-        "seed": 20230,
-        "n_jobs": 2,
-        "sdr_epsilon": 5.0,
-        "sdr_n": None,
-        "data_path": None,
-    },
-}
+)
 """Study settings. ``ci``: R = 2 small replicates (a notebook runs in about a minute);
 ``paper``: Section 4's R = 100 replicates of n = 2000 and Section 5's full sample. The paper
 does not state its MCMC run length; ``paper`` keeps S = 2000 retained draws from 2 chains of

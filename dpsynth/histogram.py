@@ -1,0 +1,226 @@
+"""Histogram synthesizers: the perturbed histogram (PH) and modips' model-free synthesis.
+
+* :func:`perturbed_histogram`: the 1-D perturbed histogram of the censoring paper
+  (Hu, Williams & Savitsky, supplement S1) on public bounds.
+* :func:`histogram_synthesis`: Liu's model-free synthesis from a Laplace-sanitized
+  histogram (Section 3.5, Figure 5), in any dimension.
+* Data-independent bin edges shared by both and by modips' SDD / SDD.MC / SPHC.
+
+Neighbours: substitution of one record (n public); a moved record changes two counts
+by one, so the count vector's l1 sensitivity is 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from dpsynth.errors import (
+    InputError,
+    require_bounds,
+    require_choice,
+    require_data,
+    require_finite_positive,
+    require_m,
+)
+from dpsynth.privacy import (
+    histogram_sensitivity,
+    laplace_mechanism,
+    require_generator,
+    secure_generator,
+)
+
+# ----------------------------------------------------------------------------- bin edges
+
+
+# ------------------------------------------------------------------------- discretized posteriors
+
+
+def make_edges(support: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
+    """Data-independent equal-width bin edges per dimension; support (p, 2), bins int or (p,)."""
+    sup = np.atleast_2d(np.asarray(support, dtype=float))
+    if sup.ndim != 2 or sup.shape[1] != 2:
+        raise InputError("support", "must have shape (p, 2): one (lower, upper) per parameter")
+    b = np.broadcast_to(np.asarray(bins), (sup.shape[0],))
+    edges = []
+    for (lo, hi), k in zip(sup, b, strict=True):
+        require_bounds("support", lo, hi)
+        if int(k) < 1:
+            raise InputError("bins", f"must be >= 1 (got {k})")
+        edges.append(np.linspace(lo, hi, int(k) + 1))
+    return edges
+
+
+def sturges_bins(n_draws: int) -> int:
+    """Sturges' rule B = ceil(log2 N) + 1 bins per dimension (Liu, Sec 3.3, after Proposition 5)."""
+    return int(np.ceil(np.log2(max(int(n_draws), 1)))) + 1
+
+
+def bin_volumes(edges: list[np.ndarray]) -> np.ndarray:
+    vol = np.diff(edges[0])
+    for e in edges[1:]:
+        vol = np.multiply.outer(vol, np.diff(e))
+    return vol.reshape(-1)
+
+
+def uniform_in_bin(edges: list[np.ndarray], flat: Any, rng: np.random.Generator) -> np.ndarray:
+    """Uniform draw(s) inside the bin(s) with flat index ``flat``: shape (p,) or (len(flat), p)."""
+    idx = np.unravel_index(np.asarray(flat), tuple(len(e) - 1 for e in edges))
+    cols = [rng.uniform(e[i], e[i + 1]) for e, i in zip(edges, idx, strict=True)]
+    return np.stack(cols, axis=-1)
+
+
+# ----------------------------------------------------------------------------- PH (1-D)
+
+
+MAX_BINS = 10_000_000
+"""More bins than this would not fit in memory for the noisy counts of m sets."""
+
+
+def perturbed_histogram(
+    y: Any,
+    bounds: tuple[float, float] | None,
+    epsilon: float,
+    rng: np.random.Generator | None = None,
+    *,
+    n_bins: int | None = None,
+    m: int = 1,
+    neighbours: str = "substitution",
+    n_synthetic: int | None = None,
+    integer: bool = False,
+) -> np.ndarray:
+    """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
+
+    Public ``bounds`` [LO, HI] are required (never read from the data). The number of
+    bins is data-independent: ceil(sqrt(n)) by default (dpsynth's choice; the supplement
+    allows ln(n) or sqrt(n)); with ``integer`` (counts) one unit bin per integer in
+    [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
+    sensitivity/epsilon (sensitivity 2 under substitution, a record moves between bins;
+    1 under add/remove), negative counts are set to 0, and each synthetic value is drawn
+    in a bin chosen with probability proportional to its noisy count (uniformly within
+    the bin; all bins equally if every noisy count is 0). Each of the m sets is a fresh
+    ``epsilon``-DP release. N is n under substitution and the public ``n_synthetic``
+    under add/remove (where n is private). ``rng`` None draws OpenDP noise from the OS.
+    """
+    if bounds is None:
+        raise InputError("bounds", "the perturbed histogram needs public bounds LO HI")
+    lo, hi = require_bounds("bounds", *bounds)
+    epsilon = require_finite_positive("epsilon", epsilon)
+    m = require_m(m)
+    sens = histogram_sensitivity(neighbours)
+    x = np.asarray(y, dtype=float).ravel()
+    if x.size == 0:
+        raise InputError("y", "the data are empty")
+    bad = np.flatnonzero(~np.isfinite(x) | (x < lo) | (x > hi))
+    if bad.size:
+        raise InputError(
+            "y", f"record {int(bad[0]) + 1} is missing, infinite or outside the public bounds"
+        )
+    if integer and (lo != round(lo) or hi != round(hi)):
+        raise InputError("bounds", "integer (count) data need integer bounds")
+    if integer and np.any(x != np.round(x)):
+        raise InputError(
+            "y", f"record {int(np.flatnonzero(x != np.round(x))[0]) + 1} is not an integer"
+        )
+    n_out = x.size if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    if neighbours == "add-remove" and n_synthetic is None:
+        raise InputError("n_synthetic", "add/remove neighbours need a public number of records")
+    k = ph_bins(x.size, (lo, hi), integer) if n_bins is None else require_m(n_bins, "n_bins")
+    if k > MAX_BINS:
+        raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
+    if integer:
+        edges = np.arange(lo, hi + 2) - 0.5
+        counts = np.bincount((x - lo).astype(np.int64), minlength=k).astype(float)
+    else:
+        edges = np.linspace(lo, hi, k + 1)
+        counts = np.histogram(x, bins=edges)[0].astype(float)
+    gen = secure_generator() if rng is None else require_generator(rng)
+    sets = []
+    for _ in range(m):
+        noisy = np.maximum(laplace_mechanism(counts, sens, epsilon, gen), 0.0)
+        p = noisy / noisy.sum() if noisy.sum() > 0 else np.full(k, 1.0 / k)
+        bins = gen.choice(k, size=n_out, p=p)
+        if integer:
+            sets.append(lo + bins.astype(float))
+        else:
+            sets.append(gen.uniform(edges[bins], edges[bins + 1]))
+    return np.vstack(sets)
+
+
+def ph_bins(n: int, bounds: tuple[float, float] | None = None, integer: bool = False) -> int:
+    """Data-independent number of PH bins: one per integer in the bounds for counts, else
+    ceil(sqrt(n)) (dpsynth's choice; n is public under substitution)."""
+    if integer and bounds is not None:
+        return int(bounds[1] - bounds[0]) + 1
+    return int(math.ceil(math.sqrt(n)))
+
+
+# ----------------------------------------------------------------------------- model-free (Liu, Sec 3.5)
+
+
+@dataclass
+class HistogramSynthesis:
+    """Model-free synthesis: records (n_synthetic, p) and the sanitized counts (a DP output)."""
+
+    records: np.ndarray
+    sanitized_counts: np.ndarray
+    edges: list[np.ndarray]
+    sensitivity: float
+
+
+def histogram_synthesis(
+    x: Any,
+    support: Any,
+    bins: int | Sequence[int],
+    epsilon: float,
+    rng: np.random.Generator,
+    n_synthetic: int | None = None,
+    bootstrap: Literal["none", "data", "sanitized"] = "none",
+    max_multiplicity: int = 3,
+) -> HistogramSynthesis:
+    """Model-free dips from a Laplace-sanitized histogram (Liu, Section 3.5, Figure 5).
+
+    ``x`` shape (n,) or (n, p), clipped to the public ``support``. Count-vector GS is 2 under
+    substitution. ``bootstrap``: ``"none"`` is Figure 5(a); ``"data"`` is Figure 5(b): a bootstrap
+    resample of x is histogrammed and sanitized; one record then moves up to ``max_multiplicity``
+    counts, so multiplicities are capped there and GS = 2 max_multiplicity; ``"sanitized"`` draws
+    the bootstrap sample of size n from the sanitized histogram instead (post-processing, GS 2).
+    Records are drawn uniformly within bins chosen ∝ max(count*, 0).
+    """
+    arr = np.asarray(x, dtype=float)
+    arr = arr[:, None] if arr.ndim == 1 else arr
+    require_data(arr.reshape(-1))
+    eps = require_finite_positive("epsilon", epsilon)
+    require_generator(rng)
+    require_choice("bootstrap", bootstrap, ("none", "data", "sanitized"))
+    edges = make_edges(support, bins)
+    if arr.shape[1] != len(edges):
+        raise InputError("support", f"need one (lower, upper) per column ({arr.shape[1]})")
+    n = arr.shape[0]
+    n_out = n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    lo = np.array([e[0] for e in edges])
+    hi = np.array([e[-1] for e in edges])
+    arr = np.clip(arr, lo, hi)
+    sens = 2.0
+    if bootstrap == "data":
+        cap = require_m(max_multiplicity, "max_multiplicity")
+        mult = np.minimum(rng.multinomial(n, np.full(n, 1.0 / n)), cap)
+        arr = np.repeat(arr, mult, axis=0)
+        sens = 2.0 * cap
+    counts, _ = np.histogramdd(arr, bins=edges)
+    noisy = laplace_mechanism(counts.reshape(-1), sens, eps, rng)
+
+    def probs(c: np.ndarray) -> np.ndarray:
+        w = np.maximum(c, 0.0)
+        return w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+
+    p = probs(noisy)
+    if bootstrap == "sanitized":
+        p = probs(rng.multinomial(n, p).astype(float))
+    chosen = rng.choice(p.size, size=n_out, p=p)
+    records = uniform_in_bin(edges, chosen, rng)
+    return HistogramSynthesis(records, noisy, edges, sens)

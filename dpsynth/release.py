@@ -1,0 +1,610 @@
+"""One release path: every mechanism -> synthetic frame + public report + confidential diagnostics.
+
+:func:`synthesize` is the only way the library (and the CLI) makes a release. It fixes
+the meaning of the privacy parameters for every mechanism:
+
+* ``epsilon`` is the **total** budget of the whole release. The m synthetic sets each get
+  ``epsilon / m`` (sequential composition over m posterior draws, m histograms, m SBS
+  samples alike) and the budget ledger in the report lists every spend.
+* ``neighbours`` is ``"substitution"`` (default: n is public, one record is replaced) or
+  ``"add-remove"`` (one record is added or removed; n is then private, so the number of
+  synthetic records ``n_synthetic`` must be given as a public number). Each mechanism
+  derives its internal bound from the per-set budget under that definition
+  (:func:`dpsynth.privacy.censor_bound`, :func:`dpsynth.privacy.histogram_sensitivity`).
+
+A :class:`Release` keeps apart what may be published (``data``, ``report``) and what may
+not (``diagnostics``: the seed, draws-based Lipschitz bounds, censored and zero-weight
+counts, MCMC diagnostics, the local epsilon of the aDP mechanisms). :meth:`Release.write`
+writes every file atomically: all of them or none.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import os
+import secrets
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth import privacy
+from dpsynth.errors import InputError, require_choice, require_finite_positive, require_m
+from dpsynth.histogram import perturbed_histogram, ph_bins
+from dpsynth.mechanisms import (
+    GUARANTEE,
+    MECHANISMS,
+    Result,
+    Sampler,
+    Synthesizer,
+)
+from dpsynth.models import Model
+
+SET_COLUMN = "synthetic_set"
+ALL_MECHANISMS = (*MECHANISMS, "ph", "sbs")
+CONVERGENCE = {"rhat_max": 1.01, "ess_bulk_min": 100.0, "divergences": 0}
+"""A strict-DP posterior release needs max R-hat <= 1.01, min bulk ESS >= 100 and no
+divergent transitions (dpsynth's thresholds; the proofs assume exact posterior draws)."""
+
+CONFIDENTIAL_BANNER = (
+    "CONFIDENTIAL: computed from the confidential data without noise. Do not publish."
+)
+
+
+class KnownSeedWarning(UserWarning):
+    """A release made with a user-supplied seed is reproducible, hence not private."""
+
+
+class ConvergenceError(InputError):
+    """A strict-DP release whose MCMC diagnostics do not meet :data:`CONVERGENCE`."""
+
+
+@dataclass
+class Release:
+    """Synthetic data, the public report, and the confidential diagnostics, kept apart.
+
+    ``data`` holds synthetic records only (plus public covariates, when the model has
+    them, as the report says). ``report`` is safe to publish. ``diagnostics`` is not: it
+    is computed from the confidential data without noise. ``confidential`` keeps the
+    fitted result in memory (weights, record bounds) for plots; it is never written.
+    """
+
+    data: pd.DataFrame
+    report: dict[str, Any]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    confidential: Result | None = None
+
+    def write(
+        self,
+        out_csv: str | Path,
+        report_json: str | Path,
+        diagnostics_json: str | Path | None = None,
+    ) -> None:
+        """Write the files atomically: every one of them, or (on any failure) none."""
+        jobs: list[tuple[Path, Callable[[str], None]]] = [
+            (Path(out_csv), lambda p: self.data.to_csv(p, index=False)),
+            (Path(report_json), lambda p: Path(p).write_text(to_json(self.report))),
+        ]
+        if diagnostics_json is not None:
+            jobs.append(
+                (Path(diagnostics_json), lambda p: Path(p).write_text(to_json(self.diagnostics)))
+            )
+        atomic_write_all(jobs)
+
+
+def to_json(obj: Any) -> str:
+    """Strict JSON (no NaN or Infinity: they become null)."""
+    return json.dumps(_finite(obj), indent=2, allow_nan=False) + "\n"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        v = float(obj)
+        return v if math.isfinite(v) else None
+    if isinstance(obj, np.ndarray):
+        return _finite(obj.tolist())
+    return obj
+
+
+def atomic_write_all(jobs: list[tuple[Path, Callable[[str], None]]]) -> None:
+    """Write each file to a hidden temporary beside it, then rename all; clean up on failure.
+
+    Signals (Ctrl-C, SIGTERM turned into SystemExit by the CLI) also remove the temporaries.
+    """
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, writer in jobs:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+            os.close(fd)
+            temps.append((tmp, path))
+            writer(tmp)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def os_seed() -> int:
+    """A fresh seed from the operating system's entropy (never published)."""
+    return secrets.randbits(63)
+
+
+def synthesize(
+    y: Any,
+    *,
+    model: str | Model = "beta",
+    mechanism: str = "censor-uw",
+    epsilon: float = 5.0,
+    m: int = 1,
+    neighbours: str = "substitution",
+    X: np.ndarray | None = None,
+    covariates: pd.DataFrame | None = None,
+    bounds: tuple[float, float] | None = None,
+    n_synthetic: int | None = None,
+    seed: int | None = None,
+    column: str = "y",
+    sampler: Sampler | None = None,
+    reference: Any = None,
+    reference_X: np.ndarray | None = None,
+    allow_unconverged: bool = False,
+    progress: bool = False,
+    **tuning: Any,
+) -> Release:
+    """Release m synthetic sets of ``y`` under a total privacy budget ``epsilon``.
+
+    ``mechanism`` is one of :data:`ALL_MECHANISMS`. ``X`` (numeric design, no intercept)
+    and ``covariates`` (the same covariates as given, written beside the synthetic
+    outcome) are public predictors. ``reference`` (and ``reference_X``) is a public or
+    earlier-period database from which ``censor-w`` computes its weights (censoring
+    paper, Section 4.5); without it ``censor-w`` has no DP guarantee. ``seed`` makes a
+    research run reproducible and the release non-private (a warning says so); by
+    default every seed comes from the operating system. ``tuning`` passes mechanism
+    knobs (``c``, ``g``, ``radius``, ``reweight``, ``k``, ``downscale``,
+    ``target_lipschitz``, ``n_bins``, and the SBS options).
+    """
+    require_choice("mechanism", mechanism, ALL_MECHANISMS)
+    epsilon = privacy.require_epsilon("epsilon", epsilon)
+    m = require_m(m)
+    require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
+    if n_synthetic is not None:
+        n_synthetic = require_m(n_synthetic, "n_synthetic")
+    if neighbours == "add-remove":
+        if n_synthetic is None:
+            raise InputError(
+                "n_synthetic",
+                "add-remove neighbours make n private: give the number of synthetic "
+                "records as a public number",
+            )
+        if X is not None:
+            raise InputError(
+                "neighbours",
+                "a regression's covariates are public, so n is public: use substitution",
+            )
+    _check_unused_tuning(mechanism, tuning, reference)
+    known_seed = seed is not None
+    if known_seed:
+        warnings.warn(
+            "a release made with a known seed is reproducible by anyone who has the seed "
+            "and is therefore not private; omit the seed for a real release",
+            KnownSeedWarning,
+            stacklevel=2,
+        )
+        seed = int(seed)
+    else:
+        seed = os_seed()
+    ledger = privacy.BudgetLedger(epsilon, param="epsilon")
+    eps_set = epsilon / m
+    if mechanism == "ph":
+        frame, report, diag = _ph(
+            y, bounds, eps_set, m, neighbours, n_synthetic, seed, known_seed, column, ledger, tuning
+        )
+        result = None
+    elif mechanism == "sbs":
+        frame, report, diag = _sbs(
+            y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tuning
+        )
+        result = None
+    else:
+        frame, report, diag, result = _posterior(
+            y,
+            model,
+            mechanism,
+            eps_set,
+            m,
+            neighbours,
+            X,
+            covariates,
+            bounds,
+            n_synthetic,
+            seed,
+            column,
+            sampler,
+            reference,
+            reference_X,
+            allow_unconverged,
+            progress,
+            ledger,
+            tuning,
+        )
+    report = {
+        **report,
+        "neighbours": neighbours,
+        "neighbours_meaning": privacy.NEIGHBOUR_MEANING[neighbours],
+        "ledger": ledger.to_dict(),
+        "seed": "user-supplied (release NOT private)" if known_seed else "operating system",
+        **_provenance(),
+    }
+    diagnostics = {"confidential": CONFIDENTIAL_BANNER, "seed": seed, **diag}
+    return Release(frame, report, diagnostics, result)
+
+
+# ----------------------------------------------------------------------------- posterior mechanisms
+
+
+def _posterior(
+    y,
+    model,
+    mechanism,
+    eps_set,
+    m,
+    neighbours,
+    X,
+    covariates,
+    bounds,
+    n_synthetic,
+    seed,
+    column,
+    sampler,
+    reference,
+    reference_X,
+    allow_unconverged,
+    progress,
+    ledger,
+    tuning,
+):
+    syn = Synthesizer(y, model, X=X, bounds=bounds, seed=seed, sampler=sampler, progress=progress)
+    ref_alpha = None
+    if mechanism == "censor-w" and reference is not None:
+        ref_alpha = syn.reference_lw_alpha(
+            reference, reference_X, c=tuning.get("c", 1.0), g=tuning.get("g", 0.0)
+        )
+    result = syn.run(mechanism, eps_set, neighbours=neighbours, alpha=ref_alpha, **tuning)
+    if result.fit.censor_bound is not None and syn.model.log_lik is None:
+        from dpsynth.program_checks import check_censored
+
+        check_censored(
+            syn.model.stan_file,
+            result.fit.data,
+            result.fit.stan_fit,
+            result.fit.censor_bound,
+            backend=syn.sampler.backend,
+        )
+    diag_fit = result.fit.stan_fit.diagnostics
+    kind = result.guarantee
+    if mechanism == "censor-w" and ref_alpha is None:
+        kind = "none"
+    caveats: list[str] = []
+    if kind == "DP" and not converged(diag_fit):
+        if not allow_unconverged:
+            raise ConvergenceError(
+                "sampler",
+                "the MCMC fit did not converge well enough for a strict-DP release "
+                f"(max R-hat {diag_fit['rhat_max']:.3f} > {CONVERGENCE['rhat_max']}, "
+                f"min bulk ESS {diag_fit['ess_bulk_min']:.0f} < {CONVERGENCE['ess_bulk_min']:.0f}"
+                f" or {diag_fit['divergences']} divergent transitions): run longer chains, "
+                "or pass allow_unconverged (--allow-unconverged) to release without a guarantee",
+            )
+        kind = "not established"
+        caveats.append("MCMC convergence checks failed: the DP proof assumes exact draws")
+    for j in range(1, m + 1):
+        what = f"synthetic set {j}/{m}: one posterior draw ({mechanism})"
+        ledger.spend(what, eps_set, "all records")
+    sets = syn.synthesize(result, m, n_synthetic=n_synthetic)
+    frame = synthetic_frame(sets, column, syn.model.outcome == "count")
+    if covariates is not None or X is not None:
+        frame = _with_covariates(frame, covariates, X, m)
+        caveats.append(
+            "covariates are treated as public: each synthetic outcome is written beside the "
+            "covariates of the record it was generated for"
+        )
+    if mechanism in ("censor-w", "censor-uw"):
+        internal = {"censor_bound_M": result.fit.censor_bound, "epsilon_per_draw": eps_set}
+    else:
+        internal = {"epsilon_target_per_set": result.epsilon_target}
+    report = {
+        "mechanism": mechanism,
+        "model": syn.model.name,
+        "model_program_sha256": syn.model.program_hash(),
+        **_guarantee_fields(kind, mechanism, eps_set, m, ref_alpha is not None),
+        "internal_bound": internal,
+        "n_records": int(sets.shape[1]),
+        "m": m,
+        "tuning": _public_tuning(result.tuning),
+        "sampler": {
+            "chains": syn.sampler.chains,
+            "iter_warmup": syn.sampler.iter_warmup,
+            "iter_sampling": syn.sampler.iter_sampling,
+        },
+        "backend": result.fit.stan_fit.backend,
+        "caveats": caveats,
+    }
+    diag = {
+        "lipschitz_bound_draws": result.fit.lipschitz,
+        "epsilon_local_draws": privacy.epsilon_of(result.fit.lipschitz, neighbours) * m,
+        "n_censored": result.fit.n_censored,
+        "n_zero_weight": int(result.n_zero_weight),
+        "mcmc": dict(diag_fit),
+        "tuning": result.tuning,
+    }
+    return frame, report, diag, result
+
+
+def converged(diagnostics: dict[str, float]) -> bool:
+    """True when the fit meets :data:`CONVERGENCE` (NaN R-hat or ESS counts as failing)."""
+    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
+    return bool(
+        rhat is not None
+        and ess is not None
+        and math.isfinite(rhat)
+        and math.isfinite(ess)
+        and rhat <= CONVERGENCE["rhat_max"]
+        and ess >= CONVERGENCE["ess_bulk_min"]
+        and diagnostics.get("divergences", 1) <= CONVERGENCE["divergences"]
+    )
+
+
+def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, reference: bool):
+    meaning = privacy.GUARANTEES[kind]
+    if mechanism == "censor-w" and kind == "none":
+        meaning = (
+            "none: Censor_w clamps every contribution, but its weights were computed from "
+            "the confidential data, and the censoring proof holds only for weights fixed "
+            "in advance; give a reference database (--weights-from) for strict DP"
+        )
+    elif mechanism == "censor-w" and reference and kind == "DP":
+        meaning += " (weights computed from the public reference database only)"
+    if kind == "DP":
+        return {
+            "guarantee": "DP",
+            "guarantee_meaning": meaning,
+            "epsilon": eps_set * m,
+            "epsilon_per_set": eps_set,
+        }
+    return {
+        "guarantee": kind,
+        "guarantee_meaning": meaning,
+        "epsilon": None,
+        "epsilon_per_set": None,
+        "epsilon_budgeted": eps_set * m,
+    }
+
+
+def _public_tuning(tuning: dict[str, Any]) -> dict[str, Any]:
+    """The user's settings only: anything searched on the data (the re-weighting k) is not."""
+    return {k: v for k, v in tuning.items() if k in privacy.PUBLIC_TUNING}
+
+
+def _with_covariates(frame, covariates, X, m) -> pd.DataFrame:
+    if covariates is None:
+        Xa = np.asarray(X, dtype=float)
+        Xa = Xa[:, None] if Xa.ndim == 1 else Xa
+        covariates = pd.DataFrame(Xa, columns=[f"x{j + 1}" for j in range(Xa.shape[1])])
+    cov = pd.concat([covariates.reset_index(drop=True)] * m, ignore_index=True)
+    clash = [c for c in cov.columns if c in frame.columns]
+    if clash:
+        raise InputError("covariates", f"a covariate has the name of an output column: {clash}")
+    return pd.concat([frame.reset_index(drop=True), cov], axis=1)
+
+
+# ----------------------------------------------------------------------------- PH and SBS
+
+
+def _ph(y, bounds, eps_set, m, neighbours, n_synthetic, seed, known_seed, column, ledger, tuning):
+    n_bins = tuning.get("n_bins")
+    integer = bool(tuning.get("integer", False))
+    rng = np.random.default_rng(seed) if known_seed else None
+    sets = perturbed_histogram(
+        y,
+        bounds,
+        eps_set,
+        rng,
+        n_bins=n_bins,
+        m=m,
+        neighbours=neighbours,
+        n_synthetic=n_synthetic,
+        integer=integer,
+    )
+    for j in range(1, m + 1):
+        ledger.spend(f"synthetic set {j}/{m}: Laplace-noised histogram", eps_set, "all records")
+    k = n_bins if n_bins is not None else ph_bins(sets.shape[1], bounds, integer)
+    report = {
+        "mechanism": "ph",
+        "model": None,
+        "guarantee": "DP",
+        "guarantee_meaning": privacy.GUARANTEES["DP"],
+        "epsilon": eps_set * m,
+        "epsilon_per_set": eps_set,
+        "internal_bound": {
+            "count_sensitivity_l1": privacy.histogram_sensitivity(neighbours),
+            "n_bins": int(k),
+            "bounds": list(bounds),
+            "integer": integer,
+        },
+        "noise": "OpenDP Laplace" if rng is None else "numpy Laplace (seeded, NOT private)",
+        "n_records": int(sets.shape[1]),
+        "m": m,
+        "caveats": [],
+    }
+    return synthetic_frame(sets, column, integer), report, {}
+
+
+def _sbs(y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tuning):
+    from dpsynth.modips import DATA_TYPES, modips, sbs_model
+
+    if neighbours != "substitution":
+        raise InputError(
+            "neighbours", "modips' sensitivities (1/n, (c1-c0)/n) assume n public: use substitution"
+        )
+    data_type = require_choice("data_type", tuning.get("data_type", "gaussian"), DATA_TYPES)
+    known_sd = tuning.get("known_sd")
+    sanitization = tuning.get("sanitization", "individualized")
+    allocation = tuning.get("allocation")
+    bounding = tuning.get("bounding", "bit")
+    arr = np.asarray(y, dtype=float).ravel()
+    if not np.all(np.isfinite(arr)) or arr.size == 0:
+        raise InputError("y", "must be a non-empty column of finite numbers")
+    if data_type == "binary":
+        if not np.isin(arr, (0.0, 1.0)).all():
+            raise InputError("y", "data_type binary needs 0/1 values")
+        lo, hi = 0.0, 1.0
+    else:
+        if bounds is None:
+            raise InputError("bounds", "public bounds LO HI are required for Gaussian data")
+        lo, hi = privacy.require_public_bounds(bounds)
+        if arr.size < 2:
+            raise InputError("y", "Gaussian SBS needs at least 2 records")
+        if known_sd is not None:
+            known_sd = require_finite_positive("known_sd", known_sd)
+    if allocation is not None:
+        if data_type != "gaussian" or known_sd is not None or sanitization != "individualized":
+            raise InputError(
+                "allocation",
+                "only applies to Gaussian data with unknown variance and individualized "
+                "sanitization",
+            )
+        allocation = float(allocation)
+        if not 0.0 < allocation < 1.0:
+            raise InputError("allocation", f"must lie in (0, 1) (got {allocation!r})")
+    w = 0.5 if allocation is None else allocation
+    rng = np.random.default_rng(seed) if known_seed else None
+    model = sbs_model(
+        data_type,
+        bounds=(lo, hi),
+        known_sd=known_sd,
+        bounding=bounding,
+        sanitization=sanitization,
+        allocation=w,
+        strict_truncation=True,
+    )
+    result = modips(arr, model, m, epsilon, rng, ledger=ledger, data_label="all records")
+    frame = result.to_frame(column, SET_COLUMN)
+    if m > 1:
+        frame = frame[[SET_COLUMN, column]]
+    if data_type == "binary":
+        frame[column] = frame[column].astype(int)
+    sanitized = [{"set": i, **d.sanitized} for i, d in enumerate(result.thetas, start=1)]
+    report = {
+        "mechanism": "sbs",
+        "model": result.model,
+        "guarantee": "DP",
+        "guarantee_meaning": privacy.GUARANTEES["DP"],
+        "epsilon": ledger.spent,
+        "epsilon_per_set": epsilon / m,
+        "internal_bound": {
+            "data_type": data_type,
+            "bounds": [lo, hi],
+            "bounding": bounding,
+            "known_sd": known_sd,
+            "sanitization": sanitization if data_type == "gaussian" and known_sd is None else None,
+            "allocation": w if data_type == "gaussian" and known_sd is None else None,
+            "budget_split_per_set": [
+                {"statistic": what, "epsilon": e} for what, e in result.thetas[0].spends
+            ],
+        },
+        "noise": "OpenDP Laplace" if rng is None else "numpy Laplace (seeded, NOT private)",
+        "sanitized_statistics": sanitized,
+        "n_records": int(arr.size),
+        "m": m,
+        "caveats": (
+            ["truncated statistics use Laplace noise at half budget (strict eps-DP)"]
+            if bounding == "truncation"
+            else []
+        ),
+    }
+    return frame, report, {}
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+_MECHANISM_TUNING = {
+    "unweighted": set(),
+    "lw": {"c", "g", "reweight", "k"},
+    "cw": {"radius", "c", "g", "reweight", "k"},
+    "sw": {"target_lipschitz"},
+    "weighted-e": {"c", "g"},
+    "censor-w": {"c", "g", "downscale"},
+    "censor-uw": set(),
+    "ph": {"n_bins", "integer"},
+    "sbs": {"data_type", "known_sd", "sanitization", "allocation", "bounding"},
+}
+
+
+def _check_unused_tuning(mechanism: str, tuning: dict[str, Any], reference: Any) -> None:
+    """Refuse options the chosen mechanism would silently ignore."""
+    for key, value in tuning.items():
+        if value is None or value is False:
+            continue
+        if key not in _MECHANISM_TUNING[mechanism]:
+            raise InputError(key, f"does not apply to the {mechanism} mechanism")
+    if reference is not None and mechanism != "censor-w":
+        raise InputError("reference", f"does not apply to the {mechanism} mechanism")
+
+
+def synthetic_frame(sets: np.ndarray, column: str, integer: bool) -> pd.DataFrame:
+    """Long frame of m synthetic sets; ``synthetic_set`` (1..m) first when m > 1."""
+    m, n = sets.shape
+    values = np.rint(sets).astype(np.int64) if integer else sets
+    frame = pd.DataFrame({column: values.ravel()})
+    if m > 1:
+        frame.insert(0, SET_COLUMN, np.repeat(np.arange(1, m + 1), n))
+    return frame
+
+
+def _provenance() -> dict[str, Any]:
+    return {
+        "dpsynth_version": _version("dpsynth"),
+        "versions": {
+            p: _version(p) for p in ("numpy", "opendp", "pystan", "httpstan", "cmdstanpy")
+        },
+        "python": sys.version.split()[0],
+    }
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+__all__ = [
+    "ALL_MECHANISMS",
+    "CONVERGENCE",
+    "GUARANTEE",
+    "ConvergenceError",
+    "KnownSeedWarning",
+    "Release",
+    "SET_COLUMN",
+    "atomic_write_all",
+    "converged",
+    "synthesize",
+    "synthetic_frame",
+    "to_json",
+]
