@@ -62,6 +62,7 @@ FLAGS = {
     "k": "--k",
     "reweight": "--reweight",
     "downscale": "--downscale",
+    "centring": "--centring",
     "target_lipschitz": "--target-lipschitz",
     "n_bins": "--n-bins",
     "integer": "--integer",
@@ -104,7 +105,11 @@ REFUSALS: list[tuple[str, str, str]] = [
     ("neighbours", "add-remove without --n-synthetic, or with covariates or SBS", "--neighbours"),
     ("user program", "fails to parse or compile, or breaks the convention", "--stan-file"),
     ("user program", "contributions not clamped to [-M, M] or not in its target", "--stan-file"),
-    ("convergence", "strict-DP fit with R-hat > 1.01, ESS < 100 or divergences", "--chains"),
+    (
+        "convergence",
+        "strict-DP fit with R-hat > 1.01, ESS < 100 or divergences",
+        "--allow-unconverged (or longer --chains/--iter-*)",
+    ),
 ]
 """What the CLI refuses and why: (family, cases, flag). Tests and the book use this table."""
 
@@ -236,6 +241,15 @@ def _add_synthesize(sub: Any) -> None:
         help="factor in (0,1] applied to LW weights before censoring (censor-w)",
     )
     t.add_argument(
+        "--centring",
+        type=_centring_arg,
+        default=None,
+        metavar="none|saturated|JSON",
+        help="censor-w/censor-uw: clamp alpha (ll - c(x)) with c the record's saturated "
+        "log-likelihood, or ll at public parameter values given as a JSON object "
+        "(dpsynth's extension)",
+    )
+    t.add_argument(
         "--target-lipschitz",
         type=float,
         default=None,
@@ -348,7 +362,14 @@ def flag_message(exc: InputError) -> str:
     text = str(exc)
     flag = FLAGS.get(exc.param, exc.param)
     prefix = f"{exc.param}: "
-    return f"{flag}: {text[len(prefix) :]}" if text.startswith(prefix) else f"{flag}: {text}"
+    message = f"{flag}: {text[len(prefix) :]}" if text.startswith(prefix) else f"{flag}: {text}"
+    return one_line(message)
+
+
+def one_line(text: str) -> str:
+    """A multi-line message (stanc's, say) as one line: blank and ruler lines dropped."""
+    lines = [line.strip() for line in text.splitlines()]
+    return " ".join(line for line in lines if line and set(line) - set("-^ "))
 
 
 # ----------------------------------------------------------------------------- synthesize
@@ -404,6 +425,7 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         "reweight": args.reweight,
         "k": args.k,
         "downscale": args.downscale,
+        "centring": args.centring,
         "target_lipschitz": args.target_lipschitz,
         "n_bins": args.n_bins,
         "integer": args.integer,
@@ -443,6 +465,24 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
+
+
+def _centring_arg(text: str) -> str | dict[str, Any]:
+    """``--centring``: ``none``, ``saturated``, or a JSON object of public parameter values."""
+    if text in ("none", "saturated"):
+        return text
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            "give none, saturated, or public parameter values as a JSON object, "
+            'e.g. \'{"beta": [1.1], "phi": 0.4}\''
+        )
+    return value
 
 
 def _check_ints(args: argparse.Namespace) -> None:

@@ -3,27 +3,65 @@
 Two backends run the same ``.stan`` files: cmdstanpy when a CmdStan installation
 is present, PyStan 3 (httpstan ships Stan 2.35) otherwise. The choice comes from
 the ``backend`` argument, else ``DPSYNTH_STAN_BACKEND=auto|cmdstanpy|pystan``.
-Only this module knows which backend runs.
+Only this module knows which backend runs (``StanFit.backend`` says which one did).
+Every fit takes a seed and is reproducible with it.
 
-Compiled models are cached (PyStan: ``~/.cache/httpstan``; cmdstanpy: one
-executable per program hash under ``$DPSYNTH_CACHE_DIR/cmdstan``). Every fit takes
-a seed and is reproducible with it.
+What is written to disk, and where
+----------------------------------
+PyStan backend (httpstan 4.13). The cache root is ``httpstan.cache.cache_directory()``,
+``$XDG_CACHE_HOME/httpstan/4.13.0`` (``~/.cache/httpstan/4.13.0`` by default); one folder
+``models/<model_id>/`` per program (the id hashes the program code and the Python build):
+
+- compiled model, kept (depends on the program code only): ``model_<id>.cpp`` (stanc's
+  C++), ``stanc.log`` (stanc warnings), ``stderr.log`` (compiler output, written last: it
+  marks a finished build) and ``stan_services_model_<id>.cpython-*.so``;
+- fits, deleted: httpstan writes every chain's output (all draws, including the
+  per-record ``contrib`` / ``record_log_lik`` terms, and Stan's messages) to
+  ``models/<id>/fits/<fit_id>.jsonlines.gz`` when the chain ends. :func:`fit` and
+  :func:`generate` read them and delete them before returning, also on error and on
+  interruption; an empty ``fits/`` folder may remain.
+- elsewhere: ``stanc`` reads the program from a temporary folder
+  ``$TMPDIR/httpstan_*/`` that httpstan removes; the C++ compiler's object files go to a
+  private temporary working folder removed after the build (httpstan would otherwise
+  write ``./build/temp.*/`` under the current directory); every chain leaves an empty
+  Unix socket ``$TMPDIR/httpstan_*.sock`` (no content; httpstan never removes it).
+
+cmdstanpy backend. Programs and executables live in ``$DPSYNTH_CACHE_DIR/cmdstan``
+(``~/.cache/dpsynth/cmdstan``): ``model_<hash>.stan`` and its executable. Each run gets
+a private temporary folder (``tempfile.mkdtemp``, mode 0700) holding the data JSON,
+CmdStan's CSV output (``sig_figs=18``, full double precision) and console logs; it is
+removed once the draws are read, also on error and on interruption. cmdstanpy writes
+``inits`` to its own temporary folder for the duration of the run.
+
+Messages never contain data values: Stan's error text (for example ``y[3] is -123.456,
+but must be >= 0``) is replaced by an :class:`~dpsynth.errors.InputError` naming the
+variable and index only, httpstan's own log is switched off during a run, and
+Stan's informational messages during sampling are counted, not printed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import json
+import logging
 import os
 import re
+import shutil
+import signal
+import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from dpsynth import diagnostics
 from dpsynth.errors import InputError
 
 STAN_DIR = Path(__file__).resolve().parent.parent / "stan"
@@ -31,18 +69,25 @@ STAN_DIR = Path(__file__).resolve().parent.parent / "stan"
 
 SHARED_FUNCTIONS = "dpsynth_functions.stan"
 BACKENDS = ("auto", "cmdstanpy", "pystan")
+RECORD_OUTPUTS = ("contrib", "contrib_uncensored", "record_log_lik")
+"""Per-record ``S x n`` generated quantities, returned as :class:`StanFit` fields."""
+_NON_DIAGNOSTIC = frozenset((*RECORD_OUTPUTS, "y_rep", "log_lik", "log_lik_raw"))
 _INCLUDE = re.compile(r"^\s*#include\s+[<\"]?([\w./-]+)[>\"]?\s*$", re.MULTILINE)
-_NON_DIAGNOSTIC = ("log_lik", "log_lik_raw", "y_rep")
+_NUTS = "stan::services::sample::hmc_nuts_diag_e_adapt"
+_FIXED_PARAM = "stan::services::sample::fixed_param"
+_T = TypeVar("_T")
 
 
 @dataclass
 class StanFit:
     """Draws and diagnostics of one fit.
 
-    ``draws[name]`` has shape ``(S, *dims)`` with ``S = chains * iter_sampling``,
-    chains stacked in order. ``log_lik`` is the ``S x n`` matrix of (weighted,
-    censored where asked) log-likelihood contributions when the program was asked
-    for it (``want_log_lik = 1``), else ``None``.
+    ``draws[name]`` has shape ``(S, *dims)`` with ``S = chains * iter_sampling``, chain 1's
+    draws first, then chain 2's, and so on. The per-record generated quantities are kept
+    out of ``draws``, each an ``S x n`` matrix when the program was asked for them
+    (``want_contrib = 1``), else ``None``: ``contrib`` (alpha_i * ll_i, clamped to
+    [-M, M] when censoring), ``contrib_uncensored`` (alpha_i * ll_i) and
+    ``record_log_lik`` (the unweighted ll_i).
     """
 
     draws: dict[str, np.ndarray]
@@ -50,8 +95,9 @@ class StanFit:
     diagnostics: dict[str, float]
     backend: str
     seed: int
-    log_lik: np.ndarray | None = None
-    log_lik_raw: np.ndarray | None = None
+    contrib: np.ndarray | None = None
+    contrib_uncensored: np.ndarray | None = None
+    record_log_lik: np.ndarray | None = None
     param_names: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -67,6 +113,23 @@ class StanFit:
             for k, v in self.draws.items()
             if k in self.param_names
         }
+
+
+class _Sample(NamedTuple):
+    """What a backend returns: draws ``(S, *dims)``, parameter names, per-chain arrays."""
+
+    draws: dict[str, np.ndarray]
+    param_names: tuple[str, ...]
+    chain_arrays: dict[str, np.ndarray]
+    divergences: int
+
+
+class _StanFailure(Exception):
+    """Stan's or httpstan's raw error text; never shown (see :func:`_withheld_error`)."""
+
+    def __init__(self, text: str, stage: str) -> None:
+        super().__init__(stage)
+        self.text, self.stage = text, stage
 
 
 def program_code(stan_file: str | Path) -> str:
@@ -109,7 +172,6 @@ def cmdstan_available() -> bool:
     cmdstanpy imports ``tqdm.auto``, which warns inside a kernel without ipywidgets;
     the warning and cmdstanpy's log line about a missing installation are silenced.
     """
-    import logging
     import warnings
 
     with warnings.catch_warnings():
@@ -130,6 +192,26 @@ def cmdstan_available() -> bool:
     return True
 
 
+def compile_program(
+    stan_file: str | Path, *, backend: str | None = None, quiet: bool = True
+) -> str:
+    """Compile a program once (about a minute) and cache it; return the model's name.
+
+    PyStan: the model is built in this process through httpstan's own functions
+    (stanc, then ``httpstan.models.build_services_extension_module``), not through
+    ``stan.build``'s HTTP request, whose 5-minute client timeout a first compile on a
+    loaded machine can exceed (``TimeoutError``). A build that times out inside
+    (``stanc`` has a 1 s limit) is retried; concurrent processes wait on a file lock and
+    reuse the result. cmdstanpy: the executable path. :func:`fit` calls this first.
+    """
+    name = choose_backend(backend)
+    code = program_code(stan_file)
+    with _silenced(quiet):
+        if name == "pystan":
+            return _compile_httpstan(code, quiet)
+        return str(_cmdstan_model(code, quiet).exe_file)
+
+
 def fit(
     stan_file: str | Path,
     data: Mapping[str, Any],
@@ -140,36 +222,46 @@ def fit(
     iter_sampling: int = 1000,
     backend: str | None = None,
     quiet: bool = True,
+    inits: Sequence[Mapping[str, Any]] | None = None,
 ) -> StanFit:
-    """Sample a program with NUTS and return draws, log-likelihood and diagnostics.
+    """Sample a program with NUTS and return draws, per-record terms and diagnostics.
 
-    ``data`` follows the dpsynth convention (``n, alpha, censor, M, want_log_lik,
-    want_rep`` then the model's own data); see ``book/stan_convention.md``.
-    ``quiet`` keeps compiler output and sampler progress off the terminal;
-    otherwise they go to stderr (never stdout).
+    ``data`` follows the dpsynth convention (``n, alpha, censor, M, want_contrib,
+    want_rep`` then the model's own data); see ``book/stan_convention.md``. ``inits``:
+    one dict of initial parameter values per chain. ``quiet`` keeps compiler output and
+    sampler progress off the terminal; otherwise they go to stderr (never stdout).
+    Stan's rejections of the data and failures while sampling raise ``InputError``
+    without any data value; Ctrl-C (or a ``SystemExit`` from a SIGTERM handler) stops
+    the sampler processes, deletes the run's files and is re-raised.
     """
     name = choose_backend(backend)
     code = program_code(stan_file)
+    if inits is not None and len(inits) != chains:
+        raise InputError("inits", f"needs one dict per chain ({chains}), got {len(inits)}")
+    init_list = [dict(i) for i in inits] if inits is not None else None
     with _silenced(quiet):
         if name == "pystan":
-            draws, param_names, chain_arrays, divergences = _sample_pystan(
-                code, dict(data), seed, chains, iter_warmup, iter_sampling
+            run = _withheld(
+                lambda: _sample_pystan(
+                    code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                )
             )
         else:
-            draws, param_names, chain_arrays, divergences = _sample_cmdstanpy(
-                code, dict(data), seed, chains, iter_warmup, iter_sampling, quiet
+            run = _withheld(
+                lambda: _sample_cmdstanpy(
+                    code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                )
             )
-    diagnostics = convergence_diagnostics(chain_arrays)
-    diagnostics["divergences"] = int(divergences)
     return StanFit(
-        draws={k: v for k, v in draws.items() if k not in ("log_lik", "log_lik_raw")},
+        draws={k: v for k, v in run.draws.items() if k not in RECORD_OUTPUTS},
         chains=chains,
-        diagnostics=diagnostics,
+        diagnostics=convergence_diagnostics(run.chain_arrays, divergences=run.divergences),
         backend=name,
         seed=int(seed),
-        log_lik=_nonempty(draws.get("log_lik")),
-        log_lik_raw=_nonempty(draws.get("log_lik_raw")),
-        param_names=param_names,
+        contrib=_nonempty(run.draws.get("contrib")),
+        contrib_uncensored=_nonempty(run.draws.get("contrib_uncensored")),
+        record_log_lik=_nonempty(run.draws.get("record_log_lik")),
+        param_names=run.param_names,
     )
 
 
@@ -185,81 +277,639 @@ def generate(
     """Run the program's generated quantities once at fixed ``params``; return ``y_rep``.
 
     This is the posterior predictive step (synthesis as post-processing): the
-    sampler is Stan's ``fixed_param`` started at one retained posterior draw.
+    sampler is Stan's ``fixed_param`` started at one retained posterior draw. ``data``
+    is passed through with ``want_rep = 1`` and ``want_contrib = 0``.
     """
     if not params:
         raise ValueError("generate() needs the values of the parameters block (got none)")
     name = choose_backend(backend)
     code = program_code(stan_file)
-    gq_data = dict(data, want_rep=1, want_log_lik=0)
+    gq_data = dict(data, want_rep=1, want_contrib=0)
     with _silenced(quiet):
         if name == "pystan":
-            _ensure_event_loop_ok()
-            model = _pystan_model(code, gq_data, seed)
-            out = model.fixed_param(num_chains=1, num_samples=1, init=[dict(params)])
-            y_rep = np.asarray(out["y_rep"])[..., 0]
-        else:
-            model = _cmdstan_model(code)
-            out = model.sample(
-                data=_jsonable(gq_data),
-                fixed_param=True,
-                chains=1,
-                iter_sampling=1,
-                seed=int(seed) % (2**31),
-                inits=dict(params),
-                show_progress=False,
-            )
-            y_rep = np.asarray(out.stan_variable("y_rep"))[0]
-    return y_rep
+            return _withheld(lambda: _generate_pystan(code, gq_data, dict(params), seed, quiet))
+        return _withheld(lambda: _generate_cmdstanpy(code, gq_data, dict(params), seed, quiet))
 
 
-def convergence_diagnostics(chain_arrays: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """Max rank-normalized R-hat and min bulk ESS (ArviZ) over scalar parameters.
+def convergence_diagnostics(
+    chain_arrays: Mapping[str, np.ndarray], *, divergences: int | None = None
+) -> dict[str, float]:
+    """Max rank-normalized R-hat and min bulk ESS over scalar quantities.
 
-    ``chain_arrays[name]`` has shape ``(chains, draws)``; constant columns (for
-    example a parameter fixed by its constraint) are skipped.
+    ``chain_arrays[name]`` has shape ``(chains, draws)``; constant or non-finite
+    columns (for example a parameter fixed by its constraint) are skipped. Computed by
+    :mod:`dpsynth.diagnostics` (the same numbers as ArviZ 0.22). ``divergences``, when
+    given, is added under that key.
     """
-    import arviz as az
-
     rhats, esss = [], []
     for values in chain_arrays.values():
         if not np.all(np.isfinite(values)) or np.ptp(values) == 0:
             continue
-        rhats.append(float(az.rhat(values)))
-        esss.append(float(az.ess(values, method="bulk")))
-    return {
+        rhats.append(diagnostics.rhat(values))
+        esss.append(diagnostics.ess_bulk(values))
+    out: dict[str, float] = {
         "rhat_max": max(rhats) if rhats else float("nan"),
         "ess_bulk_min": min(esss) if esss else float("nan"),
     }
+    if divergences is not None:
+        out["divergences"] = int(divergences)
+    return out
 
 
-# --- backends -----------------------------------------------------------------
+def purge_fit_cache() -> int:
+    """Delete every fit file left in httpstan's cache (for example by older versions).
+
+    Compiled models stay. Do not call it while another process samples with PyStan:
+    that process's fit files would go too. Returns the number of files deleted.
+    """
+    import httpstan.cache
+
+    count = 0
+    for path in (httpstan.cache.cache_directory() / "models").glob("*/fits/*"):
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            count += 1
+    return count
+
+
+# --- PyStan (httpstan) ----------------------------------------------------------
 
 
 def _sample_pystan(
-    code: str, data: dict, seed: int, chains: int, iter_warmup: int, iter_sampling: int
-) -> tuple[dict[str, np.ndarray], tuple[str, ...], dict[str, np.ndarray], int]:
-
-    _ensure_event_loop_ok()
-    model = _pystan_model(code, data, seed)
-    out = model.sample(num_chains=chains, num_samples=iter_sampling, num_warmup=iter_warmup)
-    draws: dict[str, np.ndarray] = {}
-    chain_arrays: dict[str, np.ndarray] = {}
-    n_draws = chains * iter_sampling
-    for name, dims in zip(out.param_names, out.dims, strict=True):
-        arr = np.asarray(out[name]).reshape(*dims, n_draws)  # (*dims, S), chains concatenated
-        draws[name] = np.moveaxis(arr, -1, 0)
-        if name not in _NON_DIAGNOSTIC and name.split(".")[0] not in _NON_DIAGNOSTIC:
-            flat = draws[name].reshape(draws[name].shape[0], -1)
-            for j in range(flat.shape[1]):
-                chain_arrays[f"{name}[{j}]"] = flat[:, j].reshape(chains, iter_sampling)
+    code: str,
+    data: dict,
+    seed: int,
+    chains: int,
+    iter_warmup: int,
+    iter_sampling: int,
+    inits: list[dict] | None,
+    quiet: bool,
+) -> _Sample:
+    out = _run_httpstan(
+        code,
+        data,
+        _NUTS,
+        seed=seed,
+        inits=inits or [{} for _ in range(chains)],
+        quiet=quiet,
+        num_warmup=iter_warmup,
+        num_samples=iter_sampling,
+    )
+    draws = {
+        name: _chains_stacked(out[name], dims, chains)
+        for name, dims in zip(out.param_names, out.dims, strict=True)
+    }
     divergences = int(np.sum(out["divergent__"]))
     params = _parameters_block_names(code, out.param_names)
-    return draws, params, chain_arrays, divergences
+    return _Sample(draws, params, _chain_arrays(draws, chains), divergences)
 
 
-_PYSTAN_MODELS: dict[tuple[str, str], Any] = {}
-_PYSTAN_MODELS_MAX = 16
+def _generate_pystan(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.ndarray:
+    out = _run_httpstan(
+        code, data, _FIXED_PARAM, seed=seed, inits=[params], quiet=quiet, num_samples=1
+    )
+    return np.asarray(out["y_rep"])[..., 0]
+
+
+def _chains_stacked(values: np.ndarray, dims: Sequence[int], chains: int) -> np.ndarray:
+    """PyStan's ``fit[name]`` ``(*dims, draws * chains)`` -> ``(chains * draws, *dims)``.
+
+    PyStan interleaves the chains along the last axis (draw 1 of every chain, then draw 2
+    of every chain, ...); the result stacks them: chain 1's draws, then chain 2's, ...
+    """
+    arr = np.asarray(values)
+    n_draws = arr.shape[-1] // chains
+    arr = arr.reshape(*dims, n_draws, chains)
+    arr = np.moveaxis(arr, (-1, -2), (0, 1))  # (chains, draws, *dims)
+    return arr.reshape(chains * n_draws, *dims)
+
+
+def _chain_arrays(draws: Mapping[str, np.ndarray], chains: int) -> dict[str, np.ndarray]:
+    """One ``(chains, draws)`` array per scalar component, per-record outputs left out."""
+    out: dict[str, np.ndarray] = {}
+    for name, values in draws.items():
+        if name in _NON_DIAGNOSTIC:
+            continue
+        flat = values.reshape(values.shape[0], -1)
+        for j in range(flat.shape[1]):
+            out[f"{name}[{j}]"] = flat[:, j].reshape(chains, -1)
+    return out
+
+
+_PARAMS: dict[tuple[str, str], tuple[tuple, tuple, tuple]] = {}
+"""Output names, flat names and dims per (model, :func:`_shape_key`)."""
+_PARAMS_MAX = 64
+
+
+def _run_httpstan(
+    code: str,
+    data: Mapping[str, Any],
+    function: str,
+    *,
+    seed: int,
+    inits: list[dict],
+    quiet: bool,
+    **kwargs: int,
+):
+    """Run ``function`` once per init (one chain each) through httpstan; return a ``stan.fit.Fit``.
+
+    A small client of httpstan's REST API (what ``stan.build`` + ``Model.sample`` do, minus
+    their printing): it keeps the fits' names, deletes their cache files once read (also
+    on error or interruption), withholds Stan's messages and stops httpstan's sampler
+    processes when interrupted. Output names and dims are asked once per program and
+    :func:`_shape_key` (measured 0.15 s per request).
+    """
+    import stan.fit
+
+    model_name = _compile_httpstan(code, quiet)
+    jdata = _jsonable(data)
+    key = (model_name, _shape_key(data))
+    payloads = [
+        {
+            **kwargs,
+            "function": function,
+            "chain": chain,
+            "data": jdata,
+            "init": _jsonable(init),
+            # httpstan's services take a signed 32-bit seed (as CmdStan)
+            "random_seed": int(seed) % (2**31),
+        }
+        for chain, init in enumerate(inits, start=1)
+    ]
+    # known before the chains start: a chain's fit can be written while this process
+    # waits for httpstan's answer (see _immediate_keyboard_interrupt)
+    fit_names = [_expected_fit_name(model_name, payload) for payload in payloads]
+    _ensure_event_loop_ok()
+    try:
+        with _logger_disabled("httpstan"), _immediate_keyboard_interrupt():
+            params, outputs = asyncio.run(
+                _httpstan_session(model_name, jdata, _PARAMS.get(key), payloads, fit_names, quiet)
+            )
+    except _StanFailure as failure:
+        if failure.stage != "data":  # other chains of this fit may still be sampling
+            _stop_sampler_pool()
+        raise
+    except BaseException:  # KeyboardInterrupt, SystemExit, ...
+        _stop_sampler_pool()
+        raise
+    finally:
+        _delete_fits(fit_names)
+    if len(_PARAMS) >= _PARAMS_MAX:
+        _PARAMS.pop(next(iter(_PARAMS)))
+    _PARAMS[key] = params
+    if not quiet:
+        _report_messages(outputs)
+    param_names, constrained_names, dims = params
+    return stan.fit.Fit(
+        tuple(outputs),
+        len(payloads),
+        param_names,
+        constrained_names,
+        dims,
+        kwargs.get("num_warmup", 0),
+        kwargs["num_samples"],
+        1,
+        False,
+    )
+
+
+async def _httpstan_session(
+    model_name: str,
+    jdata: dict,
+    params: tuple | None,
+    payloads: list[dict],
+    fit_names: list[str],
+    quiet: bool,
+) -> tuple[tuple, list[bytes]]:
+    """Ask httpstan for the output names (unless known), start the chains, wait, read them.
+
+    Names of fits that httpstan reports and ``fit_names`` lacks are added to it, so that
+    the caller can delete their files whatever happens next.
+    """
+    import stan.common
+
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    # httpstan's task callbacks log cancelled chains (after an interruption) through the
+    # loop's handler; failures reach the caller through the operations instead
+    loop.set_exception_handler(lambda _loop, _context: None)
+    try:
+        async with stan.common.HttpstanClient() as client:
+            if params is None:
+                params = await _httpstan_params(client, model_name, jdata)
+            operations = []
+            for payload in payloads:
+                resp = await client.post(f"/{model_name}/fits", json=payload)
+                if resp.status != 201:
+                    raise _StanFailure(resp.content.decode(errors="replace"), "sampling")
+                operations.append(resp.json())
+                if (name := operations[-1]["metadata"]["fit"]["name"]) not in fit_names:
+                    fit_names.append(name)
+            await _wait_for(client, operations, quiet)
+            outputs = []
+            for operation in operations:
+                if "name" not in operation["result"]:
+                    raise _StanFailure(str(operation["result"].get("message", "")), "sampling")
+                resp = await client.get(f"/{operation['result']['name']}")
+                if resp.status != 200:
+                    raise RuntimeError(f"httpstan lost a fit of {model_name} before it was read")
+                outputs.append(resp.content)
+    finally:
+        loop.set_exception_handler(handler)
+    return params, outputs
+
+
+async def _httpstan_params(client: Any, model_name: str, jdata: dict) -> tuple[tuple, tuple, tuple]:
+    """Output names, flat (constrained) names and dims, as ``stan.build`` gets them."""
+    resp = await client.post(f"/{model_name}/params", json={"data": jdata})
+    if resp.status != 200:
+        raise _StanFailure(resp.content.decode(errors="replace"), "data")
+    items = resp.json()["params"]
+    names = tuple(p["name"] for p in items)
+    constrained = tuple(n for p in items for n in p["constrained_names"])
+    dims = tuple(list(p["dims"]) for p in items)  # lists, as stan.fit.Fit expects
+    return names, constrained, dims
+
+
+async def _wait_for(client: Any, operations: list[dict], quiet: bool) -> None:
+    """Poll the operations until all are done; report progress in tenths unless quiet."""
+    iteration = re.compile(r"Iteration:\s+(\d+)\s+/\s+(\d+)")
+    shown = -1
+    while not all(op["done"] for op in operations):
+        await asyncio.sleep(0.05)
+        for op in operations:
+            if not op["done"]:
+                op.update((await client.get(f"/{op['name']}")).json())
+        if quiet:
+            continue
+        done = total = 0
+        for op in operations:
+            match = iteration.search(op.get("metadata", {}).get("progress") or "")
+            current, last = (int(match[1]), int(match[2])) if match else (0, 1)
+            done, total = done + (last if op["done"] else current), total + last
+        tenth = 10 * done // max(total, 1)
+        if tenth > shown:
+            shown = tenth
+            print(f"Sampling: {10 * tenth:3d}%", file=sys.stderr, flush=True)
+
+
+def _report_messages(outputs: Sequence[bytes]) -> None:
+    """Count Stan's rejections, warnings and errors while sampling; their text is withheld."""
+    count = 0
+    for output in outputs:
+        for line in output.splitlines():
+            if b'"logger"' in line:
+                text = json.loads(line)["values"][0]
+                count += "Informational Message" in text or text.startswith(("warn:", "error:"))
+    if count:
+        print(
+            f"Stan sent {count} warning(s) or rejection notice(s) while sampling;"
+            " their text is withheld because it can contain data values.",
+            file=sys.stderr,
+        )
+
+
+def _expected_fit_name(model_name: str, payload: dict) -> str:
+    """The name httpstan gives the fit of ``payload`` (a hash of the parsed request)."""
+    import httpstan.fits
+    import httpstan.schemas
+
+    args = httpstan.schemas.CreateFitRequest().load(json.loads(json.dumps(payload)))
+    function = args.pop("function")
+    return httpstan.fits.calculate_fit_name(function, model_name, args)
+
+
+def _delete_fits(fit_names: Sequence[str]) -> None:
+    """Delete the cached fit files (all draws and messages) of these chains."""
+    import httpstan.cache
+
+    for fit_name in fit_names:
+        with contextlib.suppress(KeyError):
+            httpstan.cache.delete_fit(fit_name)
+
+
+def _stop_sampler_pool() -> None:
+    """Kill httpstan's sampler processes (a chain keeps running after its caller is gone).
+
+    httpstan samples in a module-level "fork" process pool whose workers ignore SIGINT;
+    they are killed and waited for, and a fresh pool is put in place for later fits.
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    stub = sys.modules.get("httpstan.services_stub")
+    if stub is None:
+        return
+    old = stub.executor
+    processes = list((getattr(old, "_processes", None) or {}).values())
+    stub.executor = concurrent.futures.ProcessPoolExecutor(
+        mp_context=multiprocessing.get_context("fork"), initializer=stub.init_worker
+    )
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.kill()
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=5)
+    with contextlib.suppress(Exception):
+        old.shutdown(wait=False, cancel_futures=True)
+
+
+def _compile_httpstan(code: str, quiet: bool) -> str:
+    """Build the program's httpstan model unless a finished build is cached; return its name."""
+    import httpstan.models
+
+    model_name = httpstan.models.calculate_model_name(code)
+    if _httpstan_model_ready(model_name):
+        return model_name
+    with _compile_lock():
+        if not _httpstan_model_ready(model_name):
+            if not quiet:
+                print(f"Compiling the Stan program ({model_name}; about a minute)", file=sys.stderr)
+            _build_httpstan_model(code, model_name)
+    return model_name
+
+
+def _httpstan_model_ready(model_name: str) -> bool:
+    """A finished build has its extension module and ``stderr.log`` (written last)."""
+    from importlib.machinery import EXTENSION_SUFFIXES
+
+    import httpstan.cache
+
+    folder = httpstan.cache.model_directory(model_name)
+    if not (folder / "stderr.log").is_file():
+        return False
+    return any(p.suffix in EXTENSION_SUFFIXES for p in folder.iterdir())
+
+
+def _build_httpstan_model(code: str, model_name: str, attempts: int = 3) -> None:
+    """What httpstan's ``POST /models`` does, in this process and without a client timeout.
+
+    A ``TimeoutError`` (``stanc`` is given 1 s) restarts the build, at most ``attempts``
+    times; any other failure removes the partial model folder.
+    """
+    import httpstan.cache
+    import httpstan.compile
+    import httpstan.models
+
+    stan_name = f"model_{model_name.split('/')[1]}"
+    for attempt in range(1, attempts + 1):
+        httpstan.cache.delete_model_directory(model_name)
+        try:
+            try:
+                _, warnings = httpstan.compile.compile(code, stan_name)
+            except ValueError as exc:
+                raise InputError("stan_file", f"stanc rejected the program:\n{exc}") from None
+            httpstan.cache.dump_stanc_warnings(warnings, model_name)
+            _ensure_event_loop_ok()
+            with tempfile.TemporaryDirectory(prefix="dpsynth-build-") as cwd, contextlib.chdir(cwd):
+                output = asyncio.run(httpstan.models.build_services_extension_module(code))
+            httpstan.cache.dump_services_extension_module_compiler_output(output, model_name)
+            return
+        except (TimeoutError, subprocess.TimeoutExpired):
+            httpstan.cache.delete_model_directory(model_name)
+            if attempt == attempts:
+                raise
+        except BaseException:
+            httpstan.cache.delete_model_directory(model_name)
+            raise
+
+
+@contextlib.contextmanager
+def _compile_lock() -> Iterator[None]:
+    """An exclusive ``flock`` on httpstan's ``models`` folder: one build at a time."""
+    import fcntl
+
+    import httpstan.cache
+
+    folder = httpstan.cache.cache_directory() / "models"
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- cmdstanpy ------------------------------------------------------------------
+
+
+def _sample_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
+    code: str,
+    data: dict,
+    seed: int,
+    chains: int,
+    iter_warmup: int,
+    iter_sampling: int,
+    inits: list[dict] | None,
+    quiet: bool,
+) -> _Sample:
+    model = _cmdstan_model(code, quiet)
+    with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
+        out = _cmdstan_interruptible(
+            model,
+            lambda: model.sample(
+                data=data_file,
+                chains=chains,
+                iter_warmup=iter_warmup,
+                iter_sampling=iter_sampling,
+                seed=int(seed) % (2**31),
+                inits=inits,
+                output_dir=output_dir,
+                sig_figs=18,
+                show_progress=not quiet,
+            ),
+        )
+        names = tuple(out.stan_variables().keys())
+        draws = {k: np.asarray(out.stan_variable(k)) for k in names}  # chains stacked
+        divergences = int(np.sum(out.method_variables()["divergent__"]))
+    return _Sample(
+        draws, _parameters_block_names(code, names), _chain_arrays(draws, chains), divergences
+    )
+
+
+def _generate_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
+    code: str, data: dict, params: dict, seed: int, quiet: bool
+) -> np.ndarray:
+    model = _cmdstan_model(code, quiet)
+    with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
+        out = _cmdstan_interruptible(
+            model,
+            lambda: model.sample(
+                data=data_file,
+                fixed_param=True,
+                chains=1,
+                iter_sampling=1,
+                seed=int(seed) % (2**31),
+                inits=params,
+                output_dir=output_dir,
+                sig_figs=18,
+                show_progress=False,
+            ),
+        )
+        return np.asarray(out.stan_variable("y_rep"))[0]
+
+
+@contextlib.contextmanager
+def _cmdstan_run(  # pragma: no cover - needs a CmdStan installation
+    model: Any, data: Mapping[str, Any], quiet: bool
+) -> Iterator[tuple[str, str]]:
+    """A private temporary folder with the data JSON, for CmdStan's output; removed after."""
+    import cmdstanpy
+
+    folder = tempfile.mkdtemp(prefix="dpsynth-cmdstan-")
+    try:
+        data_file = os.path.join(folder, "data.json")
+        cmdstanpy.write_stan_json(data_file, _jsonable(data))
+        with _cmdstanpy_logging(quiet):
+            yield data_file, folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _cmdstan_interruptible(model: Any, call: Callable[[], _T]) -> _T:  # pragma: no cover
+    """Run cmdstanpy in a worker thread; failures become ``_StanFailure`` (text withheld)."""
+
+    def kill_chains() -> None:
+        _kill_children(Path(model.exe_file).name)
+
+    try:
+        return _interruptible(call, kill_chains)
+    except (RuntimeError, ValueError) as exc:
+        failure = _StanFailure(str(exc), "sampling")
+    raise failure from None
+
+
+def _interruptible(call: Callable[[], _T], on_interrupt: Callable[[], None]) -> _T:
+    """Run ``call`` in a worker thread while this thread waits in short joins.
+
+    So a KeyboardInterrupt or SystemExit (from a SIGTERM handler) reaches this thread at
+    once, even while ``call`` blocks (cmdstanpy waits for its CmdStan processes in a
+    thread pool). Then ``on_interrupt`` runs (it should make ``call`` return, for example
+    by killing child processes), the worker is given 10 s to finish, and the exception
+    is re-raised.
+    """
+    result: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            result["value"] = call()
+        except BaseException as exc:  # handed to the calling thread
+            result["error"] = exc
+
+    worker = threading.Thread(target=target, name="dpsynth-stan", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.1)
+    except BaseException:
+        on_interrupt()
+        worker.join(10)
+        raise
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def _kill_children(executable_name: str) -> None:  # pragma: no cover - cmdstanpy path
+    """Kill this process's descendants running ``executable_name`` (CmdStan chains)."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if Path(child.exe()).name == executable_name:
+                child.kill()
+
+
+@contextlib.contextmanager
+def _cmdstanpy_logging(quiet: bool) -> Iterator[None]:
+    """cmdstanpy's log: nothing when quiet; else INFO lines, warnings and errors withheld."""
+    logger = logging.getLogger("cmdstanpy")
+
+    def keep(record: logging.LogRecord) -> bool:
+        if quiet or record.levelno < logging.INFO:
+            return False
+        if record.levelno > logging.INFO:  # CmdStan's console text, which can hold data
+            record.msg, record.args = (
+                "cmdstanpy: %s withheld (it can contain data values)",
+                (record.levelname.lower(),),
+            )
+        return True
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
+
+
+def _cmdstan_model(code: str, quiet: bool = True):  # pragma: no cover - needs CmdStan
+    import cmdstanpy
+
+    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("DPSYNTH_CACHE_DIR", Path.home() / ".cache" / "dpsynth"))
+    folder = root / "cmdstan"
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / f"model_{digest}.stan"
+    if not source.exists():
+        source.write_text(code)
+    with _cmdstanpy_logging(quiet):
+        return cmdstanpy.CmdStanModel(stan_file=str(source))
+
+
+# --- messages without data values -----------------------------------------------
+
+
+def _withheld(call: Callable[[], _T]) -> _T:
+    """Run a backend call; turn Stan's failures into an ``InputError`` without values.
+
+    The error is raised outside the ``except`` block, so neither ``__cause__`` nor
+    ``__context__`` refers to the original exception and its text.
+    """
+    try:
+        return call()
+    except _StanFailure as exc:
+        error = _withheld_error(exc.text, exc.stage)
+    raise error from None
+
+
+_CONSTRAINT = re.compile(r"(?:^|[\s:])([A-Za-z]\w*)((?:\[[\d,\s]+\])*) is .*?, but must be")
+_VARIABLE = re.compile(r"variable name=([A-Za-z]\w*)")
+
+
+def _withheld_error(text: str, stage: str) -> InputError:
+    """An ``InputError`` naming the variable (and index) Stan complained about, no values."""
+    declared = re.search(r"model_\w+_namespace::model_\w+: (.*)", text)
+    if declared:
+        match = _CONSTRAINT.search(" " + declared.group(1))
+        if match:
+            var = match.group(1)
+            return InputError(
+                var,
+                f"Stan rejected the data: {var}{match.group(2)} violates its declared "
+                "constraint (value withheld)",
+            )
+    variable = _VARIABLE.search(text)
+    if variable and "mismatch in dimension" in text:
+        var = variable.group(1)
+        return InputError(var, f"Stan rejected the data: {var} has the wrong dimensions")
+    if variable and "does not exist" in text:
+        var = variable.group(1)
+        return InputError(var, f"Stan rejected the data: {var} is missing")
+    if "Initialization failed" in text or "Rejecting initial value" in text:
+        return InputError(
+            "data",
+            "Stan failed during sampling: initialization failed (Stan's message withheld: "
+            "it can contain data values)",
+        )
+    what = "rejected the data" if stage == "data" else "failed during sampling"
+    return InputError("data", f"Stan {what} (Stan's message withheld: it can contain data values)")
+
+
+# --- helpers --------------------------------------------------------------------
 
 
 def _shape_key(data: Mapping[str, Any]) -> str:
@@ -277,74 +927,6 @@ def _shape_key(data: Mapping[str, Any]) -> str:
         if arr.dtype.kind in "biu":
             h.update(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
     return h.hexdigest()
-
-
-def _pystan_model(code: str, data: Mapping[str, Any], seed: int):
-    """``stan.build`` with a cache of its per-build round trips (measured 0.15 s each).
-
-    PyStan 3 sets data and seed at build time and asks httpstan for the output names and
-    dims every time; a model of the same program and :func:`_shape_key` has the same
-    names and dims, so later calls reuse them with the new data and seed.
-    """
-    import dataclasses
-
-    import stan
-
-    jdata = _jsonable(data)
-    seed = int(seed) % (2**31)  # httpstan's services take a signed 32-bit seed (as CmdStan)
-    key = (code, _shape_key(data))
-    base = _PYSTAN_MODELS.get(key)
-    if base is None:
-        base = stan.build(code, data=jdata, random_seed=seed)
-        if len(_PYSTAN_MODELS) >= _PYSTAN_MODELS_MAX:
-            _PYSTAN_MODELS.pop(next(iter(_PYSTAN_MODELS)))
-        _PYSTAN_MODELS[key] = base
-        return base
-    return dataclasses.replace(base, data=jdata, random_seed=seed)
-
-
-def _sample_cmdstanpy(
-    code: str,
-    data: dict,
-    seed: int,
-    chains: int,
-    iter_warmup: int,
-    iter_sampling: int,
-    quiet: bool,
-) -> tuple[dict[str, np.ndarray], tuple[str, ...], dict[str, np.ndarray], int]:
-    model = _cmdstan_model(code)
-    out = model.sample(
-        data=_jsonable(data),
-        chains=chains,
-        iter_warmup=iter_warmup,
-        iter_sampling=iter_sampling,
-        seed=int(seed) % (2**31),
-        show_progress=not quiet,
-    )
-    names = tuple(out.stan_variables().keys())
-    draws = {k: np.asarray(out.stan_variable(k)) for k in names}
-    chain_arrays: dict[str, np.ndarray] = {}
-    for name in names:
-        if name in _NON_DIAGNOSTIC:
-            continue
-        flat = draws[name].reshape(draws[name].shape[0], -1)
-        for j in range(flat.shape[1]):
-            chain_arrays[f"{name}[{j}]"] = flat[:, j].reshape(chains, iter_sampling)
-    divergences = int(np.sum(out.method_variables()["divergent__"]))
-    return draws, _parameters_block_names(code, names), chain_arrays, divergences
-
-
-def _cmdstan_model(code: str):  # pragma: no cover - needs a CmdStan installation
-    import cmdstanpy
-
-    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
-    root = Path(os.environ.get("DPSYNTH_CACHE_DIR", Path.home() / ".cache" / "dpsynth"))
-    folder = root / "cmdstan"
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / f"model_{digest}.stan"
-    if not source.exists():
-        source.write_text(code)
-    return cmdstanpy.CmdStanModel(stan_file=str(source))
 
 
 def _parameters_block_names(code: str, names: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -392,8 +974,6 @@ def _jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def _ensure_event_loop_ok() -> None:
     """PyStan runs its own asyncio loop; inside Jupyter one is already running."""
-    import asyncio
-
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -404,11 +984,47 @@ def _ensure_event_loop_ok() -> None:
 
 
 @contextlib.contextmanager
+def _immediate_keyboard_interrupt() -> Iterator[None]:
+    """Let Ctrl-C raise ``KeyboardInterrupt`` at once inside ``asyncio.run``.
+
+    ``asyncio.run`` replaces Python's SIGINT handler by one that cancels the main task,
+    which takes effect only when the event loop gets to it; httpstan's task that reads
+    the chains' output does not yield while draws keep coming, so the interrupt would
+    wait for the end of sampling. A handler that raises is restored to the default after.
+    """
+    in_main = threading.current_thread() is threading.main_thread()
+    if not in_main or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def _logger_disabled(name: str) -> Iterator[None]:
+    """Switch a library's logger off (httpstan logs Stan's error text, data values included)."""
+    logger = logging.getLogger(name)
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+@contextlib.contextmanager
 def _silenced(quiet: bool) -> Iterator[None]:
     """Keep compiler output and sampler progress off stdout (and off stderr if quiet).
 
-    Works at the file-descriptor level because httpstan's compiler and PyStan's
-    progress bypass ``sys.stdout``; inside Jupyter this keeps cell outputs clean.
+    Works at the file-descriptor level because the C++ compiler bypasses
+    ``sys.stdout``; inside Jupyter this keeps cell outputs clean.
     """
     sys.stdout.flush()
     sys.stderr.flush()

@@ -37,7 +37,7 @@ import numpy as np
 
 from dpsynth import engine, privacy, weights
 from dpsynth.errors import InputError, require_bounds, require_choice, require_m
-from dpsynth.models import Model, check_outcome, get_model, stan_data
+from dpsynth.models import Model, check_outcome, get_model, record_centre, stan_data
 
 MECHANISMS = ("unweighted", "lw", "cw", "sw", "weighted-e", "censor-w", "censor-uw")
 GUARANTEE = {
@@ -62,46 +62,77 @@ class Sampler:
     quiet: bool = True
 
 
+CHUNK_ELEMENTS = 2**22
+"""Draws x records evaluated at once when scanning a fit (32 MB of doubles per chunk)."""
+
+
 @dataclass
 class WeightedFit:
     """One alpha-weighted (and optionally censored) pseudo posterior fit.
 
     Holds confidential quantities (weights, per-record bounds): they are used for
-    accounting and plots and are never written to a release.
+    accounting and plots and are never written to a release. The per-record bounds and
+    the censored count come from one streaming pass over chunks of draws
+    (:meth:`_scan`), so a release never holds the S x n matrix: its memory beyond the
+    data and the draws is O(n) plus one chunk.
     """
 
     stan_fit: engine.StanFit
     alpha: np.ndarray
-    log_lik: np.ndarray  # S x n unweighted
+    log_lik_source: Any  # callable(draws, data) -> (s, n), or an S x n array (user programs)
     censor_bound: float | None
     data: dict[str, Any]
 
+    def log_lik_rows(self, start: int, stop: int) -> np.ndarray:
+        """Unweighted log-likelihood of draws ``start:stop`` (rows) for every record."""
+        if callable(self.log_lik_source):
+            chunk = {k: v[start:stop] for k, v in self.stan_fit.draws.items()}
+            return self.log_lik_source(chunk, self.data)
+        return np.asarray(self.log_lik_source)[start:stop]
+
+    @property
+    def log_lik(self) -> np.ndarray:
+        """The whole S x n unweighted matrix (small fits and plots only)."""
+        return self.log_lik_rows(0, self.stan_fit.n_draws)
+
     @property
     def contributions(self) -> np.ndarray:
-        """S x n weighted (censored where asked) contributions."""
+        """S x n weighted (censored where asked) contributions (small fits and plots only)."""
         return privacy.weighted_contributions(self.log_lik, self.alpha, self.censor_bound)
 
     @cached_property
-    def record_bounds(self) -> np.ndarray:
-        """Delta_i = max_s |alpha_i f_theta_s(x_i)| (after censoring, if any).
+    def _scan(self) -> tuple[np.ndarray, np.ndarray]:
+        """One pass over chunks of draws: (Delta_i after censoring, censored mask)."""
+        n = self.alpha.size
+        S = self.stan_fit.n_draws
+        step = max(1, CHUNK_ELEMENTS // max(n, 1))
+        bounds = np.zeros(n)
+        censored = np.zeros(n, dtype=bool)
+        for start in range(0, S, step):
+            raw = privacy.weighted_contributions(
+                self.log_lik_rows(start, min(S, start + step)), self.alpha
+            )
+            absraw = np.abs(raw)
+            if self.censor_bound is not None:
+                censored |= np.any(absraw > self.censor_bound, axis=0)
+                np.minimum(absraw, self.censor_bound, out=absraw)
+            np.maximum(bounds, absraw.max(axis=0), out=bounds)
+        return bounds, censored
 
-        Computed once per fit (the S x n matrix costs about 70 ms at S = 4000, n = 2000):
-        ``alpha``, ``log_lik`` and ``censor_bound`` are not meant to change after the fit.
-        """
-        return privacy.record_bounds(self.contributions)
+    @property
+    def record_bounds(self) -> np.ndarray:
+        """Delta_i = max_s |alpha_i f_theta_s(x_i)| (after censoring, if any)."""
+        return self._scan[0]
 
     @property
     def lipschitz(self) -> float:
         """Delta = max_i Delta_i."""
         return float(self.record_bounds.max())
 
-    @cached_property
+    @property
     def n_censored(self) -> int:
         """Records clamped in at least one retained draw (0 when not censored)."""
-        if self.censor_bound is None:
-            return 0
-        raw = privacy.weighted_contributions(self.log_lik, self.alpha)
-        return int(privacy.censored_records(raw, self.censor_bound).sum())
+        return int(self._scan[1].sum())
 
 
 @dataclass
@@ -165,14 +196,24 @@ class Synthesizer:
     # -- fitting -----------------------------------------------------------
 
     def fit(
-        self, alpha: np.ndarray, censor_bound: float | None = None, tag: str = ""
+        self,
+        alpha: np.ndarray,
+        censor_bound: float | None = None,
+        tag: str = "",
+        centre: np.ndarray | None = None,
     ) -> WeightedFit:
-        """Fit the alpha-weighted (censored if ``censor_bound``) pseudo posterior (Eq. 2.3 / 3.6)."""
-        key = (tag, np.asarray(alpha).tobytes(), censor_bound)
+        """Fit the alpha-weighted (censored if ``censor_bound``) pseudo posterior (Eq. 2.3 / 3.6).
+
+        ``centre`` (dpsynth's extension, :func:`dpsynth.models.record_centre`) centres each
+        record's log-likelihood before weighting and clamping; the fit's ``log_lik`` and its
+        bounds are then those of ll - centre, the quantity the program clamps.
+        """
+        centre_key = None if centre is None else np.asarray(centre, dtype=float).tobytes()
+        key = (tag, np.asarray(alpha).tobytes(), censor_bound, centre_key)
         if key in self._fits:
             return self._fits[key]
         self._say(f"fitting {self.model.name} ({tag or 'weighted'}, n={self.n})")
-        mirror = self.model.log_lik
+        mirror = self.model.record_log_lik
         data = stan_data(
             self.model,
             self.y,
@@ -180,6 +221,7 @@ class Synthesizer:
             X=self.X,
             censor_bound=censor_bound,
             want_contrib=mirror is None,
+            centre=centre,
         )
         s = self.sampler
         sf = engine.fit(
@@ -192,8 +234,10 @@ class Synthesizer:
             backend=s.backend,
             quiet=s.quiet,
         )
-        log_lik = mirror(sf.draws, data) if mirror is not None else sf.record_log_lik
-        wf = WeightedFit(sf, np.asarray(alpha, dtype=float), log_lik, censor_bound, data)
+        source = mirror if mirror is not None else sf.record_log_lik
+        if centre is not None:
+            source = _centred_source(source, np.asarray(centre, dtype=float))
+        wf = WeightedFit(sf, np.asarray(alpha, dtype=float), source, censor_bound, data)
         self._fits[key] = wf
         return wf
 
@@ -226,10 +270,10 @@ class Synthesizer:
         )
         ref_fit = ref.unweighted_fit()
         data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
-        if self.model.log_lik is None:
+        if self.model.record_log_lik is None:
             raise InputError("reference", "reference weights need a shipped model (numpy mirror)")
-        ll = self.model.log_lik(ref_fit.stan_fit.draws, data)
-        return weights.reference_lw_weights(privacy.record_bounds(ll), ref_fit.record_bounds, c, g)
+        probe = WeightedFit(ref_fit.stan_fit, np.ones(self.n), self.model.record_log_lik, None, data)
+        return weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)
 
     # -- mechanisms ----------------------------------------------------------
 
@@ -285,11 +329,14 @@ class Synthesizer:
         downscale: float | None = None,
         neighbours: str = "add-remove",
         alpha: np.ndarray | None = None,
+        centring: Any = "none",
     ) -> Result:
         """Censor_w: LW weights (x ``downscale``) in the likelihood censored at M (Eq. 3.5).
 
         ``alpha`` given (e.g. :meth:`reference_lw_alpha`) replaces the weights computed
         from the confidential unweighted fit, which the DP proof does not cover.
+        ``centring`` (dpsynth's extension): clamp alpha_i (ll_i - c(x_i)) instead, with c
+        from :func:`dpsynth.models.record_centre` (``"none"`` is the paper).
         """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
         bound = privacy.censor_bound(epsilon, neighbours)
@@ -297,16 +344,31 @@ class Synthesizer:
         alpha = self.lw_alpha(c, g) if alpha is None else np.asarray(alpha, dtype=float)
         if downscale is not None:
             alpha = weights.downscaled(alpha, downscale)
-        wf = self.fit(alpha, censor_bound=bound, tag=f"{tag}-{downscale}")
-        tuning = {"c": c, "g": g, "downscale": downscale}
+        centre = self._centre(centring)
+        wf = self.fit(alpha, censor_bound=bound, tag=f"{tag}-{downscale}", centre=centre)
+        tuning = {"c": c, "g": g, "downscale": downscale, "centring": centring}
         return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
-    def censor_uw(self, epsilon: float, neighbours: str = "add-remove") -> Result:
-        """Censor_uw: alpha = 1 in the likelihood censored at M (eps/2 under add/remove)."""
+    def censor_uw(
+        self, epsilon: float, neighbours: str = "add-remove", centring: Any = "none"
+    ) -> Result:
+        """Censor_uw: alpha = 1 in the likelihood censored at M (eps/2 under add/remove).
+
+        ``centring`` as in :meth:`censor_w` (dpsynth's extension; ``"none"`` is the paper).
+        """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
         bound = privacy.censor_bound(epsilon, neighbours)
-        wf = self.fit(np.ones(self.n), censor_bound=bound, tag="censor-uw")
-        return Result("censor-uw", wf, epsilon, neighbours=neighbours)
+        centre = self._centre(centring)
+        wf = self.fit(np.ones(self.n), censor_bound=bound, tag="censor-uw", centre=centre)
+        tuning = {} if centre is None else {"centring": centring}
+        return Result("censor-uw", wf, epsilon, tuning, neighbours=neighbours)
+
+    def _centre(self, centring: Any) -> np.ndarray | None:
+        """The record-only centres of ``centring`` (None for the paper's uncentred mechanism)."""
+        if isinstance(centring, str) and centring == "none":
+            return None
+        data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
+        return record_centre(self.model, data, centring)
 
     def _reweight(
         self, wf: WeightedFit, k0: float, tag: str, tol: float = 0.01, max_refits: int = 6
@@ -342,9 +404,13 @@ class Synthesizer:
         *,
         neighbours: str = "add-remove",
         alpha: np.ndarray | None = None,
+        centring: Any = "none",
         **tuning: Any,
     ) -> Result:
-        """Dispatch by mechanism name (see ``MECHANISMS``); ``epsilon`` is per draw."""
+        """Dispatch by mechanism name (see ``MECHANISMS``); ``epsilon`` is per draw.
+
+        ``centring`` applies to ``censor-w`` and ``censor-uw`` only (dpsynth's extension).
+        """
         require_choice("mechanism", mechanism, MECHANISMS)
         require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
         if mechanism == "unweighted":
@@ -368,8 +434,10 @@ class Synthesizer:
             return self.weighted_e(epsilon, neighbours=neighbours, **_pick(tuning, "c", "g"))
         if mechanism == "censor-w":
             kw = _pick(tuning, "c", "g", "downscale")
-            return self.censor_w(epsilon, neighbours=neighbours, alpha=alpha, **kw)
-        return self.censor_uw(epsilon, neighbours=neighbours)
+            return self.censor_w(
+                epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **kw
+            )
+        return self.censor_uw(epsilon, neighbours=neighbours, centring=centring)
 
     def synthesize(self, result: Result, m: int = 1, n_synthetic: int | None = None) -> np.ndarray:
         """m synthetic datasets (m x N) from m distinct retained draws (posterior predictive).
@@ -436,6 +504,13 @@ class Synthesizer:
     def _say(self, text: str) -> None:
         if self.progress:
             print(f"[dpsynth] {text}", file=sys.stderr, flush=True)
+
+
+def _centred_source(source: Any, centre: np.ndarray) -> Any:
+    """``source`` (mirror or S x n array) minus the record centres (dpsynth's extension)."""
+    if callable(source):
+        return lambda draws, data: source(draws, data) - centre
+    return np.asarray(source) - centre
 
 
 def _pick(d: dict[str, Any], *keys: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ distribution). User programs get both from Stan (the mirrors are ``None``).
 from __future__ import annotations
 
 import hashlib
+import re
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -58,6 +59,11 @@ class Model:
     ``outcome`` is ``"unit"`` (0 < y < 1), ``"count"`` (non-negative integers) or
     ``"real"`` (any finite value; user programs).
 
+    ``centred`` says the program declares the data vector ``centre`` (centred censoring,
+    dpsynth's extension: see :func:`record_centre`); every shipped program does.
+    ``saturated(y)`` is the record's saturated log-likelihood, the supremum of ll over the
+    parameter space (``None`` where that supremum is not finite, e.g. the beta models).
+
     ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
     log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
     from Stan. ``simulate(draw, data, n_out, rng)`` returns ``n_out`` synthetic
@@ -72,6 +78,8 @@ class Model:
     covariates: bool
     record_log_lik: RecordLogLik | None = None
     simulate: Simulate | None = None
+    centred: bool = False
+    saturated: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def log_lik(self) -> RecordLogLik | None:
@@ -87,7 +95,13 @@ class Model:
         if outcome not in OUTCOMES:
             raise InputError("outcome", f"must be unit, count or real (got {outcome!r})")
         text = p.read_text()
-        return cls(p.stem, p, outcome, covariates="matrix[n, K] X" in text)
+        return cls(
+            p.stem,
+            p,
+            outcome,
+            covariates="matrix[n, K] X" in text,
+            centred=re.search(r"vector\[n\]\s+centre\s*;", text) is not None,
+        )
 
     def program_hash(self) -> str:
         """SHA-256 (hex) of the program text with its ``#include`` files inlined.
@@ -113,26 +127,27 @@ class Model:
             raise InputError("y", "must be numeric") from None
         if arr.size == 0:
             raise InputError("y", "the data are empty")
-        if not np.all(np.isfinite(arr)):
-            raise InputError("y", "contains NaN or infinite values")
+        _first_bad("y", ~np.isfinite(arr), "is missing or infinite")
         lohi = _check_bounds(bounds)
         if self.outcome == "unit":
             if lohi is not None:
                 from dpsynth.data import scale_to_unit
 
                 lo, hi = lohi
-                if np.any(arr < lo) or np.any(arr > hi):
-                    raise InputError(
-                        "bounds", f"values fall outside the public bounds [{lo}, {hi}]"
-                    )
-                return np.asarray(scale_to_unit(arr, lo, hi), float)
-            if np.any(arr <= 0) or np.any(arr >= 1):
-                raise InputError(
-                    "y", f"model {self.name!r} needs 0 < y < 1; give public bounds to rescale"
+                _first_bad(
+                    "y", (arr < lo) | (arr > hi), f"lies outside the public bounds [{lo}, {hi}]"
                 )
+                return np.asarray(scale_to_unit(arr, lo, hi), float)
+            _first_bad(
+                "y",
+                (arr <= 0) | (arr >= 1),
+                f"is outside (0, 1), which model {self.name!r} needs; give public bounds to rescale",
+            )
         elif self.outcome == "count":
-            if np.any(arr < 0) or np.any(arr != np.round(arr)):
-                raise InputError("y", f"model {self.name!r} needs non-negative integer counts")
+            _first_bad(
+                "y", (arr < 0) | (arr != np.round(arr)), "is not a non-negative integer count"
+            )
+            _first_bad("y", arr > STAN_INT_MAX, "exceeds Stan's 32-bit integers (2,147,483,647)")
             return arr.astype(np.int64)
         return arr
 
@@ -152,6 +167,17 @@ class Model:
         if self.outcome == "count":
             return np.rint(arr).astype(np.int64)
         return arr
+
+
+STAN_INT_MAX = 2**31 - 1
+
+
+def _first_bad(param: str, mask: np.ndarray, what: str) -> None:
+    """Raise InputError naming the first offending record's position (never its value)."""
+    bad = np.flatnonzero(mask)
+    if bad.size:
+        more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
+        raise InputError(param, f"record {int(bad[0]) + 1}{more} {what}")
 
 
 def _check_bounds(bounds: Any) -> tuple[float, float] | None:
@@ -312,12 +338,105 @@ def _beta_regression_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: n
     return _beta_rng(mu * kappa, (1 - mu) * kappa, rng)
 
 
+# --- centred censoring (dpsynth's extension, beyond the papers) ----------------------
+
+
+def poisson_saturated_log_lik(y: Any) -> np.ndarray:
+    """The saturated log-likelihood of a count: sup over mu > 0 of log Poisson(y | mu).
+
+    Attained at mu = y: y log y - y - lgamma(y + 1), and 0 for y = 0 (the limit mu -> 0).
+    dpsynth's extension (centred censoring); a function of the record alone.
+    """
+    y = np.asarray(y, dtype=float)
+    return y * np.log(np.where(y > 0, y, 1.0)) - y - gammaln(y + 1)
+
+
+def negbin_saturated_log_lik(y: Any) -> np.ndarray:
+    """The saturated log-likelihood of a count under NB2: sup over (mu, phi) of ll.
+
+    Equal to the Poisson saturated value :func:`poisson_saturated_log_lik`. Proof: NB2(y |
+    mu, phi) is the Poisson(y | lambda) mixed over lambda ~ Gamma(shape phi, rate phi / mu),
+    so it is at most sup_lambda Poisson(y | lambda) = Poisson(y | y); and at mu = y it tends
+    to Poisson(y | y) as phi -> infinity (the gamma mixing collapses onto lambda = y). The
+    supremum is a limit, not attained for finite phi. dpsynth's extension.
+    """
+    return poisson_saturated_log_lik(y)
+
+
+CENTRINGS = ("none", "saturated")
+"""Named record-only centrings; a mapping of public parameter values is the third choice."""
+
+
+def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none") -> np.ndarray:
+    """The centre c(x_i) of each record for centred censoring (dpsynth's extension).
+
+    The censored term becomes clamp(alpha_i (ll(x_i | theta) - c(x_i)), -M, M). Any c that
+    is a function of record i and public quantities only keeps the censoring guarantee of
+    Hu, Williams & Savitsky (Eq. 3.5): neighbours still differ in one clamped term
+    (``book/which_mechanism.md``, "Centred censoring"). ``centring`` is
+
+    * ``"none"``: c = 0, the paper's mechanism;
+    * ``"saturated"``: c(x_i) = sup_theta ll(x_i | theta), the record's saturated
+      log-likelihood (``Model.saturated``; Poisson and negbin only, where it is finite);
+    * a mapping of **public** parameter values, e.g. ``{"beta": [1.1], "phi": 0.4}``
+      (an earlier period's fit, a published estimate): c(x_i) = ll(x_i | theta_ref), so the
+      clamped term is a log-likelihood ratio against theta_ref. Never estimate theta_ref
+      from the confidential data.
+
+    ``data`` is the Stan data dict (``y`` and ``X`` on the Stan scale). Raises
+    :class:`~dpsynth.errors.InputError` naming ``"centring"``.
+    """
+    y = np.asarray(data["y"], dtype=float)
+    if isinstance(centring, str):
+        if centring == "none":
+            return np.zeros(y.size)
+        if centring == "saturated":
+            if model.saturated is None:
+                raise InputError(
+                    "centring",
+                    f"model {model.name!r} has no finite saturated log-likelihood; give public "
+                    "reference parameter values instead",
+                )
+            return np.asarray(model.saturated(y), dtype=float)
+        raise InputError(
+            "centring", f"must be none, saturated or public parameter values (got {centring!r})"
+        )
+    if not isinstance(centring, Mapping):
+        raise InputError("centring", f"must be none, saturated or a mapping (got {centring!r})")
+    if model.record_log_lik is None:
+        raise InputError("centring", "reference centring needs a shipped model (numpy mirror)")
+    draws = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
+    try:
+        centre = np.asarray(model.record_log_lik(draws, dict(data)), dtype=float)[0]
+    except (KeyError, ValueError) as exc:
+        raise InputError("centring", f"cannot evaluate the model at {centring!r}: {exc}") from None
+    if centre.shape != y.shape or not np.all(np.isfinite(centre)):
+        raise InputError("centring", "the reference log-likelihood is not finite for every record")
+    return centre
+
+
 MODELS: dict[str, Model] = {
-    "beta": Model("beta", STAN_DIR / "beta.stan", "unit", False, _beta_ll, _beta_sim),
+    "beta": Model("beta", STAN_DIR / "beta.stan", "unit", False, _beta_ll, _beta_sim, centred=True),
     "poisson": Model(
-        "poisson", STAN_DIR / "poisson.stan", "count", True, _poisson_ll, _poisson_sim
+        "poisson",
+        STAN_DIR / "poisson.stan",
+        "count",
+        True,
+        _poisson_ll,
+        _poisson_sim,
+        centred=True,
+        saturated=poisson_saturated_log_lik,
     ),
-    "negbin": Model("negbin", STAN_DIR / "negbin.stan", "count", True, _negbin_ll, _negbin_sim),
+    "negbin": Model(
+        "negbin",
+        STAN_DIR / "negbin.stan",
+        "count",
+        True,
+        _negbin_ll,
+        _negbin_sim,
+        centred=True,
+        saturated=negbin_saturated_log_lik,
+    ),
     "beta-regression": Model(
         "beta-regression",
         STAN_DIR / "beta_regression.stan",
@@ -325,6 +444,7 @@ MODELS: dict[str, Model] = {
         True,
         _beta_regression_ll,
         _beta_regression_sim,
+        centred=True,
     ),
 }
 
@@ -379,13 +499,16 @@ def stan_data(
     censor_bound: float | None = None,
     want_contrib: bool = False,
     want_log_lik: bool | None = None,
+    centre: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The data dict of the dpsynth convention for one fit.
 
     ``want_contrib`` asks the program for its generated ``contrib``,
     ``contrib_uncensored`` and ``record_log_lik`` (``S x n`` each); ``want_rep`` is
     0 (``engine.generate`` switches it on). ``want_log_lik`` is the deprecated
-    former name of ``want_contrib``.
+    former name of ``want_contrib``. ``centre`` (one value per record,
+    :func:`record_centre`) is passed to programs that declare it (zeros when ``None``:
+    the paper's mechanism); a program without it refuses a non-zero centre.
     """
     if want_log_lik is not None:
         warnings.warn(
@@ -408,6 +531,14 @@ def stan_data(
         "want_rep": 0,
         "y": y,
     }
+    if centre is not None:
+        centre = np.asarray(centre, dtype=float)
+        if centre.shape != (len(y),) or not np.all(np.isfinite(centre)):
+            raise InputError("centring", f"needs one finite centre per record ({len(y)})")
+        if not model.centred and np.any(centre != 0):
+            raise InputError("centring", f"program {model.name!r} does not declare `centre`")
+    if model.centred:
+        data["centre"] = np.zeros(len(y)) if centre is None else centre
     if model.covariates:
         Xd = design_matrix(len(y), X)
         data["K"], data["X"] = Xd.shape[1], Xd

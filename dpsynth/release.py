@@ -20,6 +20,8 @@ writes every file atomically: all of them or none.
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib.metadata
 import json
 import math
@@ -36,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import privacy
+from dpsynth import __version__, privacy
 from dpsynth.errors import InputError, require_choice, require_finite_positive, require_m
 from dpsynth.histogram import perturbed_histogram, ph_bins
 from dpsynth.mechanisms import (
@@ -125,6 +127,9 @@ def atomic_write_all(jobs: list[tuple[Path, Callable[[str], None]]]) -> None:
 
     Signals (Ctrl-C, SIGTERM turned into SystemExit by the CLI) also remove the temporaries.
     """
+    for path, _ in jobs:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory: nothing was written")
     temps: list[tuple[str, Path]] = []
     try:
         for path, writer in jobs:
@@ -176,7 +181,8 @@ def synthesize(
     research run reproducible and the release non-private (a warning says so); by
     default every seed comes from the operating system. ``tuning`` passes mechanism
     knobs (``c``, ``g``, ``radius``, ``reweight``, ``k``, ``downscale``,
-    ``target_lipschitz``, ``n_bins``, and the SBS options).
+    ``target_lipschitz``, ``n_bins``, ``centring`` for censor-w/censor-uw (dpsynth's
+    extension, :func:`dpsynth.models.record_centre`), and the SBS options).
     """
     require_choice("mechanism", mechanism, ALL_MECHANISMS)
     epsilon = privacy.require_epsilon("epsilon", epsilon)
@@ -248,7 +254,7 @@ def synthesize(
         "neighbours_meaning": privacy.NEIGHBOUR_MEANING[neighbours],
         "ledger": ledger.to_dict(),
         "seed": "user-supplied (release NOT private)" if known_seed else "operating system",
-        **_provenance(),
+        **copy.deepcopy(_provenance()),
     }
     diagnostics = {"confidential": CONFIDENTIAL_BANNER, "seed": seed, **diag}
     return Release(frame, report, diagnostics, result)
@@ -279,13 +285,17 @@ def _posterior(
     tuning,
 ):
     syn = Synthesizer(y, model, X=X, bounds=bounds, seed=seed, sampler=sampler, progress=progress)
+    if syn.model.record_log_lik is None:  # a user program: check its names before compiling
+        from dpsynth.program_checks import check_convention
+
+        check_convention(syn.model.stan_file)
     ref_alpha = None
     if mechanism == "censor-w" and reference is not None:
         ref_alpha = syn.reference_lw_alpha(
             reference, reference_X, c=tuning.get("c", 1.0), g=tuning.get("g", 0.0)
         )
     result = syn.run(mechanism, eps_set, neighbours=neighbours, alpha=ref_alpha, **tuning)
-    if result.fit.censor_bound is not None and syn.model.log_lik is None:
+    if result.fit.censor_bound is not None and syn.model.record_log_lik is None:
         from dpsynth.program_checks import check_censored
 
         check_censored(
@@ -305,9 +315,7 @@ def _posterior(
             raise ConvergenceError(
                 "sampler",
                 "the MCMC fit did not converge well enough for a strict-DP release "
-                f"(max R-hat {diag_fit['rhat_max']:.3f} > {CONVERGENCE['rhat_max']}, "
-                f"min bulk ESS {diag_fit['ess_bulk_min']:.0f} < {CONVERGENCE['ess_bulk_min']:.0f}"
-                f" or {diag_fit['divergences']} divergent transitions): run longer chains, "
+                f"({'; '.join(convergence_failures(diag_fit))}): run longer chains, "
                 "or pass allow_unconverged (--allow-unconverged) to release without a guarantee",
             )
         kind = "not established"
@@ -367,6 +375,21 @@ def converged(diagnostics: dict[str, float]) -> bool:
         and ess >= CONVERGENCE["ess_bulk_min"]
         and diagnostics.get("divergences", 1) <= CONVERGENCE["divergences"]
     )
+
+
+def convergence_failures(diagnostics: dict[str, float]) -> list[str]:
+    """The :data:`CONVERGENCE` criteria a fit fails, in words (empty when it converged)."""
+    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
+    div = diagnostics.get("divergences", 1)
+    out = []
+    if rhat is None or not math.isfinite(rhat) or rhat > CONVERGENCE["rhat_max"]:
+        out.append(f"max R-hat {rhat:.3g} > {CONVERGENCE['rhat_max']}" if rhat else "no R-hat")
+    if ess is None or not math.isfinite(ess) or ess < CONVERGENCE["ess_bulk_min"]:
+        shown = f"{ess:.0f}" if ess is not None and math.isfinite(ess) else "unknown"
+        out.append(f"min bulk ESS {shown} < {CONVERGENCE['ess_bulk_min']:.0f}")
+    if div > CONVERGENCE["divergences"]:
+        out.append(f"{div} divergent transitions")
+    return out
 
 
 def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, reference: bool):
@@ -549,8 +572,8 @@ _MECHANISM_TUNING = {
     "cw": {"radius", "c", "g", "reweight", "k"},
     "sw": {"target_lipschitz"},
     "weighted-e": {"c", "g"},
-    "censor-w": {"c", "g", "downscale"},
-    "censor-uw": set(),
+    "censor-w": {"c", "g", "downscale", "centring"},
+    "censor-uw": {"centring"},
     "ph": {"n_bins", "integer"},
     "sbs": {"data_type", "known_sd", "sanitization", "allocation", "bounding"},
 }
@@ -577,9 +600,10 @@ def synthetic_frame(sets: np.ndarray, column: str, integer: bool) -> pd.DataFram
     return frame
 
 
+@functools.lru_cache(maxsize=1)
 def _provenance() -> dict[str, Any]:
     return {
-        "dpsynth_version": _version("dpsynth"),
+        "dpsynth_version": __version__,
         "versions": {
             p: _version(p) for p in ("numpy", "opendp", "pystan", "httpstan", "cmdstanpy")
         },

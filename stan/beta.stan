@@ -27,6 +27,7 @@ data {
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
+  vector[n] centre;  // record-only centring of ll (dpsynth's extension; 0 = the paper)
   vector<lower=0, upper=1>[n] y;
 }
 transformed data {
@@ -36,6 +37,10 @@ transformed data {
   // Censored: the weighted terms alpha_i ll_i from the pre-weighted design diag(alpha) Z,
   // saving one autodiff node per record.
   matrix[n, 3] Z_alpha = diag_pre_multiply(alpha, Z);
+  // Centred censoring (dpsynth's extension): alpha_i centre_i, and its sum (a constant
+  // of the uncensored target, kept so that target = prior + sum(contrib) always).
+  vector[n] alpha_centre = alpha .* centre;
+  real sum_alpha_centre = sum(alpha_centre);
   // Sub-linear censored sum for alpha all equal (Censor_uw)? Not done, and why:
   // the record term t(y) = (a - 1) log y + (b - 1) log1m(y) - lbeta(a, b) is linear in
   // (log y, log1m y), but both are functions of the one sortable statistic y, and
@@ -62,11 +67,12 @@ model {
   phi ~ beta(1, 1);
   lambda ~ pareto(0.1, 1.5);
   if (censor == 1) {
-    // Eq. (3.5): dpsynth_target(beta_record_log_lik(Z, beta1, beta2), alpha, 1, M).
-    target += sum(fmin(fmax(beta_record_log_lik(Z_alpha, beta1, beta2), -M), M));
+    // Eq. (3.5), centred: dpsynth_centred_target(beta_record_log_lik(Z, beta1, beta2),
+    // centre, alpha, 1, M).
+    target += sum(fmin(fmax(beta_record_log_lik(Z_alpha, beta1, beta2) - alpha_centre, -M), M));
   } else {
-    // Eq. (2.3): dpsynth_target(beta_record_log_lik(Z, beta1, beta2), alpha, 0, M).
-    target += beta_record_log_lik(alpha_Z, beta1, beta2)[1];
+    // Eq. (2.3): dpsynth_centred_target(beta_record_log_lik(Z, beta1, beta2), centre, alpha, 0, M).
+    target += beta_record_log_lik(alpha_Z, beta1, beta2)[1] - sum_alpha_centre;
   }
 }
 generated quantities {
@@ -76,8 +82,8 @@ generated quantities {
   array[want_rep ? n : 0] real y_rep;
   if (want_contrib == 1) {
     record_log_lik = beta_record_log_lik(Z, beta1, beta2);
-    contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);
-    contrib_uncensored = alpha .* record_log_lik;
+    contrib = dpsynth_centred_contrib(record_log_lik, centre, alpha, censor, M);
+    contrib_uncensored = alpha .* (record_log_lik - centre);
   }
   if (want_rep == 1) {
     y_rep = beta_rng(rep_vector(beta1, n), rep_vector(beta2, n));

@@ -24,6 +24,7 @@ data {
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
+  vector[n] centre;  // record-only centring of ll (dpsynth's extension; 0 = the paper)
   vector<lower=0, upper=1>[n] y;
   int<lower=1> K;
   matrix[n, K] X;
@@ -39,8 +40,9 @@ parameters {
 model {
   beta ~ normal(0, 2.5);
   kappa ~ gamma(2, 0.1);
-  target += dpsynth_target(beta_regression_record_log_lik(log_y, log1m_y, X, beta, kappa),
-                           alpha, censor, M);
+  target += dpsynth_centred_target(beta_regression_record_log_lik(log_y, log1m_y, X, beta,
+                                                                  kappa),
+                                   centre, alpha, censor, M);
 }
 generated quantities {
   vector[want_contrib ? n : 0] contrib;
@@ -49,8 +51,8 @@ generated quantities {
   array[want_rep ? n : 0] real y_rep;
   if (want_contrib == 1) {
     record_log_lik = beta_regression_record_log_lik(log_y, log1m_y, X, beta, kappa);
-    contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);
-    contrib_uncensored = alpha .* record_log_lik;
+    contrib = dpsynth_centred_contrib(record_log_lik, centre, alpha, censor, M);
+    contrib_uncensored = alpha .* (record_log_lik - centre);
   }
   if (want_rep == 1) {
     vector[n] mu = inv_logit(X * beta);

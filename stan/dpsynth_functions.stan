@@ -29,6 +29,22 @@
     return dot_product(alpha, ll);
   }
 
+  // Centred censoring (dpsynth's extension, beyond the papers): each record's
+  // log-likelihood is first centred by a record-only value centre_i (a function of
+  // record i and public quantities, never of other records), then weighted and clamped:
+  // alpha_i (ll_i - centre_i), clamped to [-M, M] when censor = 1. The proof of Eq. (3.5)
+  // is unchanged: neighbours differ in one clamped term (book/which_mechanism.md).
+  // centre = 0 is exactly the paper's mechanism (ll - 0 == ll in floating point).
+  vector dpsynth_centred_contrib(vector ll, vector centre, vector alpha, int censor, real M) {
+    return dpsynth_contrib(ll - centre, alpha, censor, M);
+  }
+
+  // Their sum: dpsynth_centred_target(ll, centre, alpha, censor, M)
+  //   == sum(dpsynth_centred_contrib(ll, centre, alpha, censor, M)).
+  real dpsynth_centred_target(vector ll, vector centre, vector alpha, int censor, real M) {
+    return dpsynth_target(ll - centre, alpha, censor, M);
+  }
+
   // Elementwise log(exp(a_i) + exp(b)) for a vector a and scalar b.
   vector log_sum_exp_vec(vector a, real b) {
     vector[rows(a)] m = fmax(a, b);

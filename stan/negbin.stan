@@ -26,6 +26,7 @@ data {
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
+  vector[n] centre;  // record-only centring of ll (dpsynth's extension; 0 = the paper)
   array[n] int<lower=0> y;
   int<lower=1> K;
   matrix[n, K] X;
@@ -36,6 +37,7 @@ transformed data {
   // For the uncensored sum (see the model block).
   row_vector[K] ay_X = (alpha .* y_vec)' * X;
   real alpha_lgamma_y1 = dot_product(alpha, lgamma_y1);
+  real alpha_centre = dot_product(alpha, centre);  // centred censoring (dpsynth's extension)
   real sum_alpha = sum(alpha);
   real alpha_y = dot_product(alpha, y_vec);
   int X_constant = dpsynth_rows_equal(X);
@@ -64,10 +66,11 @@ model {
   beta ~ normal(0, 10);
   phi ~ gamma(2, 0.1);
   if (censor == 1) {
-    target += dpsynth_target(negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi),
-                             alpha, censor, M);
+    target += dpsynth_centred_target(negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi),
+                                     centre, alpha, censor, M);
   } else {
-    // The same sum, dpsynth_target(negbin_record_log_lik(...), alpha, 0, M), regrouped
+    // The same sum, dpsynth_centred_target(negbin_record_log_lik(...), centre, alpha, 0, M),
+    // regrouped (alpha' centre is a constant, kept so that target = prior + sum(contrib))
     // with log(exp(eta) + phi) = log(phi) + log1p_exp(eta - log(phi)):
     // sum_i alpha_i [lgamma(y_i + phi) - (y_i + phi) log(exp(eta_i) + phi)]
     //   + (alpha .* y)' X beta + sum(alpha) (phi log(phi) - lgamma(phi)) - alpha' lgamma(y + 1)
@@ -76,6 +79,7 @@ model {
     // tests/test_models.py.
     real log_phi = log(phi);
     real shared = ay_X * beta + sum_alpha * (phi * log_phi - lgamma(phi)) - alpha_lgamma_y1
+                  - alpha_centre
                   + dot_product(alpha_u, lgamma(y_u + phi));
     if (X_constant == 1) {
       real eta1 = X[1] * beta;
@@ -93,8 +97,8 @@ generated quantities {
   array[want_rep ? n : 0] int y_rep;
   if (want_contrib == 1) {
     record_log_lik = negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi);
-    contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);
-    contrib_uncensored = alpha .* record_log_lik;
+    contrib = dpsynth_centred_contrib(record_log_lik, centre, alpha, censor, M);
+    contrib_uncensored = alpha .* (record_log_lik - centre);
   }
   if (want_rep == 1) {
     y_rep = neg_binomial_2_log_rng(X * beta, phi);

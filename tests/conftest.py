@@ -1,13 +1,82 @@
-"""Shared fixtures: small MCMC settings that keep CI fast but keep R-hat meaningful."""
+"""Shared fixtures: small MCMC settings, small data sets and the release-file checks."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from dpsynth.mechanisms import Sampler
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_STAN = Path(__file__).resolve().parent / "stan"
 
 
 @pytest.fixture(scope="session")
 def small_sampler() -> Sampler:
     """4 chains x 300 warmup x 300 draws: enough for max-R-hat < 1.05 on the test models."""
     return Sampler(chains=4, iter_warmup=300, iter_sampling=300)
+
+
+@pytest.fixture(scope="session")
+def converging_sampler() -> Sampler:
+    """4 chains x (1000 + 1000): meets ``release.CONVERGENCE`` on the small beta data.
+
+    Measured on ``beta_data`` (censor-uw at epsilon 1 per draw, substitution): over 60
+    seeds the largest max R-hat was 1.0054 and the smallest bulk ESS 2291, against the
+    thresholds 1.01 and 100. With 2 chains x (500 + 500) 33% of seeds failed R-hat <= 1.01,
+    with 2 x (1000 + 1000) 2.5%. One fit takes about 1 s.
+    """
+    return Sampler(chains=4, iter_warmup=1000, iter_sampling=1000)
+
+
+@pytest.fixture(scope="session")
+def tiny_sampler() -> Sampler:
+    """1 chain x (20 + 20): never meets ``release.CONVERGENCE`` (R-hat needs 2 chains)."""
+    return Sampler(chains=1, iter_warmup=20, iter_sampling=20)
+
+
+@pytest.fixture(scope="session")
+def beta_data() -> np.ndarray:
+    """200 records from Beta(1.5, 1.5), seed 1 (strictly inside (0, 1))."""
+    return np.random.default_rng(1).beta(1.5, 1.5, 200)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def strict_json_loads(text: str):
+    """``json.loads`` that refuses NaN and Infinity (the reports must be strict JSON)."""
+    import json
+
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+@pytest.fixture(scope="session")
+def strict_json():
+    """The strict JSON parser, as a fixture (refuses NaN, Infinity, -Infinity)."""
+    return strict_json_loads
+
+
+@pytest.fixture(scope="session")
+def part_files():
+    """Hidden temporary files the atomic writer leaves beside its targets, if any."""
+
+    def find(folder: Path) -> list[Path]:
+        return sorted(p for p in Path(folder).rglob("*") if p.name.endswith(".part"))
+
+    return find
+
+
+def finite_or_none(obj) -> bool:
+    """True when every float in a nested JSON-like object is finite."""
+    if isinstance(obj, dict):
+        return all(finite_or_none(v) for v in obj.values())
+    if isinstance(obj, list):
+        return all(finite_or_none(v) for v in obj)
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    return True

@@ -1,5 +1,23 @@
-"""The Stan engine against a closed-form posterior; backend choice; includes; seeds."""
+"""The Stan engine: closed-form posterior, chain layout, cache hygiene, compilation,
+messages without data values, interruption, backends, includes and seeds.
 
+Sampling tests use ``tests/stan/normal_mixture_prior.stan`` (self-contained, so its
+compiled model survives edits of the shared functions file).
+"""
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import traceback
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -9,22 +27,37 @@ from dpsynth import engine
 from dpsynth.errors import InputError
 
 HERE = Path(__file__).parent
-NORMAL = HERE / "stan" / "normal_known_sd.stan"
+ROOT = HERE.parent
+MIX = HERE / "stan" / "normal_mixture_prior.stan"
+SECRET = -123.456  # a confidential value that must never appear in a message
 
 
-def _normal_data(y, alpha, sigma=2.0, mu0=0.0, tau0=10.0, censor=None):
+def _mix_data(y, alpha, sigma=2.0, mu0=0.0, tau0=10.0, d=0.0, censor=None, want_contrib=1):
     return {
         "n": len(y),
         "alpha": alpha,
         "censor": int(censor is not None),
         "M": censor or 0.0,
-        "want_log_lik": 1,
+        "want_contrib": want_contrib,
         "want_rep": 0,
         "y": y,
         "sigma": sigma,
         "mu0": mu0,
         "tau0": tau0,
+        "d": d,
     }
+
+
+def _normal_lpdf(y, mu, sigma):
+    return -0.5 * ((y - mu) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+
+
+def _model_folder(stan_file):
+    import httpstan.cache
+    import httpstan.models
+
+    name = httpstan.models.calculate_model_name(engine.program_code(stan_file))
+    return httpstan.cache.model_directory(name)
 
 
 @pytest.mark.slow
@@ -32,8 +65,9 @@ def test_weighted_fit_matches_closed_form_posterior():
     rng = np.random.default_rng(11)
     y = rng.normal(3.0, 2.0, 200)
     alpha = rng.uniform(0.2, 1.0, 200)
-    data = _normal_data(y, alpha)
-    fit = engine.fit(NORMAL, data, seed=5, chains=4, iter_warmup=500, iter_sampling=1000)
+    data = _mix_data(y, alpha)
+    fit = engine.fit(MIX, data, seed=5, chains=4, iter_warmup=500, iter_sampling=1000)
+    assert fit.backend == "pystan" or fit.backend == "cmdstanpy"
     # closed form: precision = 1/tau0^2 + sum(alpha)/sigma^2
     prec = 1 / 10.0**2 + alpha.sum() / 2.0**2
     mean = (0.0 / 10.0**2 + (alpha * y).sum() / 2.0**2) / prec
@@ -46,25 +80,397 @@ def test_weighted_fit_matches_closed_form_posterior():
     assert abs(mu.std() / sd - 1) < 0.1
     assert fit.diagnostics["rhat_max"] < 1.01
     assert fit.diagnostics["divergences"] == 0
-    # the S x n log-likelihood matrix is the weighted contribution alpha_i * log N(y_i | mu_s, sigma)
-    assert fit.log_lik.shape == (4000, 200)
+    # the S x n matrices: contrib = alpha * log N(y | mu_s, sigma) (uncensored), ll unweighted
+    assert fit.contrib.shape == fit.record_log_lik.shape == (4000, 200)
+    assert set(fit.draws) == {"mu", "y_rep"}  # per-record outputs are kept out of draws
     s = 17
-    expected = alpha * (-0.5 * ((y - mu[s]) / 2.0) ** 2 - np.log(2.0) - 0.5 * np.log(2 * np.pi))
-    assert np.allclose(fit.log_lik[s], expected, rtol=1e-6, atol=1e-8)
+    ll = _normal_lpdf(y, mu[s], 2.0)
+    assert np.allclose(fit.record_log_lik[s], ll, rtol=1e-6, atol=1e-8)
+    assert np.allclose(fit.contrib[s], alpha * ll, rtol=1e-6, atol=1e-8)
+    assert np.array_equal(fit.contrib, fit.contrib_uncensored)
 
 
 @pytest.mark.slow
 def test_same_seed_same_draws_and_censoring_in_stan():
     rng = np.random.default_rng(2)
     y = rng.standard_t(1, 50) * 3
-    data = _normal_data(y, np.ones(50), sigma=1.0, censor=1.0)
-    a = engine.fit(NORMAL, data, seed=9, chains=2, iter_warmup=200, iter_sampling=200)
-    b = engine.fit(NORMAL, data, seed=9, chains=2, iter_warmup=200, iter_sampling=200)
+    data = _mix_data(y, np.ones(50), sigma=1.0, censor=1.0)
+    a = engine.fit(MIX, data, seed=9, chains=2, iter_warmup=200, iter_sampling=200)
+    b = engine.fit(MIX, data, seed=9, chains=2, iter_warmup=200, iter_sampling=200)
+    c = engine.fit(MIX, data, seed=10, chains=2, iter_warmup=200, iter_sampling=200)
     assert np.array_equal(a.draws["mu"], b.draws["mu"])
-    # Stan's own censored contributions never leave [-M, M] and the raw ones do
-    assert np.all(np.abs(a.log_lik) <= 1.0)
-    assert np.abs(a.log_lik_raw).max() > 1.0
-    assert np.allclose(a.log_lik, np.clip(a.log_lik_raw, -1.0, 1.0))
+    assert not np.array_equal(a.draws["mu"], c.draws["mu"])
+    # Stan's own censored contributions never leave [-M, M] and the uncensored ones do
+    assert np.all(np.abs(a.contrib) <= 1.0)
+    assert np.abs(a.contrib_uncensored).max() > 1.0
+    assert np.allclose(a.contrib, np.clip(a.contrib_uncensored, -1.0, 1.0))
+    assert np.allclose(a.contrib_uncensored, a.record_log_lik)  # alpha = 1
+    # without want_contrib the per-record outputs are None
+    d = engine.fit(
+        MIX, dict(data, want_contrib=0), seed=9, chains=1, iter_warmup=50, iter_sampling=50
+    )
+    assert d.contrib is None and d.contrib_uncensored is None and d.record_log_lik is None
+
+
+def test_chains_stacked_reorders_pystan_interleaving():
+    chains, n_draws = 3, 4
+    truth = np.arange(chains * n_draws * 2, dtype=float).reshape(chains, n_draws, 2)
+    # PyStan's fit[name]: shape (*dims, draws * chains), column d * chains + c = (chain c, draw d)
+    pystan_layout = truth.transpose(2, 1, 0).reshape(2, n_draws * chains)
+    stacked = engine._chains_stacked(pystan_layout, [2], chains)
+    assert np.array_equal(stacked, truth.reshape(chains * n_draws, 2))
+    scalar = engine._chains_stacked(pystan_layout[:1], [], chains)
+    assert np.array_equal(scalar, truth[:, :, 0].reshape(-1))
+
+
+@pytest.mark.slow
+def test_chains_started_in_different_modes_are_stacked_and_fail_rhat():
+    # no data and prior modes at +-10 with sd 1: a chain never leaves its mode
+    data = _mix_data([], [], sigma=1.0, tau0=1.0, d=10.0, want_contrib=0)
+    inits = [{"mu": 10.0}, {"mu": -10.0}, {"mu": 10.0}, {"mu": -10.0}]
+    fit = engine.fit(MIX, data, seed=3, chains=4, iter_warmup=50, iter_sampling=100, inits=inits)
+    per_chain = fit.draws["mu"].reshape(4, 100)
+    assert np.all(per_chain[[0, 2]] > 3) and np.all(per_chain[[1, 3]] < -3)
+    assert fit.diagnostics["rhat_max"] > 1.5
+    with pytest.raises(InputError, match="^inits:"):
+        engine.fit(MIX, data, seed=3, chains=2, iter_warmup=5, iter_sampling=5, inits=inits)
+
+
+def test_diagnostics_leave_out_per_record_outputs():
+    rng = np.random.default_rng(0)
+    draws = {
+        "mu": rng.normal(size=40),
+        "fixed": np.ones(40),
+        **{k: rng.normal(size=(40, 3)) for k in engine.RECORD_OUTPUTS},
+        "y_rep": rng.normal(size=(40, 3)),
+        "log_lik": rng.normal(size=(40, 3)),
+    }
+    arrays = engine._chain_arrays(draws, chains=2)
+    assert set(arrays) == {"mu[0]", "fixed[0]"}
+    assert np.array_equal(arrays["mu[0]"], draws["mu"].reshape(2, 20))
+    diag = engine.convergence_diagnostics(arrays, divergences=3)
+    assert diag["divergences"] == 3 and diag["rhat_max"] < 1.5 and diag["ess_bulk_min"] > 5
+
+
+@pytest.mark.slow
+def test_fit_and_generate_leave_no_data_file_in_httpstan_cache(monkeypatch):
+    import httpstan.cache
+
+    engine.compile_program(MIX)  # compiled-model files may appear; they are not data
+    folder = _model_folder(MIX)
+    root = httpstan.cache.cache_directory()
+    before = {p for p in root.rglob("*") if p.is_file()}
+    existed = []
+    delete = engine._delete_fits
+
+    def checked_delete(names):
+        existed.extend(httpstan.cache.fit_path(n).is_file() for n in names)
+        delete(names)
+
+    monkeypatch.setattr(engine, "_delete_fits", checked_delete)
+    y = np.random.default_rng(4).normal(size=30)
+    data = _mix_data(y, np.ones(30), censor=2.0)
+    fit = engine.fit(MIX, data, seed=1, chains=2, iter_warmup=50, iter_sampling=50)
+    y_rep = engine.generate(MIX, data, fit.draw(0), seed=2)
+    assert y_rep.shape == (30,)
+    # httpstan did write the fits (2 chains + 1 generate) and the engine deleted them
+    assert existed == [True, True, True]
+    new = {p for p in root.rglob("*") if p.is_file()} - before
+    assert [p for p in new if folder in p.parents] == []
+    # besides compiled models, only other processes' fits of other models may appear meanwhile
+    compiled = {".so", ".cpp", ".log"}
+    others = [p for p in new if p.parent.parent.name != "models" or p.suffix not in compiled]
+    assert all(p.parent.name == "fits" for p in others), others
+
+
+def test_compile_survives_a_build_slower_than_the_http_timeout(monkeypatch, tmp_path):
+    """A first compile longer than PyStan's HTTP client timeout (here 1 s instead of 5 min).
+
+    The fake build sleeps 2 s and installs the already compiled extension module of
+    ``normal_mixture_prior.stan`` for a variant of that program (a new comment gives a new
+    model name): nothing new is compiled."""
+    import aiohttp
+    import httpstan.cache
+    import httpstan.models
+
+    import stan
+
+    engine.compile_program(MIX)
+    module = next(p for p in _model_folder(MIX).iterdir() if p.suffix == ".so")
+    built = []
+
+    async def slow_build(program_code, extra_compile_args=None):
+        built.append(program_code)
+        await asyncio.sleep(2.0)
+        target = httpstan.cache.model_directory(httpstan.models.calculate_model_name(program_code))
+        shutil.copy(module, target / module.name)
+        return "compiler output (simulated)"
+
+    variants = []
+    for tag in ("pystan-direct", "engine"):
+        path = tmp_path / f"{tag}.stan"
+        path.write_text(MIX.read_text() + f"\n// {tag} {uuid.uuid4().hex}\n")
+        variants.append(path)
+    monkeypatch.setattr(httpstan.models, "build_services_extension_module", slow_build)
+    monkeypatch.setattr(aiohttp.client, "DEFAULT_TIMEOUT", aiohttp.ClientTimeout(total=1.0))
+    try:
+        # the failure this guards against: stan.build's request times out
+        with pytest.raises(TimeoutError):
+            stan.build(engine.program_code(variants[0]))
+        name = engine.compile_program(variants[1])
+        assert len(built) == 2 and name in {httpstan.models.calculate_model_name(c) for c in built}
+        assert engine._httpstan_model_ready(name)
+        y = np.random.default_rng(0).normal(size=5)
+        fit = engine.fit(
+            variants[1],
+            _mix_data(y, np.ones(5)),
+            seed=1,
+            chains=1,
+            iter_warmup=30,
+            iter_sampling=30,
+        )
+        assert fit.draws["mu"].shape == (30,) and len(built) == 2  # fit reused the build
+    finally:
+        for path in variants:
+            httpstan.cache.delete_model_directory(
+                httpstan.models.calculate_model_name(engine.program_code(path))
+            )
+
+
+def test_purge_fit_cache_keeps_compiled_models(monkeypatch, tmp_path):
+    import httpstan.cache
+
+    model = tmp_path / "models" / "abcdefgh"
+    (model / "fits").mkdir(parents=True)
+    (model / "fits" / "x1.jsonlines.gz").write_bytes(b"draws")
+    (model / "stan_services_model_abcdefgh.so").write_bytes(b"")
+    monkeypatch.setattr(httpstan.cache, "cache_directory", lambda: tmp_path)
+    assert engine.purge_fit_cache() == 1
+    assert sorted(p.name for p in model.rglob("*") if p.is_file()) == [
+        "stan_services_model_abcdefgh.so"
+    ]
+
+
+def test_compile_retries_a_build_that_timed_out(monkeypatch, tmp_path):
+    import httpstan.cache
+    import httpstan.models
+
+    engine.compile_program(MIX)
+    module = next(p for p in _model_folder(MIX).iterdir() if p.suffix == ".so")
+    attempts = []
+
+    async def flaky_build(program_code, extra_compile_args=None):
+        attempts.append(time.monotonic())
+        if len(attempts) == 1:  # as stanc's 1 s limit on a loaded machine
+            raise subprocess.TimeoutExpired("stanc", 1)
+        target = httpstan.cache.model_directory(httpstan.models.calculate_model_name(program_code))
+        shutil.copy(module, target / module.name)
+        return ""
+
+    variant = tmp_path / "retry.stan"
+    variant.write_text(MIX.read_text() + f"\n// retry {uuid.uuid4().hex}\n")
+    monkeypatch.setattr(httpstan.models, "build_services_extension_module", flaky_build)
+    try:
+        name = engine.compile_program(variant)
+        assert len(attempts) == 2 and engine._httpstan_model_ready(name)
+        assert engine.compile_program(variant) == name and len(attempts) == 2  # cached
+    finally:
+        httpstan.cache.delete_model_directory(
+            httpstan.models.calculate_model_name(engine.program_code(variant))
+        )
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_stan_rejection_names_the_variable_and_withholds_the_value(capfd, monkeypatch, quiet):
+    good = _mix_data([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], want_contrib=0)
+    bad = dict(good, alpha=[1.0, 1.0, SECRET])
+    # as a user's logging.basicConfig(): every propagated record goes to stderr
+    monkeypatch.setattr(logging.getLogger(), "handlers", [logging.StreamHandler(sys.stderr)])
+    monkeypatch.setattr(engine, "_PARAMS", {})  # 1st: rejected when httpstan reads the names
+    errors = []
+    for _ in range(2):  # 2nd: output names cached, rejected when the chain starts
+        with pytest.raises(InputError) as info:
+            engine.fit(MIX, bad, seed=1, chains=2, iter_warmup=20, iter_sampling=20, quiet=quiet)
+        errors.append(info.value)
+        engine.fit(MIX, good, seed=1, chains=1, iter_warmup=20, iter_sampling=20, quiet=quiet)
+    with pytest.raises(InputError) as info:
+        engine.generate(MIX, dict(good, sigma=SECRET), {"mu": 0.5}, seed=1, quiet=quiet)
+    errors.append(info.value)
+    out, err = capfd.readouterr()
+    for error in errors:
+        assert error.__cause__ is None and error.__context__ is None
+        assert "".join(traceback.format_exception(error)).find("123.45") == -1
+    assert [e.param for e in errors] == ["alpha", "alpha", "sigma"]
+    assert str(errors[0]) == (
+        "alpha: Stan rejected the data: alpha[3] violates its declared constraint (value withheld)"
+    )
+    assert str(errors[2]).startswith("sigma: Stan rejected the data: sigma violates")
+    assert "123.45" not in out + err
+    assert out == ""  # never stdout
+    if not quiet:
+        assert "Sampling: 100%" in err
+
+
+def test_withheld_error_messages():
+    dims = (
+        "Exception: mismatch in dimension declared and found in context; processing stage=data "
+        "initialization; variable name=y; position=0; dims declared=(3); dims found=(2)"
+    )
+    assert str(engine._withheld_error(dims, "data")) == (
+        "y: Stan rejected the data: y has the wrong dimensions"
+    )
+    matrix = "Exception: model_x_namespace::model_x: X[2, 3] is 7.25, but must be <= 1"
+    assert str(engine._withheld_error(matrix, "sampling")).startswith(
+        "X: Stan rejected the data: X[2, 3] violates"
+    )
+    other = "Exception: normal_lpdf: Scale parameter is -0.5, but must be positive!"
+    message = str(engine._withheld_error(other, "sampling"))
+    assert message.startswith("data: Stan failed during sampling") and "0.5" not in message
+
+
+def test_generate_at_fixed_params_tolerates_the_old_switch_name():
+    data = _mix_data([0.0] * 4, [1.0] * 4, sigma=1e-6, want_contrib=1)
+    data["want_log_lik"] = 1  # the former name of want_contrib: passed through, ignored
+    y_rep = engine.generate(MIX, data, {"mu": 2.5}, seed=3)
+    assert y_rep.shape == (4,) and np.allclose(y_rep, 2.5, atol=1e-4)
+    with pytest.raises(ValueError, match="parameters block"):
+        engine.generate(MIX, data, {}, seed=3)
+
+
+_INTERRUPTED_CHILD = """
+import signal, sys
+import numpy as np
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as an interactive Python
+
+
+def on_sigterm(signum, frame):  # as the CLI's SIGTERM handler
+    raise SystemExit(143)
+
+
+signal.signal(signal.SIGTERM, on_sigterm)
+from dpsynth import engine
+
+y = np.random.default_rng(1).normal(size=200)
+data = dict(n=200, alpha=np.ones(200), censor=0, M=0.0, want_contrib=1, want_rep=0, y=y,
+            sigma=1.0, mu0=0.0, tau0=1.0, d=0.0)
+print("ready", flush=True)
+try:
+    engine.fit(sys.argv[1], data, seed=1, chains=2, iter_warmup=100, iter_sampling=2_000_000,
+               quiet=False)
+except BaseException as exc:
+    print("raised", type(exc).__name__, flush=True)
+    raise
+print("finished", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("signum", "raised"), [(signal.SIGINT, "KeyboardInterrupt"), (signal.SIGTERM, "SystemExit")]
+)
+def test_interrupt_stops_the_sampler_processes_and_deletes_the_fit(signum, raised):
+    import psutil
+
+    engine.compile_program(MIX)
+    fits = _model_folder(MIX) / "fits"
+    before = set(fits.glob("*")) if fits.is_dir() else set()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_INTERRUPTED_CHILD), str(MIX)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        parent = psutil.Process(proc.pid)
+        deadline = time.monotonic() + 60
+        samplers = []
+        while not samplers:  # wait until a chain has sampled for a while
+            assert time.monotonic() < deadline, "sampling did not start within 60 s"
+            time.sleep(0.2)
+            kids = parent.children(recursive=True)
+            samplers = [k for k in kids if k.cpu_times().user > 0.2]
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=10)
+        elapsed = time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        pytest.fail(f"the fit did not stop within 10 s of {signum!r}")
+    assert proc.returncode != 0 and f"raised {raised}" in out and "finished" not in out
+    assert elapsed < 10
+
+    def alive(p):
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    assert kids and not [k.pid for k in kids if alive(k)]
+    after = set(fits.glob("*")) if fits.is_dir() else set()
+    assert after - before == set()
+
+
+def test_ctrl_c_interrupts_an_event_loop_that_does_not_yield():
+    """httpstan's reader task does not yield while draws keep coming; asyncio.run's own
+    SIGINT handler (cancel the main task) would wait for it, the engine's raises at once."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    async def busy() -> None:
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            pass
+
+    try:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt), engine._immediate_keyboard_interrupt():
+            asyncio.run(busy())
+        assert time.monotonic() - started < 2.5
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_interruptible_worker_gets_stopped():
+    """The cmdstanpy path waits for CmdStan in a worker thread so Ctrl-C reaches the caller."""
+    import _thread
+
+    stop = threading.Event()
+    threading.Timer(0.3, _thread.interrupt_main).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        engine._interruptible(lambda: stop.wait(30), stop.set)
+    assert time.monotonic() - started < 5 and stop.is_set()
+    assert engine._interruptible(lambda: 42, stop.set) == 42
+    with pytest.raises(ZeroDivisionError):
+        engine._interruptible(lambda: 1 / 0, stop.set)
+
+
+@pytest.mark.slow
+def test_both_backends_give_the_same_posterior():
+    if not engine.cmdstan_available():
+        pytest.skip("CmdStan not installed: cannot compare cmdstanpy with PyStan")
+    rng = np.random.default_rng(8)
+    y = rng.normal(1.0, 2.0, 40)
+    data = _mix_data(y, np.full(40, 0.5), censor=1.5)
+    fits = {
+        b: engine.fit(MIX, data, seed=4, chains=2, iter_warmup=300, iter_sampling=500, backend=b)
+        for b in ("pystan", "cmdstanpy")
+    }
+    assert {b: f.backend for b, f in fits.items()} == {"pystan": "pystan", "cmdstanpy": "cmdstanpy"}
+    a, b = fits["pystan"], fits["cmdstanpy"]
+    assert a.draws["mu"].shape == b.draws["mu"].shape == (1000,)
+    se = np.hypot(a.draws["mu"].std(), b.draws["mu"].std()) / np.sqrt(
+        min(a.diagnostics["ess_bulk_min"], b.diagnostics["ess_bulk_min"])
+    )
+    assert abs(a.draws["mu"].mean() - b.draws["mu"].mean()) < 5 * se
+    for f in fits.values():  # full precision per-record terms on both
+        expected = np.clip(0.5 * _normal_lpdf(y, f.draws["mu"][7], 2.0), -1.5, 1.5)
+        assert np.allclose(f.contrib[7], expected, rtol=1e-10, atol=1e-12)
+    y_rep = engine.generate(MIX, data, b.draw(0), seed=1, backend="cmdstanpy")
+    assert y_rep.shape == (40,)
 
 
 def test_backend_choice(monkeypatch):
@@ -95,7 +501,7 @@ def test_program_code_inlines_shared_functions(tmp_path):
 
 def test_parameters_block_names():
     code = engine.program_code(engine.STAN_DIR / "poisson.stan")
-    names = ("beta", "sigma_beta", "L_beta", "log_lik", "y_rep")
+    names = ("beta", "sigma_beta", "L_beta", "contrib", "y_rep")
     assert engine._parameters_block_names(code, names) == ("beta", "sigma_beta", "L_beta")
     code = engine.program_code(engine.STAN_DIR / "beta.stan")
     assert engine._parameters_block_names(code, ("phi", "lambda", "beta1", "beta2")) == (
@@ -125,24 +531,19 @@ def pystan_replicate(params: dict, replicate: int, seed: int) -> float:
 def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
     """httpstan's fork pool inside runner workers: same draws as serial, and the pool exits
     (it used to hang at worker exit). Runs in a child interpreter so a hang is a failure."""
-    import json
-    import os
-    import signal
-    import subprocess
-    import sys
-
+    from dpsynth.models import get_model
     from dpsynth.studies.runner import run_replicates
 
+    engine.compile_program(get_model("beta").stan_file)  # a first compile is not timed here
     script = (
         "import json; from dpsynth.studies.runner import run_replicates; "
         "from tests.test_engine import pystan_replicate; "
         "print(json.dumps(run_replicates(pystan_replicate, {}, 3, seed=1, cache_dir=None, "
         "n_jobs=2, progress=False)))"
     )
-    root = Path(__file__).resolve().parents[1]
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
-        cwd=root,
+        cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

@@ -1,57 +1,15 @@
-"""Mechanism invariants: strict censoring bound, re-weighting keeps Delta, PH noise, releases."""
+"""Mechanism invariants of the Synthesizer: the strict censoring bound, Weighted-e's zeroed
+weights, downscaling, re-weighting keeps Delta (Stan fits, n = 300-400), and the dispatch.
 
-import json
+Releases (reports, budgets, user programs) are tested in test_release.py, the perturbed
+histogram in test_histogram.py.
+"""
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from dpsynth import mechanisms
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Synthesizer, perturbed_histogram, synthesize
-from dpsynth.models import Model
-
-GAMMA_PROGRAM = """
-// A user's own model, written only here: y_i ~ gamma(shape, rate).
-functions {
-#include dpsynth_functions.stan
-}
-data {
-  int<lower=0> n;
-  vector<lower=0, upper=1>[n] alpha;
-  int<lower=0, upper=1> censor;
-  real<lower=0> M;
-  int<lower=0, upper=1> want_log_lik;
-  int<lower=0, upper=1> want_rep;
-  vector<lower=0>[n] y;
-}
-transformed data {
-  vector[n] log_y = log(y);
-}
-parameters {
-  real<lower=0> shape;
-  real<lower=0> rate;
-}
-model {
-  vector[n] ll = shape * log(rate) - lgamma(shape) + (shape - 1) * log_y - rate * y;
-  shape ~ gamma(2, 1);
-  rate ~ gamma(2, 1);
-  target += dpsynth_target(ll, alpha, censor, M);
-}
-generated quantities {
-  vector[want_log_lik ? n : 0] log_lik;
-  vector[want_log_lik ? n : 0] log_lik_raw;
-  array[want_rep ? n : 0] real y_rep;
-  if (want_log_lik == 1) {
-    vector[n] ll = shape * log(rate) - lgamma(shape) + (shape - 1) * log_y - rate * y;
-    log_lik = dpsynth_contrib(ll, alpha, censor, M);
-    log_lik_raw = alpha .* ll;
-  }
-  if (want_rep == 1) {
-    y_rep = gamma_rng(rep_vector(shape, n), rate);
-  }
-}
-"""
+from dpsynth.mechanisms import GUARANTEE, MECHANISMS, Synthesizer
 
 
 @pytest.fixture(scope="module")
@@ -119,98 +77,37 @@ def test_reweighting_keeps_lipschitz_within_one_percent(small_sampler):
     assert after.fit.alpha.mean() > before.fit.alpha.mean()
 
 
-@pytest.mark.slow
-def test_bring_your_own_model_censor_w(tmp_path, small_sampler):
-    path = tmp_path / "gamma.stan"
-    path.write_text(GAMMA_PROGRAM)
-    rng = np.random.default_rng(8)
-    y = rng.gamma(2.0, 1.5, 300)
-    y[:5] = [40.0, 55.0, 0.001, 0.0005, 60.0]  # outliers with large |log-likelihood|
-    model = Model.from_stan_file(path, outcome="real")
-    release = synthesize(
-        y, model=model, mechanism="censor-w", epsilon=2.0, seed=1, sampler=small_sampler, m=2
-    )
-    report = release.report
-    assert report["lipschitz_bound"] <= 1.0
-    assert report["epsilon"] <= 2.0
-    assert report["n_censored"] > 0
-    assert release.data.shape == (600, 2)
-    assert (release.data["y"] > 0).all()
-    assert set(release.data["synthetic_set"]) == {1, 2}
+def test_every_mechanism_has_a_guarantee():
+    assert set(GUARANTEE) == set(MECHANISMS)
+    assert {k for k, v in GUARANTEE.items() if v == "DP"} == {"censor-w", "censor-uw"}
 
 
-@pytest.mark.slow
-def test_release_holds_synthetic_records_only(heavy_beta_synth, tmp_path):
-    syn = heavy_beta_synth
-    result = syn.censor_w(4.0)
-    release = syn.release(result, m=3, column="y")
-    data = release.data
-    assert list(data.columns) == ["synthetic_set", "y"]
-    assert len(data) == 3 * syn.n
-    # no confidential value is copied into the release
-    assert not np.isin(data["y"].to_numpy(), syn.y).any()
-    # distinct posterior draws give distinct synthetic sets
-    sets = [g["y"].to_numpy() for _, g in data.groupby("synthetic_set")]
-    assert not np.allclose(sets[0], sets[1])
-    out, rep = tmp_path / "out.csv", tmp_path / "report.json"
-    release.write(out, rep)
-    report = json.loads(rep.read_text())
-    for key in (
-        "mechanism",
-        "guarantee",
-        "epsilon_target",
-        "lipschitz_bound",
-        "epsilon",
-        "n_records",
-        "n_censored",
-        "n_zero_weight",
-        "m",
-        "seed",
-        "backend",
-        "diagnostics",
-        "dpsynth_version",
-    ):
-        assert key in report
-    assert set(report["diagnostics"]) == {"rhat_max", "ess_bulk_min", "divergences"}
-    text = rep.read_text()
-    assert "alpha" not in text and "record_bounds" not in text and "log_lik" not in text
+def test_dispatch_refuses_before_fitting():
+    # no Stan: each refusal comes before any fit
+    syn = Synthesizer(np.array([0.2, 0.4, 0.6]), "beta", seed=1)
+    with pytest.raises(InputError) as exc:
+        syn.run("magic", 1.0)
+    assert exc.value.param == "mechanism"
+    with pytest.raises(InputError) as exc:
+        syn.run("cw", 1.0)
+    assert exc.value.param == "radius"
+    with pytest.raises(InputError) as exc:
+        syn.run("censor-uw", 1.0, neighbours="swap")
+    assert exc.value.param == "neighbours"
+    for eps in (0.0, float("nan"), 1e308):
+        with pytest.raises(InputError) as exc:
+            syn.run("censor-uw", eps)
+        assert exc.value.param == "epsilon"
+    assert syn._fits == {}
 
 
-def test_perturbed_histogram_noise_scale_and_support():
-    # The noisy count of one bin minus its true count is Laplace(0, 2/eps): check by KS.
-    rng = np.random.default_rng(0)
-    eps = 1.0
-    x = np.linspace(0.05, 0.95, 1000)
-    from dpsynth.privacy import laplace_mechanism
-
-    counts = np.histogram(x, bins=np.linspace(0, 1, 11))[0].astype(float)
-    noise = np.array(
-        [laplace_mechanism(counts, 2.0, eps, rng) - counts for _ in range(400)]
-    ).ravel()
-    assert stats.kstest(noise, "laplace", args=(0, 2 / eps)).pvalue > 0.01
-    assert stats.kstest(noise, "laplace", args=(0, 1 / eps)).pvalue < 1e-6
-    sets = perturbed_histogram(x, (0.0, 1.0), eps, np.random.default_rng(1), m=2)
-    assert sets.shape == (2, 1000)
-    assert sets.min() >= 0.0 and sets.max() <= 1.0
-
-
-def test_perturbed_histogram_bad_input():
-    rng = np.random.default_rng(0)
-    with pytest.raises(InputError, match="^--bounds:"):
-        perturbed_histogram([0.1, 0.2], None, 1.0, rng)
-    with pytest.raises(InputError, match="^--bounds:"):
-        perturbed_histogram([0.1, 0.2], (1.0, 0.0), 1.0, rng)
-    with pytest.raises(InputError, match="^--bounds:"):
-        perturbed_histogram([0.1, 2.0], (0.0, 1.0), 1.0, rng)
-    with pytest.raises(InputError, match="^--epsilon:"):
-        perturbed_histogram([0.1, 0.2], (0.0, 1.0), 0.0, rng)
-    assert mechanisms.ph_bins(2000) == 45  # ceil(44.72)
-
-
-def test_ph_release_is_reproducible_and_reports_composition():
-    x = np.random.default_rng(2).uniform(0, 10, 500)
-    a = synthesize(x, mechanism="ph", epsilon=1.0, bounds=(0, 10), seed=4, m=2)
-    b = synthesize(x, mechanism="ph", epsilon=1.0, bounds=(0, 10), seed=4, m=2)
-    assert a.data.equals(b.data)
-    assert a.report["guarantee"] == "DP" and a.report["epsilon"] == 2.0
-    assert a.report["lipschitz_bound"] is None
+def test_synthesizer_checks_the_outcome_against_the_model():
+    with pytest.raises(InputError) as exc:
+        Synthesizer(np.array([0.2, 1.5]), "beta")
+    assert exc.value.param == "y"
+    with pytest.raises(InputError) as exc:
+        Synthesizer(np.array([1.0, 2.5]), "poisson")
+    assert exc.value.param == "y"
+    with pytest.raises(InputError) as exc:
+        Synthesizer(np.array([0.2, 0.4]), "lognormal")
+    assert exc.value.param == "model"

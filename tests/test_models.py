@@ -16,7 +16,7 @@ from scipy.special import expit
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models import MODELS, Model, check_outcome, get_model, stan_data
+from dpsynth.models import MODELS, Model, check_outcome, get_model, record_centre, stan_data
 
 USER_PROGRAM = Path(__file__).parent / "stan" / "normal_known_sd.stan"
 KS_ALPHA = 0.001  # every distributional test: fixed seed, reject at p < 0.001
@@ -61,12 +61,13 @@ def test_mirror_matches_stan_record_log_lik(name):
 
 def test_outcome_support_checks():
     beta = get_model("beta")
-    with pytest.raises(InputError, match="^y: .*0 < y < 1"):
+    with pytest.raises(InputError, match=r"^y: record 2 is outside \(0, 1\)"):
         beta.to_stan_scale([0.5, 1.0])
     scaled = beta.to_stan_scale([0.0, 50.0, 100.0], bounds=(0.0, 100.0))
     assert np.all((scaled > 0) & (scaled < 1))
-    with pytest.raises(InputError, match="^bounds:"):
+    with pytest.raises(InputError, match="^y: record 2 lies outside the public bounds") as err:
         beta.to_stan_scale([0.0, 150.0], bounds=(0.0, 100.0))
+    assert "150" not in str(err.value)  # positions, never values
     with pytest.raises(InputError, match="^bounds:"):
         beta.to_stan_scale([0.5], bounds=(1.0, 0.0))
     with pytest.raises(InputError, match="^bounds:"):
@@ -77,8 +78,10 @@ def test_outcome_support_checks():
         pois.to_stan_scale([1, 2.5])
     with pytest.raises(InputError, match="^y: .*non-negative integer"):
         pois.to_stan_scale([1, -2])
-    with pytest.raises(InputError, match="^y: .*NaN"):
+    with pytest.raises(InputError, match="^y: record 2 is missing or infinite"):
         pois.to_stan_scale([1, np.nan])
+    with pytest.raises(InputError, match="^y: record 3 exceeds Stan's 32-bit integers"):
+        pois.to_stan_scale([1, 2, 1e10])
     with pytest.raises(InputError, match="^y: .*empty"):
         pois.to_stan_scale([])
     with pytest.raises(InputError, match="^y: .*numeric"):
@@ -144,10 +147,20 @@ def test_programs_follow_the_naming_convention():
             "vector[want_contrib ? n : 0] contrib;",
             "vector[want_contrib ? n : 0] contrib_uncensored;",
             "vector[want_contrib ? n : 0] record_log_lik;",
-            "contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);",
-            "contrib_uncensored = alpha .* record_log_lik;",
         ):
             assert decl in text, f"{path.name}: missing {decl!r}"
+        # The paper's contributions, or their centred form (dpsynth's extension, `centre`).
+        plain = (
+            "contrib = dpsynth_contrib(record_log_lik, alpha, censor, M);",
+            "contrib_uncensored = alpha .* record_log_lik;",
+        )
+        centred = (
+            "contrib = dpsynth_centred_contrib(record_log_lik, centre, alpha, censor, M);",
+            "contrib_uncensored = alpha .* (record_log_lik - centre);",
+        )
+        assert all(d in text for d in plain) or all(d in text for d in centred), path.name
+        if path != USER_PROGRAM:
+            assert all(d in text for d in centred), f"{path.name}: shipped programs are centred"
         assert "log_lik_raw" not in text and "want_log_lik" not in text
         head, body = text.split("\ndata {", 1)
         defined = re.findall(r"^\s*vector\s+(\w+_record_log_lik)\s*\(", head, re.MULTILINE)
@@ -320,3 +333,77 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
         assert uncensored == pytest.approx(contrib.sum(), rel=1e-8, abs=1e-6)
         assert censored == pytest.approx(np.clip(contrib, -M, M).sum(), rel=1e-8, abs=1e-6)
         assert np.sum(np.abs(contrib) > M) >= len(y) // 3  # the censored check really clamps
+
+
+# --- centred censoring (dpsynth's extension) ------------------------------------------
+
+
+def _centring_for(model, data):
+    """A record-only centre per model: saturated where finite, else a public point."""
+    if model.saturated is not None:
+        return record_centre(model, data, "saturated")
+    if model.name == "beta":
+        return record_centre(model, data, {"beta1": 0.6, "beta2": 2.5})
+    return record_centre(model, data, {"beta": [-0.9, 0.2, -0.1], "kappa": 6.0})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_centred_contrib_matches_numpy_clamp(name):
+    """Stan's ``contrib`` = clip(alpha (ll - c), -M, M) and ``contrib_uncensored`` =
+    alpha (ll - c) at every retained draw, to 1e-8; ``record_log_lik`` stays the raw ll."""
+    rng = np.random.default_rng(21)
+    model = get_model(name)
+    y, X = _data(name, rng)
+    y = model.to_stan_scale(y)
+    alpha = rng.uniform(0.1, 1, len(y))
+    base = stan_data(model, y, np.ones(len(y)), X=X)
+    centre = _centring_for(model, base)
+    M = 1.5
+    data = stan_data(model, y, alpha, X=X, censor_bound=M, want_contrib=True, centre=centre)
+    fit = engine.fit(model.stan_file, data, seed=8, chains=2, iter_warmup=150, iter_sampling=50)
+    ll = model.record_log_lik(fit.draws, data)
+    assert np.allclose(_output(fit, "record_log_lik"), ll, rtol=1e-8, atol=1e-8)
+    expected = np.clip(alpha * (ll - centre), -M, M)
+    assert np.allclose(_output(fit, "contrib"), expected, rtol=1e-8, atol=1e-8)
+    assert np.allclose(_output(fit, "contrib_uncensored"), alpha * (ll - centre), atol=1e-8)
+    assert np.any(np.abs(alpha * (ll - centre)) > M)  # the check really clamps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MODELS))
+def test_zero_centre_is_the_uncentred_program(name):
+    """centre = 0 is the paper's program exactly: Stan's contrib equals the uncentred clamp
+    of its own record_log_lik bit for bit, and the log density (minus the prior) equals
+    sum clip(alpha ll); a non-zero centre shifts the censored log density as the clamp of
+    alpha (ll - c) says."""
+    stan = pytest.importorskip("stan")
+    rng = np.random.default_rng(13)
+    model = get_model(name)
+    y, X = _data(name, rng)
+    y = model.to_stan_scale(y)
+    alpha = rng.uniform(0.1, 1, len(y))
+    M = 2.0
+    data = stan_data(model, y, alpha, X=X, censor_bound=M, want_contrib=True)
+    assert np.array_equal(data["centre"], np.zeros(len(y)))
+    fit = engine.fit(model.stan_file, data, seed=4, chains=2, iter_warmup=150, iter_sampling=50)
+    own = np.clip(alpha * _output(fit, "record_log_lik"), -M, M)
+    assert np.array_equal(_output(fit, "contrib"), own)
+    code = engine.program_code(model.stan_file)
+    centre = _centring_for(model, stan_data(model, y, np.ones(len(y)), X=X))
+
+    def log_density(alpha_, censor_bound, params, centre_=None):
+        d = stan_data(model, y, alpha_, X=X, censor_bound=censor_bound, centre=centre_)
+        post = stan.build(code, data=engine._jsonable(d), random_seed=1)
+        return post.log_prob(post.unconstrain_pars(params), adjust_transform=False)
+
+    params = fit.draw(fit.n_draws - 1)
+    draws = {k: v[-1:] for k, v in fit.draws.items()}
+    ll = model.record_log_lik(draws, data)[0]
+    prior = log_density(np.zeros(len(y)), None, params)
+    plain = log_density(alpha, M, params) - prior
+    assert plain == pytest.approx(np.clip(alpha * ll, -M, M).sum(), rel=1e-8, abs=1e-6)
+    shifted = log_density(alpha, M, params, centre) - prior
+    assert shifted == pytest.approx(np.clip(alpha * (ll - centre), -M, M).sum(), rel=1e-8, abs=1e-6)
+    uncensored = log_density(alpha, None, params, centre) - prior
+    assert uncensored == pytest.approx((alpha * (ll - centre)).sum(), rel=1e-8, abs=1e-6)

@@ -9,6 +9,7 @@ which is how the book's prose cites the papers:
 * ``{cite:ps}`liu2022modips{Theorem 7}``` -> (Liu 2022, Theorem 7)
 * ``{cite:p}`dwork2006calibrating``` -> (Dwork et al. 2006)
 * ``Reiter's {cite:yearpar}`reiter2003inference``` -> Reiter's (2003)
+* ``{cite:ps}`a,b``` -> (A 2003; B and C 2016)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferen
 
 
 def _round() -> BracketStyle:
-    return BracketStyle(left="(", right=")")
+    return BracketStyle(left="(", right=")", sep="; ")
 
 
 def _persons() -> PersonStyle:

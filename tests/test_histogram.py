@@ -1,0 +1,183 @@
+"""The perturbed histogram (dpsynth.histogram.perturbed_histogram): known answers, bins,
+sensitivity per neighbour definition, refusals, and the OpenDP noise path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpsynth import histogram
+from dpsynth.errors import InputError
+from dpsynth.histogram import MAX_BINS, perturbed_histogram, ph_bins
+
+SEED = 20240601
+
+
+@pytest.fixture
+def counts() -> np.ndarray:
+    """300 Poisson(4) counts clipped to the public bounds [0, 10], seed 5."""
+    return np.clip(np.random.default_rng(5).poisson(4.0, 300), 0, 10).astype(float)
+
+
+def test_integer_ph_returns_integers_in_bounds_with_unit_bins(counts):
+    sets = perturbed_histogram(
+        counts, (0, 10), 1.0, np.random.default_rng(SEED), m=3, integer=True
+    )
+    assert sets.shape == (3, 300)
+    assert np.array_equal(sets, np.round(sets))  # integer values, no within-bin jitter
+    assert sets.min() >= 0 and sets.max() <= 10
+    # unit bins: one per integer in [0, 10]; with eps = 1 and n = 300 the synthetic
+    # counts follow the data's mass (mean 4.0): within 1 of it in every set
+    assert ph_bins(300, (0, 10), integer=True) == 11
+    assert np.all(np.abs(sets.mean(axis=1) - counts.mean()) < 1.0)
+
+
+def test_integer_ph_known_answer_at_a_huge_budget():
+    # every record is 3; eps = 1000 gives noise of scale 0.002 on counts (200, 0, ..., 0):
+    # the empty bins' noisy counts are below 0.02 (> 10 scales out: probability < 1e-4 each),
+    # a chance of at most 10 * 0.02 / 200 = 0.001 per synthetic record to leave bin 3.
+    # Seeded: the answer is exactly 3 everywhere.
+    y = np.full(200, 3.0)
+    sets = perturbed_histogram(y, (0, 10), 1000.0, np.random.default_rng(SEED), integer=True)
+    assert np.all(sets == 3.0)
+
+
+def test_continuous_ph_known_answer_at_a_huge_budget():
+    # all records in the bin [0.2, 0.3) of 10 equal bins on [0, 1] (ph_bins(100) = 10):
+    # synthetic values are uniform inside that bin
+    y = np.full(100, 0.25)
+    sets = perturbed_histogram(y, (0.0, 1.0), 1000.0, np.random.default_rng(SEED))
+    assert ph_bins(100) == 10
+    assert sets.min() >= 0.2 and sets.max() <= 0.3
+    assert len(np.unique(sets)) == 100  # drawn within the bin, not copies of the data
+
+
+def test_ph_bins_are_data_independent_and_counts_aware():
+    assert ph_bins(2000) == 45  # ceil(sqrt(2000)) = ceil(44.72)
+    assert ph_bins(100) == 10
+    assert ph_bins(100, (0, 10)) == 10  # continuous: sqrt(n) whatever the bounds
+    assert ph_bins(100, (0, 10), integer=True) == 11  # counts: one bin per integer
+    assert ph_bins(5, (-2, 2), integer=True) == 5
+
+
+@pytest.mark.parametrize(
+    ("neighbours", "n_synthetic", "sensitivity"),
+    [("substitution", None, 2.0), ("add-remove", 250, 1.0)],
+)
+def test_count_sensitivity_per_neighbour_definition(monkeypatch, neighbours, n_synthetic, sensitivity):
+    # substitution moves one record between two bins (l1 change 2); add/remove changes one
+    # count by 1. The noise scale is sensitivity / epsilon.
+    seen = []
+    real = histogram.laplace_mechanism
+
+    def spy(value, sens, eps, rng=None):
+        seen.append((sens, eps))
+        return real(value, sens, eps, rng)
+
+    monkeypatch.setattr(histogram, "laplace_mechanism", spy)
+    y = np.random.default_rng(1).uniform(0, 1, 200)
+    sets = perturbed_histogram(
+        y,
+        (0, 1),
+        0.5,
+        np.random.default_rng(SEED),
+        m=2,
+        neighbours=neighbours,
+        n_synthetic=n_synthetic,
+    )
+    assert seen == [(sensitivity, 0.5)] * 2  # one noisy histogram per set, eps each
+    assert sets.shape == (2, n_synthetic or 200)
+
+
+def test_add_remove_needs_a_public_number_of_records():
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([0.1, 0.2], (0, 1), 1.0, np.random.default_rng(0), neighbours="add-remove")
+    assert exc.value.param == "n_synthetic"
+
+
+def test_all_noisy_counts_zero_falls_back_to_uniform_bins(monkeypatch):
+    # every noisy count clamped to 0: each bin equally likely (not a division by zero)
+    monkeypatch.setattr(histogram, "laplace_mechanism", lambda v, s, e, rng=None: -np.ones_like(v))
+    y = np.full(400, 0.05)
+    sets = perturbed_histogram(y, (0.0, 1.0), 1.0, np.random.default_rng(SEED), n_bins=4)
+    per_bin = np.bincount(np.minimum((sets[0] * 4).astype(int), 3), minlength=4)
+    # 400 uniform bin choices: each count is Binomial(400, 1/4), sd 8.7; 60..140 is > 4.6 sd
+    assert np.all((per_bin > 60) & (per_bin < 140))
+
+
+def test_more_bins_than_max_bins_refused():
+    rng = np.random.default_rng(0)
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([0.5], (0, 1), 1.0, rng, n_bins=MAX_BINS + 1)
+    assert exc.value.param == "n_bins" and f"{MAX_BINS:,}" in str(exc.value)
+    # counts-aware bins: the bounds alone can ask for too many
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([1.0], (0, 2 * MAX_BINS), 1.0, rng, integer=True)
+    assert exc.value.param == "n_bins"
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([0.5], (0, 1), 1.0, rng, n_bins=0)
+    assert exc.value.param == "n_bins"
+
+
+def test_out_of_bounds_record_named_by_position_not_value():
+    y = [0.1, 0.2, 7.123456, 0.4]
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram(y, (0.0, 1.0), 1.0, np.random.default_rng(0))
+    message = str(exc.value)
+    assert exc.value.param == "y"
+    assert "record 3" in message
+    assert "7.12" not in message and "7.1" not in message
+
+
+def test_non_integer_count_named_by_position():
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([1.0, 2.0, 2.5], (0, 10), 1.0, np.random.default_rng(0), integer=True)
+    assert exc.value.param == "y" and "record 3" in str(exc.value) and "2.5" not in str(exc.value)
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram([1.0], (0, 10.5), 1.0, np.random.default_rng(0), integer=True)
+    assert exc.value.param == "bounds"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"bounds": None}, "bounds"),
+        ({"bounds": (1.0, 0.0)}, "bounds"),
+        ({"bounds": (0.0, float("inf"))}, "bounds"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"epsilon": float("nan")}, "epsilon"),
+        ({"m": 0}, "m"),
+        ({"y": []}, "y"),
+        ({"y": [0.1, float("nan")]}, "y"),
+        ({"neighbours": "swap"}, "neighbours"),
+    ],
+)
+def test_bad_input_names_the_parameter(kwargs, param):
+    args = {"y": [0.1, 0.2], "bounds": (0.0, 1.0), "epsilon": 1.0}
+    extra = {k: v for k, v in kwargs.items() if k not in args}
+    args.update({k: v for k, v in kwargs.items() if k in args})
+    with pytest.raises(InputError) as exc:
+        perturbed_histogram(
+            args["y"], args["bounds"], args["epsilon"], np.random.default_rng(0), **extra
+        )
+    assert exc.value.param == param
+
+
+def test_opendp_path_gives_finite_values_within_bounds():
+    # rng None: OpenDP noise and an OS-seeded generator (a real release)
+    y = np.random.default_rng(2).uniform(-3.0, 5.0, 400)
+    sets = perturbed_histogram(y, (-3.0, 5.0), 0.5, m=2)
+    assert sets.shape == (2, 400)
+    assert np.all(np.isfinite(sets)) and sets.min() >= -3.0 and sets.max() <= 5.0
+    counts = np.random.default_rng(3).integers(0, 6, 100).astype(float)
+    ints = perturbed_histogram(counts, (0, 5), 0.5, integer=True)
+    assert np.array_equal(ints, np.round(ints)) and ints.min() >= 0 and ints.max() <= 5
+
+
+def test_seeded_runs_agree_and_unseeded_runs_differ():
+    y = np.random.default_rng(4).uniform(0, 1, 300)
+    a = perturbed_histogram(y, (0, 1), 1.0, np.random.default_rng(9))
+    b = perturbed_histogram(y, (0, 1), 1.0, np.random.default_rng(9))
+    assert np.array_equal(a, b)
+    c, d = perturbed_histogram(y, (0, 1), 1.0), perturbed_histogram(y, (0, 1), 1.0)
+    assert not np.array_equal(c, d)  # continuous draws from the OS: equal with probability 0

@@ -1,0 +1,82 @@
+"""The notebooks as source: MyST twins in sync, no helper defined twice, outputs checked.
+
+Every ``notebooks/NN_*.ipynb`` is paired by jupytext with a MyST-markdown twin
+``notebooks/NN_*.md`` (``jupytext --sync notebooks/NN_*.ipynb`` after an edit), so that
+diffs read as text. Helpers shared by notebooks live in ``dpsynth.studies.notebook``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import jupytext
+import pytest
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+PAIRING = "ipynb,md:myst"
+
+
+def _cells(nb) -> list[tuple[str, str]]:
+    return [(cell.cell_type, cell.source.strip()) for cell in nb.cells]
+
+
+def _code(nb) -> str:
+    """The code cells as one Python module (IPython magics commented out, as jupytext does)."""
+    lines = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for line in cell.source.splitlines():
+            lines.append("# " + line if line.lstrip().startswith(("%", "!")) else line)
+        lines.append("")
+    return "\n".join(lines)
+
+
+def test_notebooks_found() -> None:
+    assert len(NOTEBOOKS) >= 8, NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_twin_in_sync(path: Path) -> None:
+    """The .md twin has the same cells (types and sources) as the .ipynb."""
+    twin = path.with_suffix(".md")
+    assert twin.exists(), f"{twin.name} is missing: run jupytext --sync {path.name}"
+    nb = jupytext.read(path)
+    md = jupytext.read(twin)
+    assert nb.metadata.get("jupytext", {}).get("formats") == PAIRING, (
+        f"{path.name} is not paired as {PAIRING}"
+    )
+    assert _cells(md) == _cells(nb), (
+        f"{twin.name} is out of sync with {path.name}: run jupytext --sync notebooks/{path.name}"
+    )
+
+
+def test_no_function_defined_in_two_notebooks() -> None:
+    """A helper used by several notebooks belongs in dpsynth.studies.notebook."""
+    where: dict[str, list[str]] = defaultdict(list)
+    for path in NOTEBOOKS:
+        tree = ast.parse(_code(jupytext.read(path)), filename=path.name)
+        names = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        for name in names:
+            where[name].append(path.name)
+    twice = {name: files for name, files in where.items() if len(files) > 1}
+    assert not twice, f"defined in several notebooks (move to dpsynth.studies.notebook): {twice}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_notebook_has_checked_output(path: Path) -> None:
+    """Each notebook has at least one cell whose output tests/test_notebook_outputs.py checks."""
+    nb = jupytext.read(path)
+    checked = [
+        c for c in nb.cells if c.cell_type == "code" and "# NBVAL_CHECK_OUTPUT" in c.source
+    ]
+    assert checked, f"{path.name} has no # NBVAL_CHECK_OUTPUT cell"
+    for cell in checked:
+        assert cell.get("outputs"), f"{path.name}: a checked cell has no committed output"
