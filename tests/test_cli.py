@@ -1,6 +1,8 @@
-"""The CLI end to end, and one test per bad-input case (exit 2, one line, nothing written)."""
+"""The command line end to end: synthesize (PH, counts, SBS, a Stan mechanism with
+covariates) and combine. The refusals are tested in test_cli_contract.py."""
 
-import json
+from __future__ import annotations
+
 import subprocess
 import sys
 
@@ -8,198 +10,40 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from dpsynth import __version__
 from dpsynth.cli import main
+from dpsynth.inference import combine_frame
+from dpsynth.release import CONFIDENTIAL_BANNER
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
 
 
 @pytest.fixture()
 def beta_csv(tmp_path):
     rng = np.random.default_rng(1)
     path = tmp_path / "in.csv"
-    pd.DataFrame(
-        {"y": rng.beta(0.5, 3, 300).clip(1e-6, 1 - 1e-6), "x": rng.normal(size=300)}
-    ).to_csv(path, index=False)
+    pd.DataFrame({"y": rng.beta(1.5, 1.5, 200), "x": rng.normal(size=200)}).to_csv(
+        path, index=False
+    )
     return path
 
 
-def _run_bad(tmp_path, capsys, argv, param):
-    out, rep = tmp_path / "out.csv", tmp_path / "rep.json"
-    code = main([*argv, "--out", str(out), "--report", str(rep), "--quiet"])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2
-    assert len(err) == 1 and param in err[0], err
-    assert not out.exists() and not rep.exists()
-    assert list(tmp_path.glob(".out.csv*")) == []
+def test_version(capsys):
+    code, out, _ = _run(["--version"], capsys)
+    assert code == 0 and out.strip() == f"dpsynth {__version__}"
 
 
-def _csv(tmp_path, values, name="bad.csv"):
-    path = tmp_path / name
-    pd.DataFrame({"y": values}).to_csv(path, index=False)
-    return str(path)
-
-
-BASE = [
-    "synthesize",
-    "--column",
-    "y",
-    "--model",
-    "beta",
-    "--mechanism",
-    "censor-w",
-    "--epsilon",
-    "4",
-]
-
-
-def test_missing_file(tmp_path, capsys):
-    _run_bad(tmp_path, capsys, [*BASE, str(tmp_path / "nope.csv")], "IN.csv")
-
-
-def test_missing_column(tmp_path, capsys, beta_csv):
-    argv = [
-        "synthesize",
-        str(beta_csv),
-        "--column",
-        "salary",
-        "--mechanism",
-        "lw",
-        "--epsilon",
-        "4",
-    ]
-    _run_bad(tmp_path, capsys, argv, "--column")
-
-
-def test_nan_values(tmp_path, capsys):
-    _run_bad(tmp_path, capsys, [*BASE, _csv(tmp_path, [0.1, np.nan, 0.3])], "--column")
-
-
-def test_infinite_values(tmp_path, capsys):
-    _run_bad(tmp_path, capsys, [*BASE, _csv(tmp_path, [0.1, np.inf, 0.3])], "--column")
-
-
-def test_beta_outside_support(tmp_path, capsys):
-    _run_bad(tmp_path, capsys, [*BASE, _csv(tmp_path, [0.1, 1.5, 0.3])], "--column")
-
-
-def test_counts_not_integers(tmp_path, capsys):
-    argv = [
-        "synthesize",
-        _csv(tmp_path, [1, 2.5, 3]),
-        "--column",
-        "y",
-        "--model",
-        "poisson",
-        "--mechanism",
-        "lw",
-        "--epsilon",
-        "4",
-    ]
-    _run_bad(tmp_path, capsys, argv, "--column")
-
-
-def test_counts_negative(tmp_path, capsys):
-    argv = [
-        "synthesize",
-        _csv(tmp_path, [1, -2, 3]),
-        "--column",
-        "y",
-        "--model",
-        "negbin",
-        "--mechanism",
-        "lw",
-        "--epsilon",
-        "4",
-    ]
-    _run_bad(tmp_path, capsys, argv, "--column")
-
-
-@pytest.mark.parametrize("eps", ["0", "-1", "inf", "nan", "abc"])
-def test_bad_epsilon(tmp_path, capsys, beta_csv, eps):
-    argv = [*BASE[:-1], eps, str(beta_csv)]
-    _run_bad(tmp_path, capsys, argv, "--epsilon")
-
-
-def test_ph_without_bounds(tmp_path, capsys, beta_csv):
-    argv = ["synthesize", str(beta_csv), "--column", "y", "--mechanism", "ph", "--epsilon", "1"]
-    _run_bad(tmp_path, capsys, argv, "--bounds")
-
-
-def test_ph_inverted_bounds(tmp_path, capsys, beta_csv):
-    argv = [
-        "synthesize",
-        str(beta_csv),
-        "--column",
-        "y",
-        "--mechanism",
-        "ph",
-        "--epsilon",
-        "1",
-        "--bounds",
-        "1",
-        "0",
-    ]
-    _run_bad(tmp_path, capsys, argv, "--bounds")
-
-
-def test_unknown_model(tmp_path, capsys, beta_csv):
-    argv = [
-        "synthesize",
-        str(beta_csv),
-        "--column",
-        "y",
-        "--model",
-        "lognormal",
-        "--mechanism",
-        "lw",
-        "--epsilon",
-        "1",
-    ]
-    _run_bad(tmp_path, capsys, argv, "--model")
-
-
-def test_unknown_mechanism(tmp_path, capsys, beta_csv):
-    argv = ["synthesize", str(beta_csv), "--column", "y", "--mechanism", "magic", "--epsilon", "1"]
-    _run_bad(tmp_path, capsys, argv, "--mechanism")
-
-
-def test_m_below_one(tmp_path, capsys, beta_csv):
-    _run_bad(tmp_path, capsys, [*BASE, str(beta_csv), "--m", "0"], "--m")
-
-
-def test_empty_data(tmp_path, capsys):
-    path = tmp_path / "empty.csv"
-    path.write_text("y\n")
-    _run_bad(tmp_path, capsys, [*BASE, str(path)], "--column")
-
-
-def test_missing_stan_file(tmp_path, capsys, beta_csv):
-    argv = [*BASE, str(beta_csv), "--stan-file", str(tmp_path / "mine.stan")]
-    _run_bad(tmp_path, capsys, argv, "--stan-file")
-
-
-def test_bad_input_exit_status_from_the_shell(tmp_path):
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dpsynth",
-            *BASE,
-            str(tmp_path / "none.csv"),
-            "--out",
-            str(tmp_path / "o.csv"),
-            "--report",
-            str(tmp_path / "r.json"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.strip().startswith("dpsynth: error: IN.csv")
-    assert not (tmp_path / "o.csv").exists()
-
-
-def test_ph_end_to_end(tmp_path, beta_csv):
-    out, rep = tmp_path / "ph.csv", tmp_path / "ph.json"
-    code = main(
+def test_ph_end_to_end(tmp_path, beta_csv, capsys, strict_json):
+    out, rep, diag = tmp_path / "ph.csv", tmp_path / "ph.json", tmp_path / "diag.json"
+    seed = "918273645"
+    code, stdout, err = _run(
         [
             "synthesize",
             str(beta_csv),
@@ -208,29 +52,197 @@ def test_ph_end_to_end(tmp_path, beta_csv):
             "--mechanism",
             "ph",
             "--epsilon",
-            "1",
+            "2",
             "--bounds",
             "0",
             "1",
             "--m",
             "2",
             "--seed",
-            "3",
+            seed,
+            "--out",
+            str(out),
+            "--report",
+            str(rep),
+            "--diagnostics",
+            str(diag),
+        ],
+        capsys,
+    )
+    assert code == 0 and stdout == ""
+    lines = err.splitlines()
+    assert lines[0].startswith("dpsynth: warning: --seed:") and "not private" in lines[0]
+    assert lines[-1].startswith("[dpsynth] wrote")
+    data = pd.read_csv(out)
+    assert list(data.columns) == ["synthetic_set", "y"] and len(data) == 400
+    assert data["y"].between(0, 1).all()
+    report = strict_json(rep.read_text())
+    assert report["mechanism"] == "ph" and report["guarantee"] == "DP"
+    assert report["epsilon"] == 2.0 and report["epsilon_per_set"] == 1.0
+    assert report["seed"] == "user-supplied (release NOT private)"
+    assert seed not in rep.read_text()
+    diagnostics = strict_json(diag.read_text())
+    assert list(diagnostics)[0] == "confidential"
+    assert diagnostics["confidential"] == CONFIDENTIAL_BANNER
+    assert diagnostics["seed"] == int(seed)
+    assert [p for p in tmp_path.iterdir() if p.name.endswith(".part")] == []
+
+
+def test_ph_counts_with_integer_bins(tmp_path, capsys, strict_json):
+    inp = tmp_path / "counts.csv"
+    pd.DataFrame({"n": np.random.default_rng(2).integers(0, 8, 150)}).to_csv(inp, index=False)
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    code, _, err = _run(
+        [
+            "synthesize",
+            str(inp),
+            "--column",
+            "n",
+            "--mechanism",
+            "ph",
+            "--integer",
+            "--bounds",
+            "0",
+            "7",
+            "--epsilon",
+            "1",
             "--out",
             str(out),
             "--report",
             str(rep),
             "--quiet",
-        ]
+        ],
+        capsys,
+    )
+    assert code == 0 and err == ""  # --quiet, no seed: nothing on stderr
+    syn = pd.read_csv(out)["n"]
+    assert syn.dtype.kind == "i" and syn.between(0, 7).all() and len(syn) == 150
+    bound = strict_json(rep.read_text())["internal_bound"]
+    assert bound["n_bins"] == 8 and bound["integer"] is True
+
+
+def test_sbs_end_to_end(tmp_path, capsys, strict_json):
+    inp = tmp_path / "g.csv"
+    pd.DataFrame({"v": np.random.default_rng(3).normal(1.0, 1.0, 200)}).to_csv(inp, index=False)
+    out, rep = tmp_path / "o.csv", tmp_path / "r.json"
+    code, _, err = _run(
+        [
+            "synthesize",
+            str(inp),
+            "--column",
+            "v",
+            "--mechanism",
+            "sbs",
+            "--bounds",
+            "-4",
+            "4",
+            "--epsilon",
+            "3",
+            "--m",
+            "3",
+            "--allocation",
+            "0.7",
+            "--out",
+            str(out),
+            "--report",
+            str(rep),
+            "--quiet",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    data = pd.read_csv(out)
+    assert list(data.columns) == ["synthetic_set", "v"] and len(data) == 600
+    report = strict_json(rep.read_text())
+    assert report["epsilon"] == pytest.approx(3.0) and report["epsilon_per_set"] == 1.0
+    assert len(report["ledger"]["spends"]) == 3
+    assert report["internal_bound"]["allocation"] == 0.7
+
+
+# ----------------------------------------------------------------------------- combine
+
+
+@pytest.fixture
+def synth_csv(tmp_path, capsys):
+    inp = tmp_path / "g.csv"
+    pd.DataFrame({"y": np.random.default_rng(3).normal(1.0, 1.0, 200)}).to_csv(inp, index=False)
+    out = tmp_path / "synth.csv"
+    code, _, err = _run(
+        [
+            "synthesize",
+            str(inp),
+            "--column",
+            "y",
+            "--mechanism",
+            "sbs",
+            "--bounds",
+            "-4",
+            "4",
+            "--epsilon",
+            "5",
+            "--m",
+            "5",
+            "--out",
+            str(out),
+            "--report",
+            str(tmp_path / "r.json"),
+            "--quiet",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    return out
+
+
+def test_combine_json_matches_library(synth_csv, capsys, strict_json):
+    code, out, _ = _run(
+        ["combine", str(synth_csv), "--column", "y", "--estimand", "mean", "--json"], capsys
     )
     assert code == 0
-    data = pd.read_csv(out)
-    assert list(data.columns) == ["synthetic_set", "y"] and len(data) == 600
-    assert json.loads(rep.read_text())["mechanism"] == "ph"
+    res = strict_json(out)
+    ref = combine_frame(pd.read_csv(synth_csv), "y", "mean")
+    assert res["m"] == 5 and res["rule"] == "thm7"
+    assert res["estimate"] == pytest.approx(ref.estimate)
+    assert res["variance"] == pytest.approx(ref.variance)
+    assert res["lower"] < res["estimate"] < res["upper"]
+
+
+def test_combine_human_readable(synth_csv, capsys):
+    argv = ["combine", str(synth_csv), "--column", "y", "--estimand", "mean", "--rule", "rubin"]
+    code, out, _ = _run(argv, capsys)
+    assert code == 0
+    assert "rule rubin" in out and "95% CI" in out and "df" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (["--column", "nope", "--estimand", "mean"], "--column"),
+        (["--column", "y", "--estimand", "mean", "--set-column", "set"], "--set-column"),
+        (["--column", "y", "--estimand", "proportion"], "--column"),
+        (["--column", "y", "--estimand", "mean", "--rule", "single"], "--rule"),
+        (["--column", "y", "--estimand", "median"], "--estimand"),
+    ],
+)
+def test_combine_refusals(synth_csv, capsys, extra, flag):
+    code, out, err = _run(["combine", str(synth_csv), *extra], capsys)
+    assert code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("dpsynth: error: ")
+    assert flag in err
+
+
+def test_combine_missing_file(tmp_path, capsys):
+    code, _, err = _run(
+        ["combine", str(tmp_path / "none.csv"), "--column", "y", "--estimand", "mean"], capsys
+    )
+    assert code == 2 and err.startswith("dpsynth: error: SYNTH.csv")
+
+
+# ----------------------------------------------------------------------------- Stan
 
 
 @pytest.mark.slow
-def test_censor_w_end_to_end_subprocess(tmp_path, beta_csv):
+def test_censor_uw_end_to_end_subprocess(tmp_path, beta_csv, strict_json):
     out, rep = tmp_path / "syn.csv", tmp_path / "report.json"
     proc = subprocess.run(
         [
@@ -241,18 +253,16 @@ def test_censor_w_end_to_end_subprocess(tmp_path, beta_csv):
             str(beta_csv),
             "--column",
             "y",
-            "--model",
-            "beta",
             "--mechanism",
-            "censor-w",
+            "censor-uw",
             "--epsilon",
             "4",
-            "--seed",
-            "11",
+            "--chains",
+            "4",
             "--iter-warmup",
-            "300",
+            "1000",
             "--iter-sampling",
-            "300",
+            "1000",
             "--out",
             str(out),
             "--report",
@@ -260,21 +270,24 @@ def test_censor_w_end_to_end_subprocess(tmp_path, beta_csv):
         ],
         capture_output=True,
         text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""  # results go to files; progress to stderr
-    assert "[dpsynth]" in proc.stderr
-    report = json.loads(rep.read_text())
-    assert report["guarantee"] == "DP" and report["lipschitz_bound"] <= 2.0
-    assert report["epsilon"] <= 4.0 and report["epsilon_target"] == 4.0
-    assert report["backend"] == "pystan"
+    assert "[dpsynth] fitting" in proc.stderr
+    report = strict_json(rep.read_text())
+    assert report["guarantee"] == "DP" and report["epsilon"] == 4.0
+    assert report["internal_bound"]["censor_bound_M"] == 1.0  # substitution: 4 / 4
+    assert report["seed"] == "operating system"
+    assert report["backend"] in ("pystan", "cmdstanpy")
+    assert report["sampler"] == {"chains": 4, "iter_warmup": 1000, "iter_sampling": 1000}
     data = pd.read_csv(out)
-    assert list(data.columns) == ["y"] and len(data) == 300
-    assert data["y"].between(0, 1).all()
+    assert list(data.columns) == ["y"] and len(data) == 200
+    assert data["y"].between(0, 1, inclusive="neither").all()
 
 
 @pytest.mark.slow
-def test_beta_regression_with_covariates_and_bounds(tmp_path):
+def test_beta_regression_with_public_covariates_and_bounds(tmp_path, capsys, strict_json):
     rng = np.random.default_rng(3)
     n = 200
     frame = pd.DataFrame(
@@ -287,7 +300,7 @@ def test_beta_regression_with_covariates_and_bounds(tmp_path):
     path = tmp_path / "sdr.csv"
     frame.to_csv(path, index=False)
     out, rep = tmp_path / "o.csv", tmp_path / "r.json"
-    code = main(
+    code, _, err = _run(
         [
             "synthesize",
             str(path),
@@ -301,9 +314,13 @@ def test_beta_regression_with_covariates_and_bounds(tmp_path):
             "0",
             "509000",
             "--mechanism",
-            "censor-uw",
+            "unweighted",
             "--epsilon",
             "5",
+            "--m",
+            "2",
+            "--chains",
+            "2",
             "--iter-warmup",
             "300",
             "--iter-sampling",
@@ -313,8 +330,18 @@ def test_beta_regression_with_covariates_and_bounds(tmp_path):
             "--report",
             str(rep),
             "--quiet",
-        ]
+        ],
+        capsys,
     )
-    assert code == 0
-    syn = pd.read_csv(out)["salary"]
-    assert syn.between(0, 509000).all() and len(syn) == n
+    assert code == 0, err
+    syn = pd.read_csv(out)
+    assert list(syn.columns) == ["synthetic_set", "salary", "gender", "wkswk"]
+    assert len(syn) == 2 * n
+    # the public bounds map back to (lo - 0.5, hi + 0.5) (dpsynth.data.unscale_from_unit)
+    assert syn["salary"].between(-0.5, 509000.5).all()
+    for j in (1, 2):  # the covariates are written as given, beside each set
+        part = syn[syn["synthetic_set"] == j].reset_index(drop=True)
+        pd.testing.assert_frame_equal(part[["gender", "wkswk"]], frame[["gender", "wkswk"]])
+    report = strict_json(rep.read_text())
+    assert report["guarantee"] == "aDP" and report["epsilon"] is None
+    assert any("public" in c for c in report["caveats"])

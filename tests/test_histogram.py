@@ -20,9 +20,7 @@ def counts() -> np.ndarray:
 
 
 def test_integer_ph_returns_integers_in_bounds_with_unit_bins(counts):
-    sets = perturbed_histogram(
-        counts, (0, 10), 1.0, np.random.default_rng(SEED), m=3, integer=True
-    )
+    sets = perturbed_histogram(counts, (0, 10), 1.0, np.random.default_rng(SEED), m=3, integer=True)
     assert sets.shape == (3, 300)
     assert np.array_equal(sets, np.round(sets))  # integer values, no within-bin jitter
     assert sets.min() >= 0 and sets.max() <= 10
@@ -64,7 +62,9 @@ def test_ph_bins_are_data_independent_and_counts_aware():
     ("neighbours", "n_synthetic", "sensitivity"),
     [("substitution", None, 2.0), ("add-remove", 250, 1.0)],
 )
-def test_count_sensitivity_per_neighbour_definition(monkeypatch, neighbours, n_synthetic, sensitivity):
+def test_count_sensitivity_per_neighbour_definition(
+    monkeypatch, neighbours, n_synthetic, sensitivity
+):
     # substitution moves one record between two bins (l1 change 2); add/remove changes one
     # count by 1. The noise scale is sensitivity / epsilon.
     seen = []
@@ -91,7 +91,9 @@ def test_count_sensitivity_per_neighbour_definition(monkeypatch, neighbours, n_s
 
 def test_add_remove_needs_a_public_number_of_records():
     with pytest.raises(InputError) as exc:
-        perturbed_histogram([0.1, 0.2], (0, 1), 1.0, np.random.default_rng(0), neighbours="add-remove")
+        perturbed_histogram(
+            [0.1, 0.2], (0, 1), 1.0, np.random.default_rng(0), neighbours="add-remove"
+        )
     assert exc.value.param == "n_synthetic"
 
 

@@ -74,9 +74,7 @@ def test_no_function_defined_in_two_notebooks() -> None:
 def test_every_notebook_has_checked_output(path: Path) -> None:
     """Each notebook has at least one cell whose output tests/test_notebook_outputs.py checks."""
     nb = jupytext.read(path)
-    checked = [
-        c for c in nb.cells if c.cell_type == "code" and "# NBVAL_CHECK_OUTPUT" in c.source
-    ]
+    checked = [c for c in nb.cells if c.cell_type == "code" and "# NBVAL_CHECK_OUTPUT" in c.source]
     assert checked, f"{path.name} has no # NBVAL_CHECK_OUTPUT cell"
     for cell in checked:
         assert cell.get("outputs"), f"{path.name}: a checked cell has no committed output"

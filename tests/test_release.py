@@ -564,7 +564,12 @@ def test_normal_known_sd_passes_the_censoring_check(converging_sampler):
     }
     s = converging_sampler
     fit = engine.fit(
-        path, data, seed=3, chains=s.chains, iter_warmup=s.iter_warmup, iter_sampling=s.iter_sampling
+        path,
+        data,
+        seed=3,
+        chains=s.chains,
+        iter_warmup=s.iter_warmup,
+        iter_sampling=s.iter_sampling,
     )
     assert converged(fit.diagnostics), fit.diagnostics
     assert np.abs(fit.contrib).max() <= M

@@ -58,18 +58,12 @@ def test_replicate_seed_matches_seedsequence_spawn() -> None:
 
 def test_parallel_equals_serial() -> None:
     params = {"mu": 3.0, "n": 4}
-    serial = run_replicates(
-        draw, params, 6, seed=SEED, cache_dir=None, n_jobs=1, progress=False
-    )
-    parallel = run_replicates(
-        draw, params, 6, seed=SEED, cache_dir=None, n_jobs=3, progress=False
-    )
+    serial = run_replicates(draw, params, 6, seed=SEED, cache_dir=None, n_jobs=1, progress=False)
+    parallel = run_replicates(draw, params, 6, seed=SEED, cache_dir=None, n_jobs=3, progress=False)
     assert [r["replicate"] for r in parallel] == list(range(6))
     assert _strip_pid(parallel) == _strip_pid(serial)
     assert all(r["pid"] == os.getpid() for r in serial)
-    assert all(
-        r["pid"] != os.getpid() for r in parallel
-    )  # really ran in worker processes
+    assert all(r["pid"] != os.getpid() for r in parallel)  # really ran in worker processes
 
 
 def test_cache_hit_reruns_nothing(tmp_path: Path) -> None:
@@ -77,57 +71,39 @@ def test_cache_hit_reruns_nothing(tmp_path: Path) -> None:
     log.mkdir()
     cache = tmp_path / "cache"
     params = {"mu": 0.0, "n": 3, "log_dir": str(log)}
-    first = run_replicates(
-        draw, params, 4, seed=SEED, cache_dir=cache, n_jobs=2, progress=False
-    )
+    first = run_replicates(draw, params, 4, seed=SEED, cache_dir=cache, n_jobs=2, progress=False)
     assert len(list(log.iterdir())) == 4
     assert len(list(cache.rglob("*.pkl"))) == 4  # one pickle per replicate
-    again = run_replicates(
-        draw, params, 4, seed=SEED, cache_dir=cache, n_jobs=2, progress=False
-    )
+    again = run_replicates(draw, params, 4, seed=SEED, cache_dir=cache, n_jobs=2, progress=False)
     assert len(list(log.iterdir())) == 4  # nothing recomputed
-    assert [r["pid"] for r in again] == [
-        r["pid"] for r in first
-    ]  # came from the pickles
-    more = run_replicates(
-        draw, params, 6, seed=SEED, cache_dir=cache, n_jobs=1, progress=False
-    )
+    assert [r["pid"] for r in again] == [r["pid"] for r in first]  # came from the pickles
+    more = run_replicates(draw, params, 6, seed=SEED, cache_dir=cache, n_jobs=1, progress=False)
     calls = sorted(p.name.split("-")[0] for p in log.iterdir())
     assert calls == ["0", "1", "2", "3", "4", "5"]  # only replicates 4 and 5 were new
     assert _strip_pid(more[:4]) == _strip_pid(first)
-    run_replicates(
-        draw, {**params, "mu": 1.0}, 1, seed=SEED, cache_dir=cache, progress=False
-    )
+    run_replicates(draw, {**params, "mu": 1.0}, 1, seed=SEED, cache_dir=cache, progress=False)
     run_replicates(draw, params, 1, seed=SEED + 1, cache_dir=cache, progress=False)
     assert len(list(log.iterdir())) == 8  # new params or seed: new keys
 
 
 def test_replicate_alone_equals_replicate_in_batch(tmp_path: Path) -> None:
     params = {"mu": -1.0, "n": 5}
-    batch = run_replicates(
-        draw, params, 5, seed=SEED, cache_dir=None, n_jobs=2, progress=False
-    )
+    batch = run_replicates(draw, params, 5, seed=SEED, cache_dir=None, n_jobs=2, progress=False)
     alone = run_replicate(draw, params, 3, seed=SEED, cache_dir=None)
     direct = draw(params, 3, replicate_seed(SEED, 3))
     assert _strip_pid([alone]) == _strip_pid([batch[3]]) == _strip_pid([direct])
     # run_replicate shares cache entries with run_replicates
     cache = tmp_path / "cache"
-    run_replicates(
-        draw, params, 5, seed=SEED, cache_dir=cache, n_jobs=1, progress=False
-    )
+    run_replicates(draw, params, 5, seed=SEED, cache_dir=cache, n_jobs=1, progress=False)
     names = {p.name for p in cache.rglob("*.pkl")}
     assert f"{cache_key(draw, params, SEED, 3)}.pkl" in names
     cached = run_replicate(draw, params, 3, seed=SEED, cache_dir=cache)
-    assert cached["pid"] == batch[3]["pid"] or _strip_pid([cached]) == _strip_pid(
-        [alone]
-    )
+    assert cached["pid"] == batch[3]["pid"] or _strip_pid([cached]) == _strip_pid([alone])
 
 
 def test_worker_may_start_its_own_processes() -> None:
     params = {"k": 4}
-    out = run_replicates(
-        nested, params, 2, seed=SEED, cache_dir=None, n_jobs=2, progress=False
-    )
+    out = run_replicates(nested, params, 2, seed=SEED, cache_dir=None, n_jobs=2, progress=False)
     assert [r["total"] for r in out] == [0 + 1 + 4 + 9] * 2
     assert all(r["pid"] != os.getpid() for r in out)
 
@@ -135,9 +111,7 @@ def test_worker_may_start_its_own_processes() -> None:
 def test_dask_client_and_address_equal_serial() -> None:
     distributed = pytest.importorskip("distributed")
     params = {"mu": 2.0, "n": 3}
-    serial = run_replicates(
-        draw, params, 4, seed=SEED, cache_dir=None, n_jobs=1, progress=False
-    )
+    serial = run_replicates(draw, params, 4, seed=SEED, cache_dir=None, n_jobs=1, progress=False)
     with distributed.LocalCluster(
         n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None
     ) as cluster:
@@ -186,14 +160,10 @@ def fail_at_two(params: dict, replicate: int, seed: int) -> int:
 
 def test_failure_propagates_and_keeps_finished_replicates(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="replicate 2 failed"):
-        run_replicates(
-            fail_at_two, {}, 4, seed=SEED, cache_dir=tmp_path, n_jobs=1, progress=False
-        )
+        run_replicates(fail_at_two, {}, 4, seed=SEED, cache_dir=tmp_path, n_jobs=1, progress=False)
     assert len(list(tmp_path.rglob("*.pkl"))) == 2  # replicates 0 and 1 were cached
     with pytest.raises(RuntimeError, match="replicate 2 failed"):
-        run_replicates(
-            fail_at_two, {}, 4, seed=SEED, cache_dir=None, n_jobs=2, progress=False
-        )
+        run_replicates(fail_at_two, {}, 4, seed=SEED, cache_dir=None, n_jobs=2, progress=False)
 
 
 def test_bad_arguments() -> None:

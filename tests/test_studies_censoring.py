@@ -101,7 +101,14 @@ def test_replicate_frame_layout(tiny_frame: pd.DataFrame) -> None:
     main = f[f.study == "main"]
     assert len(main) == 2 * 7  # Data, Unweighted, Weighted, Weighted-e, Censor_w, Censor_uw, PH
     assert set(main.mechanism) == {
-        "Data", "Unweighted", "Weighted", "Weighted-e", "Censor_w", "Censor_uw", "PH"}
+        "Data",
+        "Unweighted",
+        "Weighted",
+        "Weighted-e",
+        "Censor_w",
+        "Censor_uw",
+        "PH",
+    }
     assert (f.replicate == 0).all()
     fitted = f[~f.mechanism.isin(["Data", "PH"])]
     assert fitted[["lipschitz", "rhat_max", "max_ecdf", "mean"]].notna().all().all()
@@ -128,7 +135,10 @@ def test_downscale_rows(tiny_frame: pd.DataFrame) -> None:
     assert len(ds) == 6 and (ds.epsilon == 4.0).all()
     assert sorted(ds.downscale.unique()) == [PROFILES["ci"]["downscale"], 1.0]
     assert ds.groupby("mechanism").size().to_dict() == {
-        "Censor_w": 2, "Weighted": 2, "Weighted-e": 2}
+        "Censor_w": 2,
+        "Weighted": 2,
+        "Weighted-e": 2,
+    }
     table = downscale_table(tiny_frame)
     assert len(table) == 4  # Weighted-e and Censor_w, without and with
 

@@ -96,8 +96,12 @@ def test_solve_radius_reaches_target():
 
 
 def test_contraction_summary():
-    bounds = pd.DataFrame({"synthesizer": ["LW", "LW", "Unweighted", "Unweighted"],
-                           "lipschitz": [3.0, 4.0, 9.0, 12.0]})
+    bounds = pd.DataFrame(
+        {
+            "synthesizer": ["LW", "LW", "Unweighted", "Unweighted"],
+            "lipschitz": [3.0, 4.0, 9.0, 12.0],
+        }
+    )
     out = sw.contraction_summary(bounds)
     assert list(out.index) == ["LW", "Unweighted"]
     assert out.loc["LW", "spread"] == pytest.approx(1.0)
@@ -112,8 +116,7 @@ def test_local_to_global_rejects_unknown_generator():
 
 @pytest.mark.slow
 def test_section3_frames_on_a_tiny_run():
-    cfg = sw.settings("ci", n=60, m=2, n_boot=20, iter_warmup=150, iter_sampling=150,
-                      cw_fits=1)
+    cfg = sw.settings("ci", n=60, m=2, n_boot=20, iter_warmup=150, iter_sampling=150, cw_fits=1)
     study = sw.section3("poisson", cfg)
     assert study.order == ["Unweighted", "LW", "CW", "SW"]
     assert {"synthesizer", "record", "y", "alpha", "record_bound"} <= set(study.records.columns)
@@ -124,5 +127,6 @@ def test_section3_frames_on_a_tiny_run():
     s = study.summary.set_index("synthesizer")
     assert s.loc["LW", "lipschitz"] < s.loc["Unweighted", "lipschitz"]
     assert s.loc["SW", "sw_alpha"] == pytest.approx(
-        s.loc["LW", "lipschitz"] / s.loc["Unweighted", "lipschitz"])
+        s.loc["LW", "lipschitz"] / s.loc["Unweighted", "lipschitz"]
+    )
     assert np.isfinite(sw.max_rhat(study))

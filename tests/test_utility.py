@@ -97,7 +97,5 @@ def test_utility_table_layout() -> None:
     assert list(table.columns) == ["Data", "Weighted"]
     assert list(table.index) == ["max_ecdf", "avg_ecdf", "mean", "median", "q15", "q90"]
     assert np.isnan(table.loc["max_ecdf", "Data"])
-    assert table.loc["avg_ecdf", "Weighted"] == pytest.approx(
-        1 / 12
-    )  # hand value above
+    assert table.loc["avg_ecdf", "Weighted"] == pytest.approx(1 / 12)  # hand value above
     assert table.loc["mean", "Weighted"] == pytest.approx(3.0)

@@ -87,15 +87,35 @@ RESULT_ID = "book-check-result"
 
 # Text inside these is not prose: code, scripts (MathJax keeps the TeX source in
 # <script type="math/tex">), MathML for screen readers, and the check's own output.
-TEXT_SKIP_TAGS = {"script", "style", "noscript", "template", "pre", "code", "kbd", "samp",
-                  "textarea", "math", "svg", "title"}
-TEXT_SKIP_CLASSES = {"highlight", "MJX_Assistive_MathML", "MathJax_Preview", "MathJax_Hidden",
-                     "MathJax_Message", "mjx-assistive-mml", "sig", "sig-object"}
+TEXT_SKIP_TAGS = {
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "pre",
+    "code",
+    "kbd",
+    "samp",
+    "textarea",
+    "math",
+    "svg",
+    "title",
+}
+TEXT_SKIP_CLASSES = {
+    "highlight",
+    "MJX_Assistive_MathML",
+    "MathJax_Preview",
+    "MathJax_Hidden",
+    "MathJax_Message",
+    "mjx-assistive-mml",
+    "sig",
+    "sig-object",
+}
 RAW_TEX = re.compile(
-    r"\$\$"                                   # display-math delimiters
-    r"|\\[()\[\]]"                            # \( \) \[ \]
-    r"|\\(?:begin|end)\{"                     # environments
-    r"|\\[A-Za-z]{2,}"                        # any command: \frac, \sum, \mathbf, ...
+    r"\$\$"  # display-math delimiters
+    r"|\\[()\[\]]"  # \( \) \[ \]
+    r"|\\(?:begin|end)\{"  # environments
+    r"|\\[A-Za-z]{2,}"  # any command: \frac, \sum, \mathbf, ...
     r"|\$[^$\s][^$\n]{0,80}?[\\^_{}][^$\n]{0,80}?\$"  # inline $...$ left as text
 )
 
@@ -244,8 +264,22 @@ class PageInfo:
 class PageParser(html.parser.HTMLParser):
     """Collect title, article, headings, images, ids, links, prose text and error markup."""
 
-    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link",
-            "meta", "param", "source", "track", "wbr"}
+    VOID = {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -286,8 +320,11 @@ class PageParser(html.parser.HTMLParser):
         self.info.error_classes |= classes & ERROR_CLASSES
         if classes & MATH_ERROR_CLASSES:
             self.info.math_errors += 1
-        hidden = (tag in TEXT_SKIP_TAGS or bool(classes & TEXT_SKIP_CLASSES)
-                  or "display:none" in a.get("style", "").replace(" ", ""))
+        hidden = (
+            tag in TEXT_SKIP_TAGS
+            or bool(classes & TEXT_SKIP_CLASSES)
+            or "display:none" in a.get("style", "").replace(" ", "")
+        )
         if self._in_article or is_article:
             if tag == "img":
                 self.info.article_imgs.append(a.get("src", ""))
@@ -349,7 +386,7 @@ def raw_tex(info: PageInfo) -> tuple[int, list[str]]:
         if m.start() > last_end:  # one count per place, not per command
             count += 1
             if len(snippets) < 2:
-                snippets.append(text[max(0, m.start() - 30): m.end() + 30])
+                snippets.append(text[max(0, m.start() - 30) : m.end() + 30])
         last_end = m.end() + 30
     return count, snippets
 
@@ -416,14 +453,21 @@ def run_chromium(chromium: str, args: list[str], timeout: float) -> subprocess.C
     """Run one chromium call with a fresh profile; kill its process group on timeout."""
     profile = tempfile.mkdtemp(prefix="check-book-chromium-")
     cmd = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        raise TimeoutError(f"chromium did not finish within {timeout:.0f} s: {' '.join(args)}") from None
+        raise TimeoutError(
+            f"chromium did not finish within {timeout:.0f} s: {' '.join(args)}"
+        ) from None
     finally:
         shutil.rmtree(profile, ignore_errors=True)
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
@@ -435,13 +479,22 @@ def probe_url(url: str, budget_ms: int) -> str:
 
 def dump_dom(chromium: str, url: str, timeout: float, width: int, budget_ms: int) -> str:
     """The page's DOM after its scripts (MathJax, the probe) ran, at a given window width."""
-    res = run_chromium(chromium, [f"--window-size={width},{WINDOW_HEIGHT}",
-                                  f"--virtual-time-budget={budget_ms}", "--dump-dom",
-                                  probe_url(url, budget_ms)], timeout)
+    res = run_chromium(
+        chromium,
+        [
+            f"--window-size={width},{WINDOW_HEIGHT}",
+            f"--virtual-time-budget={budget_ms}",
+            "--dump-dom",
+            probe_url(url, budget_ms),
+        ],
+        timeout,
+    )
     dom = res.stdout.decode("utf-8", "replace")
     if res.returncode != 0 or not dom.strip():
         tail = res.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise RuntimeError(f"chromium --dump-dom failed (exit {res.returncode}): {' | '.join(tail)}")
+        raise RuntimeError(
+            f"chromium --dump-dom failed (exit {res.returncode}): {' | '.join(tail)}"
+        )
     return dom
 
 
@@ -449,8 +502,16 @@ def screenshot(chromium: str, url: str, out: Path, timeout: float, budget_ms: in
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.exists():
         out.unlink()
-    res = run_chromium(chromium, [f"--screenshot={out}", "--window-size=1280,1600",
-                                  f"--virtual-time-budget={budget_ms}", url], timeout)
+    res = run_chromium(
+        chromium,
+        [
+            f"--screenshot={out}",
+            "--window-size=1280,1600",
+            f"--virtual-time-budget={budget_ms}",
+            url,
+        ],
+        timeout,
+    )
     if res.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
         tail = res.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
         raise RuntimeError(f"screenshot failed (exit {res.returncode}): {' | '.join(tail)}")
@@ -468,7 +529,7 @@ def local_target(build: Path, base_url: str, page_url: str, ref: str) -> tuple[P
     if not absolute.startswith(base_url):
         return None
     path = unquote(parts.path)
-    rel = path[len(urlsplit(base_url).path):]
+    rel = path[len(urlsplit(base_url).path) :]
     target = build / rel
     if path.endswith("/"):
         target = target / "index.html"
@@ -493,8 +554,9 @@ def check_rendering(doc: str, info: PageInfo, width: int, first: bool) -> tuple[
     at = f"{doc} at {width} px"
     p = info.probe
     if p is None:
-        return [f"{at}: the page did not finish loading (no measurements; MathJax or an "
-                "image may hang)"], 0
+        return [
+            f"{at}: the page did not finish loading (no measurements; MathJax or an image may hang)"
+        ], 0
     problems: list[str] = []
     if p.get("state") != "ok":
         problems.append(f"{at}: {p.get('state')}: MathJax or the images did not finish in time")
@@ -504,28 +566,43 @@ def check_rendering(doc: str, info: PageInfo, width: int, first: bool) -> tuple[
         if p.get("mathjax") and not p["mathjax"].startswith(("http://127.0.0.1", "/")):
             problems.append(f"{doc}: MathJax is not served from the build ({p['mathjax']})")
         if info.math_errors:
-            problems.append(f"{doc}: MathJax could not typeset {info.math_errors} formula(s) "
-                            "(TeX errors: MathJax_Error, mjx-merror or mjx-noError)")
+            problems.append(
+                f"{doc}: MathJax could not typeset {info.math_errors} formula(s) "
+                "(TeX errors: MathJax_Error, mjx-merror or mjx-noError)"
+            )
         untypeset = p.get("untypeset", [])
         if untypeset:
-            problems.append(f"{doc}: {len(untypeset)} formula(s) not typeset, e.g. {untypeset[0]!r}")
+            problems.append(
+                f"{doc}: {len(untypeset)} formula(s) not typeset, e.g. {untypeset[0]!r}"
+            )
         places, snippets = raw_tex(info)
         if places:
-            problems.append(f"{doc}: raw TeX in the rendered text at {places} place(s), e.g. "
-                            + " | ".join(f"...{s}..." for s in snippets))
+            problems.append(
+                f"{doc}: raw TeX in the rendered text at {places} place(s), e.g. "
+                + " | ".join(f"...{s}..." for s in snippets)
+            )
         for src in p.get("brokenImages", [])[:5]:
             problems.append(f"{doc}: broken image {src!r}")
         for src in p.get("pendingImages", [])[:5]:
             problems.append(f"{doc}: image {src!r} never finished loading")
     if p.get("scrollWidth", 0) > p.get("innerWidth", width) + 1:
         culprits = "; ".join(p.get("overflow", [])) or "no single element found"
-        problems.append(f"{at}: page is {p['scrollWidth']} px wide, wider than the "
-                        f"{p['innerWidth']} px window (horizontal overflow): {culprits}")
+        problems.append(
+            f"{at}: page is {p['scrollWidth']} px wide, wider than the "
+            f"{p['innerWidth']} px window (horizontal overflow): {culprits}"
+        )
     return problems, int(p.get("formulas", 0)) if first else 0
 
 
-def check_page(chromium: str, build: Path, base_url: str, doc: str, timeout: float,
-               widths: list[int], budget_ms: int) -> PageResult:
+def check_page(
+    chromium: str,
+    build: Path,
+    base_url: str,
+    doc: str,
+    timeout: float,
+    widths: list[int],
+    budget_ms: int,
+) -> PageResult:
     """Open one toc page in chromium at each width and run every per-page check."""
     url = base_url + doc + ".html"
     out = PageResult()
@@ -574,7 +651,9 @@ def check_page(chromium: str, build: Path, base_url: str, doc: str, timeout: flo
                 else:
                     out.problems.append(f"{doc}: figure {src!r} is not served")
         if out.figures == 0:
-            out.problems.append(f"{doc}: notebook page shows no figure (expected at least one PNG output)")
+            out.problems.append(
+                f"{doc}: notebook page shows no figure (expected at least one PNG output)"
+            )
     return out
 
 
@@ -604,12 +683,17 @@ def check_links(build: Path, base_url: str) -> tuple[list[str], int]:
                 reason = f"no id {fragment!r}"
             else:
                 continue
-            key = f"{target.relative_to(build).as_posix()}#{fragment}" if fragment else \
-                target.relative_to(build).as_posix()
+            key = (
+                f"{target.relative_to(build).as_posix()}#{fragment}"
+                if fragment
+                else target.relative_to(build).as_posix()
+            )
             broken.setdefault(f"{key} ({reason})", []).append(page.relative_to(build).as_posix())
-    problems = [f"broken link to {key}, from {', '.join(sorted(set(srcs))[:3])}"
-                + (" ..." if len(set(srcs)) > 3 else "")
-                for key, srcs in sorted(broken.items())]
+    problems = [
+        f"broken link to {key}, from {', '.join(sorted(set(srcs))[:3])}"
+        + (" ..." if len(set(srcs)) > 3 else "")
+        for key, srcs in sorted(broken.items())
+    ]
     return problems, count
 
 
@@ -618,23 +702,50 @@ def check_links(build: Path, base_url: str) -> tuple[list[str], int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("build", nargs="?", default="_build/html", help="the built HTML (default: _build/html)")
-    ap.add_argument("--toc", default=str(REPO / "_toc.yml"),
-                    help="the table of contents the book was built with (default: the repo's _toc.yml; "
-                         "pass the variant given to `jupyter-book build --toc`)")
-    ap.add_argument("--pages", nargs="+", metavar="DOC",
-                    help="quick mode: open only these toc pages (docnames or substrings, e.g. intro 01_beta)")
-    ap.add_argument("--widths", nargs="+", type=int, default=list(DEFAULT_WIDTHS), metavar="PX",
-                    help="window widths for the overflow check; math and images are checked at the "
-                         f"first (default: {' '.join(map(str, DEFAULT_WIDTHS))})")
+    ap.add_argument(
+        "build", nargs="?", default="_build/html", help="the built HTML (default: _build/html)"
+    )
+    ap.add_argument(
+        "--toc",
+        default=str(REPO / "_toc.yml"),
+        help="the table of contents the book was built with (default: the repo's _toc.yml; "
+        "pass the variant given to `jupyter-book build --toc`)",
+    )
+    ap.add_argument(
+        "--pages",
+        nargs="+",
+        metavar="DOC",
+        help="quick mode: open only these toc pages (docnames or substrings, e.g. intro 01_beta)",
+    )
+    ap.add_argument(
+        "--widths",
+        nargs="+",
+        type=int,
+        default=list(DEFAULT_WIDTHS),
+        metavar="PX",
+        help="window widths for the overflow check; math and images are checked at the "
+        f"first (default: {' '.join(map(str, DEFAULT_WIDTHS))})",
+    )
     ap.add_argument("--no-screenshot", action="store_true", help="skip the intro screenshot")
-    ap.add_argument("--screenshot-dir", default=None,
-                    help="where intro.png goes (default: _build/screenshots, beside the build)")
-    ap.add_argument("--chromium", default=os.environ.get("CHROMIUM", DEFAULT_CHROMIUM),
-                    help=f"the browser (default: $CHROMIUM or {DEFAULT_CHROMIUM})")
-    ap.add_argument("--timeout", type=float, default=90.0, help="seconds allowed per chromium call (default 90)")
-    ap.add_argument("--budget", type=int, default=20000,
-                    help="virtual milliseconds a page gets to load, typeset and lay out (default 20000)")
+    ap.add_argument(
+        "--screenshot-dir",
+        default=None,
+        help="where intro.png goes (default: _build/screenshots, beside the build)",
+    )
+    ap.add_argument(
+        "--chromium",
+        default=os.environ.get("CHROMIUM", DEFAULT_CHROMIUM),
+        help=f"the browser (default: $CHROMIUM or {DEFAULT_CHROMIUM})",
+    )
+    ap.add_argument(
+        "--timeout", type=float, default=90.0, help="seconds allowed per chromium call (default 90)"
+    )
+    ap.add_argument(
+        "--budget",
+        type=int,
+        default=20000,
+        help="virtual milliseconds a page gets to load, typeset and lay out (default 20000)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="chromium calls in parallel (default 2)")
     args = ap.parse_args(argv)
 
@@ -644,8 +755,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SetupError(f"no built book at {build} (run `make book` first)")
         chromium = shutil.which(args.chromium) or ""
         if not chromium or not os.access(chromium, os.X_OK):
-            raise SetupError(f"chromium not found at {args.chromium}; "
-                             "install it with `apt-get install -y chromium` or pass --chromium PATH")
+            raise SetupError(
+                f"chromium not found at {args.chromium}; "
+                "install it with `apt-get install -y chromium` or pass --chromium PATH"
+            )
         if not args.widths or min(args.widths) < 200:
             raise SetupError("--widths must be window widths of at least 200 px")
         all_docs = toc_docnames(Path(args.toc))
@@ -667,8 +780,12 @@ def main(argv: list[str] | None = None) -> int:
     figures = formulas = 0
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            results = pool.map(lambda d: check_page(chromium, build, base_url, d, args.timeout,
-                                                    args.widths, args.budget), docs)
+            results = pool.map(
+                lambda d: check_page(
+                    chromium, build, base_url, d, args.timeout, args.widths, args.budget
+                ),
+                docs,
+            )
             for res in results:
                 problems += res.problems
                 figures += res.figures
@@ -677,23 +794,34 @@ def main(argv: list[str] | None = None) -> int:
         problems += link_problems
         missing = sorted(server.missing)  # type: ignore[attr-defined]
         if missing:
-            problems.append(f"the pages requested {len(missing)} file(s) the build does not have "
-                            f"(scripts, styles, fonts, images): {', '.join(missing[:5])}"
-                            + (" ..." if len(missing) > 5 else ""))
+            problems.append(
+                f"the pages requested {len(missing)} file(s) the build does not have "
+                f"(scripts, styles, fonts, images): {', '.join(missing[:5])}"
+                + (" ..." if len(missing) > 5 else "")
+            )
         if not args.no_screenshot:
-            shots = Path(args.screenshot_dir) if args.screenshot_dir else build.parent / "screenshots"
+            shots = (
+                Path(args.screenshot_dir) if args.screenshot_dir else build.parent / "screenshots"
+            )
             intro = next((d for d in all_docs if d.endswith("intro")), None) or all_docs[0]
             try:
-                screenshot(chromium, base_url + intro + ".html", shots / "intro.png", args.timeout,
-                           args.budget)
+                screenshot(
+                    chromium,
+                    base_url + intro + ".html",
+                    shots / "intro.png",
+                    args.timeout,
+                    args.budget,
+                )
             except (RuntimeError, TimeoutError) as exc:
                 problems.append(f"screenshot of {intro}: {exc}")
     finally:
         server.shutdown()
         server.server_close()
 
-    summary = (f"book check: {len(docs)} pages at {'/'.join(map(str, args.widths))} px, "
-               f"{figures} figures, {links} internal links, {formulas} formulas")
+    summary = (
+        f"book check: {len(docs)} pages at {'/'.join(map(str, args.widths))} px, "
+        f"{figures} figures, {links} internal links, {formulas} formulas"
+    )
     if problems:
         print(f"{summary}: {len(problems)} problem(s)")
         for p in problems:
