@@ -14,7 +14,8 @@ PyStan backend (httpstan 4.13). The cache root is ``httpstan.cache.cache_directo
 
 - compiled model, kept (depends on the program code only): ``model_<id>.cpp`` (stanc's
   C++), ``stanc.log`` (stanc warnings), ``stderr.log`` (compiler output, written last: it
-  marks a finished build) and ``stan_services_model_<id>.cpython-*.so``;
+  marks a finished build) and ``stan_services_model_<id>.cpython-*.so``; beside the
+  folder, an empty ``models/<id>.lock`` (the build lock of :func:`compile_program`);
 - fits, deleted: httpstan writes every chain's output (all draws, including the
   per-record ``contrib`` / ``record_log_lik`` terms, and Stan's messages) to
   ``models/<id>/fits/<fit_id>.jsonlines.gz`` when the chain ends. :func:`fit` and
@@ -57,12 +58,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from dpsynth import diagnostics
 from dpsynth.errors import InputError
+
+if TYPE_CHECKING:
+    import stan.fit
 
 STAN_DIR = Path(__file__).resolve().parent.parent / "stan"
 """The folder of the shipped Stan programs and the shared functions file."""
@@ -410,7 +414,7 @@ def _run_httpstan(
     inits: list[dict],
     quiet: bool,
     **kwargs: int,
-):
+) -> stan.fit.Fit:
     """Run ``function`` once per init (one chain each) through httpstan; return a ``stan.fit.Fit``.
 
     A small client of httpstan's REST API (what ``stan.build`` + ``Model.sample`` do, minus
@@ -622,7 +626,7 @@ def _compile_httpstan(code: str, quiet: bool) -> str:
     model_name = httpstan.models.calculate_model_name(code)
     if _httpstan_model_ready(model_name):
         return model_name
-    with _compile_lock():
+    with _compile_lock(model_name):
         if not _httpstan_model_ready(model_name):
             if not quiet:
                 print(f"Compiling the Stan program ({model_name}; about a minute)", file=sys.stderr)
@@ -676,15 +680,19 @@ def _build_httpstan_model(code: str, model_name: str, attempts: int = 3) -> None
 
 
 @contextlib.contextmanager
-def _compile_lock() -> Iterator[None]:
-    """An exclusive ``flock`` on httpstan's ``models`` folder: one build at a time."""
+def _compile_lock(model_name: str) -> Iterator[None]:
+    """An exclusive ``flock`` on ``models/<id>.lock`` in httpstan's cache: one build per model.
+
+    Processes building the same program wait for each other (then reuse the build);
+    different programs build in parallel. The empty lock file stays (httpstan ignores it).
+    """
     import fcntl
 
     import httpstan.cache
 
     folder = httpstan.cache.cache_directory() / "models"
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder, os.O_RDONLY)
+    fd = os.open(folder / f"{model_name.split('/')[1]}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

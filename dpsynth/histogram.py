@@ -129,7 +129,9 @@ def perturbed_histogram(
     n_out = x.size if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
     if neighbours == "add-remove" and n_synthetic is None:
         raise InputError("n_synthetic", "add/remove neighbours need a public number of records")
-    k = ph_bins(x.size, (lo, hi), integer) if n_bins is None else require_m(n_bins, "n_bins")
+    # The bin rule may only see public numbers: n under substitution, N under add/remove.
+    n_public = n_out if neighbours == "add-remove" else x.size
+    k = ph_bins(n_public, (lo, hi), integer) if n_bins is None else require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
     if integer:

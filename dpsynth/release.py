@@ -214,40 +214,35 @@ def synthesize(
         seed = int(seed)
     else:
         seed = os_seed()
+    req = _Request(
+        y,
+        model,
+        mechanism,
+        epsilon,
+        m,
+        neighbours,
+        X,
+        covariates,
+        bounds,
+        n_synthetic,
+        seed,
+        known_seed,
+        column,
+        sampler,
+        reference,
+        reference_X,
+        allow_unconverged,
+        progress,
+        tuning,
+    )
     ledger = privacy.BudgetLedger(epsilon, param="epsilon")
-    eps_set = epsilon / m
+    result = None
     if mechanism == "ph":
-        frame, report, diag = _ph(
-            y, bounds, eps_set, m, neighbours, n_synthetic, seed, known_seed, column, ledger, tuning
-        )
-        result = None
+        frame, report, diag = _ph(req, ledger)
     elif mechanism == "sbs":
-        frame, report, diag = _sbs(
-            y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tuning
-        )
-        result = None
+        frame, report, diag = _sbs(req, ledger)
     else:
-        frame, report, diag, result = _posterior(
-            y,
-            model,
-            mechanism,
-            eps_set,
-            m,
-            neighbours,
-            X,
-            covariates,
-            bounds,
-            n_synthetic,
-            seed,
-            column,
-            sampler,
-            reference,
-            reference_X,
-            allow_unconverged,
-            progress,
-            ledger,
-            tuning,
-        )
+        frame, report, diag, result = _posterior(req, ledger)
     report = {
         **report,
         "neighbours": neighbours,
@@ -260,39 +255,69 @@ def synthesize(
     return Release(frame, report, diagnostics, result)
 
 
+@dataclass(frozen=True)
+class _Request:
+    """One release's validated settings, as :func:`synthesize` received them."""
+
+    y: Any
+    model: str | Model
+    mechanism: str
+    epsilon: float
+    m: int
+    neighbours: str
+    X: np.ndarray | None
+    covariates: pd.DataFrame | None
+    bounds: tuple[float, float] | None
+    n_synthetic: int | None
+    seed: int
+    known_seed: bool
+    column: str
+    sampler: Sampler | None
+    reference: Any
+    reference_X: np.ndarray | None
+    allow_unconverged: bool
+    progress: bool
+    tuning: dict[str, Any]
+
+    @property
+    def eps_set(self) -> float:
+        """The budget of each of the m synthetic sets."""
+        return self.epsilon / self.m
+
+    def noise_rng(self) -> np.random.Generator | None:
+        """None (OpenDP noise from the OS) unless the user asked for a seed."""
+        return np.random.default_rng(self.seed) if self.known_seed else None
+
+
 # ----------------------------------------------------------------------------- posterior mechanisms
 
 
-def _posterior(
-    y,
-    model,
-    mechanism,
-    eps_set,
-    m,
-    neighbours,
-    X,
-    covariates,
-    bounds,
-    n_synthetic,
-    seed,
-    column,
-    sampler,
-    reference,
-    reference_X,
-    allow_unconverged,
-    progress,
-    ledger,
-    tuning,
-):
-    syn = Synthesizer(y, model, X=X, bounds=bounds, seed=seed, sampler=sampler, progress=progress)
+def _posterior(req: _Request, ledger: privacy.BudgetLedger):
+    """A posterior mechanism's release: fit, checks, guarantee, m draws, report."""
+    mechanism, eps_set, m, neighbours, tuning = (
+        req.mechanism,
+        req.eps_set,
+        req.m,
+        req.neighbours,
+        req.tuning,
+    )
+    syn = Synthesizer(
+        req.y,
+        req.model,
+        X=req.X,
+        bounds=req.bounds,
+        seed=req.seed,
+        sampler=req.sampler,
+        progress=req.progress,
+    )
     if syn.model.record_log_lik is None:  # a user program: check its names before compiling
         from dpsynth.program_checks import check_convention
 
         check_convention(syn.model.stan_file)
     ref_alpha = None
-    if mechanism == "censor-w" and reference is not None:
+    if mechanism == "censor-w" and req.reference is not None:
         ref_alpha = syn.reference_lw_alpha(
-            reference, reference_X, c=tuning.get("c", 1.0), g=tuning.get("g", 0.0)
+            req.reference, req.reference_X, c=tuning.get("c", 1.0), g=tuning.get("g", 0.0)
         )
     result = syn.run(mechanism, eps_set, neighbours=neighbours, alpha=ref_alpha, **tuning)
     if result.fit.censor_bound is not None and syn.model.record_log_lik is None:
@@ -311,7 +336,7 @@ def _posterior(
         kind = "none"
     caveats: list[str] = []
     if kind == "DP" and not converged(diag_fit):
-        if not allow_unconverged:
+        if not req.allow_unconverged:
             raise ConvergenceError(
                 "sampler",
                 "the MCMC fit did not converge well enough for a strict-DP release "
@@ -323,10 +348,10 @@ def _posterior(
     for j in range(1, m + 1):
         what = f"synthetic set {j}/{m}: one posterior draw ({mechanism})"
         ledger.spend(what, eps_set, "all records")
-    sets = syn.synthesize(result, m, n_synthetic=n_synthetic)
-    frame = synthetic_frame(sets, column, syn.model.outcome == "count")
-    if covariates is not None or X is not None:
-        frame = _with_covariates(frame, covariates, X, m)
+    sets = syn.synthesize(result, m, n_synthetic=req.n_synthetic)
+    frame = synthetic_frame(sets, req.column, syn.model.outcome == "count")
+    if req.covariates is not None or req.X is not None:
+        frame = _with_covariates(frame, req.covariates, req.X, m)
         caveats.append(
             "covariates are treated as public: each synthetic outcome is written beside the "
             "covariates of the record it was generated for"
@@ -438,49 +463,67 @@ def _with_covariates(frame, covariates, X, m) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- PH and SBS
 
 
-def _ph(y, bounds, eps_set, m, neighbours, n_synthetic, seed, known_seed, column, ledger, tuning):
-    n_bins = tuning.get("n_bins")
-    integer = bool(tuning.get("integer", False))
-    rng = np.random.default_rng(seed) if known_seed else None
+def _ph(req: _Request, ledger: privacy.BudgetLedger):
+    """The perturbed histogram's release (censoring paper, supplement S1)."""
+    n_bins = req.tuning.get("n_bins")
+    integer = bool(req.tuning.get("integer", False))
+    rng = req.noise_rng()
     sets = perturbed_histogram(
-        y,
-        bounds,
-        eps_set,
+        req.y,
+        req.bounds,
+        req.eps_set,
         rng,
         n_bins=n_bins,
-        m=m,
-        neighbours=neighbours,
-        n_synthetic=n_synthetic,
+        m=req.m,
+        neighbours=req.neighbours,
+        n_synthetic=req.n_synthetic,
         integer=integer,
     )
-    for j in range(1, m + 1):
-        ledger.spend(f"synthetic set {j}/{m}: Laplace-noised histogram", eps_set, "all records")
-    k = n_bins if n_bins is not None else ph_bins(sets.shape[1], bounds, integer)
-    report = {
-        "mechanism": "ph",
-        "model": None,
+    for j in range(1, req.m + 1):
+        what = f"synthetic set {j}/{req.m}: Laplace-noised histogram"
+        ledger.spend(what, req.eps_set, "all records")
+    k = n_bins if n_bins is not None else ph_bins(sets.shape[1], req.bounds, integer)
+    internal = {
+        "count_sensitivity_l1": privacy.histogram_sensitivity(req.neighbours),
+        "n_bins": int(k),
+        "bounds": list(req.bounds),
+        "integer": integer,
+    }
+    report = _strict_report(req, "ph", None, internal, rng, int(sets.shape[1]), [])
+    return synthetic_frame(sets, req.column, integer), report, {}
+
+
+def _strict_report(
+    req: _Request,
+    mechanism: str,
+    model: str | None,
+    internal: dict[str, Any],
+    rng: np.random.Generator | None,
+    n_records: int,
+    caveats: list[str],
+) -> dict[str, Any]:
+    """The public report of a noise-based strict-DP release (PH, SBS)."""
+    return {
+        "mechanism": mechanism,
+        "model": model,
         "guarantee": "DP",
         "guarantee_meaning": privacy.GUARANTEES["DP"],
-        "epsilon": eps_set * m,
-        "epsilon_per_set": eps_set,
-        "internal_bound": {
-            "count_sensitivity_l1": privacy.histogram_sensitivity(neighbours),
-            "n_bins": int(k),
-            "bounds": list(bounds),
-            "integer": integer,
-        },
+        "epsilon": req.epsilon,
+        "epsilon_per_set": req.eps_set,
+        "internal_bound": internal,
         "noise": "OpenDP Laplace" if rng is None else "numpy Laplace (seeded, NOT private)",
-        "n_records": int(sets.shape[1]),
-        "m": m,
-        "caveats": [],
+        "n_records": n_records,
+        "m": req.m,
+        "caveats": caveats,
     }
-    return synthetic_frame(sets, column, integer), report, {}
 
 
-def _sbs(y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tuning):
+def _sbs(req: _Request, ledger: privacy.BudgetLedger):
+    """modips.SBS's release (Liu, Algorithm 1 with Section 3.3's SBS)."""
     from dpsynth.modips import DATA_TYPES, modips, sbs_model
 
-    if neighbours != "substitution":
+    y, bounds, m, tuning, column = req.y, req.bounds, req.m, req.tuning, req.column
+    if req.neighbours != "substitution":
         raise InputError(
             "neighbours", "modips' sensitivities (1/n, (c1-c0)/n) assume n public: use substitution"
         )
@@ -515,7 +558,7 @@ def _sbs(y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tu
         if not 0.0 < allocation < 1.0:
             raise InputError("allocation", f"must lie in (0, 1) (got {allocation!r})")
     w = 0.5 if allocation is None else allocation
-    rng = np.random.default_rng(seed) if known_seed else None
+    rng = req.noise_rng()
     model = sbs_model(
         data_type,
         bounds=(lo, hi),
@@ -525,41 +568,31 @@ def _sbs(y, bounds, epsilon, m, neighbours, seed, known_seed, column, ledger, tu
         allocation=w,
         strict_truncation=True,
     )
-    result = modips(arr, model, m, epsilon, rng, ledger=ledger, data_label="all records")
+    result = modips(arr, model, m, req.epsilon, rng, ledger=ledger, data_label="all records")
     frame = result.to_frame(column, SET_COLUMN)
     if m > 1:
         frame = frame[[SET_COLUMN, column]]
     if data_type == "binary":
         frame[column] = frame[column].astype(int)
     sanitized = [{"set": i, **d.sanitized} for i, d in enumerate(result.thetas, start=1)]
-    report = {
-        "mechanism": "sbs",
-        "model": result.model,
-        "guarantee": "DP",
-        "guarantee_meaning": privacy.GUARANTEES["DP"],
-        "epsilon": ledger.spent,
-        "epsilon_per_set": epsilon / m,
-        "internal_bound": {
-            "data_type": data_type,
-            "bounds": [lo, hi],
-            "bounding": bounding,
-            "known_sd": known_sd,
-            "sanitization": sanitization if data_type == "gaussian" and known_sd is None else None,
-            "allocation": w if data_type == "gaussian" and known_sd is None else None,
-            "budget_split_per_set": [
-                {"statistic": what, "epsilon": e} for what, e in result.thetas[0].spends
-            ],
-        },
-        "noise": "OpenDP Laplace" if rng is None else "numpy Laplace (seeded, NOT private)",
-        "sanitized_statistics": sanitized,
-        "n_records": int(arr.size),
-        "m": m,
-        "caveats": (
-            ["truncated statistics use Laplace noise at half budget (strict eps-DP)"]
-            if bounding == "truncation"
-            else []
-        ),
+    internal = {
+        "data_type": data_type,
+        "bounds": [lo, hi],
+        "bounding": bounding,
+        "known_sd": known_sd,
+        "sanitization": sanitization if data_type == "gaussian" and known_sd is None else None,
+        "allocation": w if data_type == "gaussian" and known_sd is None else None,
+        "budget_split_per_set": [
+            {"statistic": what, "epsilon": e} for what, e in result.thetas[0].spends
+        ],
     }
+    caveats = (
+        ["truncated statistics use Laplace noise at half budget (strict eps-DP)"]
+        if bounding == "truncation"
+        else []
+    )
+    report = _strict_report(req, "sbs", result.model, internal, rng, int(arr.size), caveats)
+    report["sanitized_statistics"] = sanitized
     return frame, report, {}
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from dpsynth.mechanisms import Sampler
-
-REPO = Path(__file__).resolve().parent.parent
-TEST_STAN = Path(__file__).resolve().parent / "stan"
 
 
 @pytest.fixture(scope="session")
@@ -69,14 +65,3 @@ def part_files():
         return sorted(p for p in Path(folder).rglob("*") if p.name.endswith(".part"))
 
     return find
-
-
-def finite_or_none(obj) -> bool:
-    """True when every float in a nested JSON-like object is finite."""
-    if isinstance(obj, dict):
-        return all(finite_or_none(v) for v in obj.values())
-    if isinstance(obj, list):
-        return all(finite_or_none(v) for v in obj)
-    if isinstance(obj, float):
-        return math.isfinite(obj)
-    return True

