@@ -147,14 +147,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subcommand(sub: Any, name: str, summary: str, description: str, file: tuple) -> Any:
+    """A subcommand parser with its input file and ``--column`` arguments."""
+    p = sub.add_parser(name, help=summary, description=description)
+    dest, metavar, file_help, column_help = file
+    p.add_argument(dest, metavar=metavar, help=file_help)
+    p.add_argument("--column", required=True, help=column_help)
+    return p
+
+
 def _add_synthesize(sub: Any) -> None:
-    s = sub.add_parser(
+    s = _subcommand(
+        sub,
         "synthesize",
-        help="release synthetic data with a privacy report",
-        description="Release m synthetic datasets under a total privacy budget --epsilon.",
+        "release synthetic data with a privacy report",
+        "Release m synthetic datasets under a total privacy budget --epsilon.",
+        ("input", "IN.csv", "confidential data (UTF-8 CSV)", "the confidential outcome column"),
     )
-    s.add_argument("input", metavar="IN.csv", help="confidential data (UTF-8 CSV)")
-    s.add_argument("--column", required=True, help="the confidential outcome column")
     s.add_argument("--model", default=None, choices=MODEL_CHOICES, help="default beta")
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
     s.add_argument(
@@ -306,13 +315,13 @@ def _add_synthesize(sub: Any) -> None:
 def _add_combine(sub: Any) -> None:
     from dpsynth.inference import ESTIMANDS, RULES
 
-    p = sub.add_parser(
+    p = _subcommand(
+        sub,
         "combine",
-        help="combine inferences from m synthetic datasets (Liu, Theorem 7)",
-        description="Per-set estimate and variance of a mean or proportion, combined across sets.",
+        "combine inferences from m synthetic datasets (Liu, Theorem 7)",
+        "Per-set estimate and variance of a mean or proportion, combined across sets.",
+        ("synth", "SYNTH.csv", "synthetic data CSV (all sets stacked)", "column to analyse"),
     )
-    p.add_argument("synth", metavar="SYNTH.csv", help="synthetic data CSV (all sets stacked)")
-    p.add_argument("--column", required=True, help="column to analyse")
     p.add_argument("--estimand", required=True, choices=ESTIMANDS)
     p.add_argument(
         "--rule",

@@ -247,13 +247,17 @@ def fit(
         if name == "pystan":
             run = _withheld(
                 lambda: _sample_pystan(
-                    code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                    _Run(
+                        code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                    )
                 )
             )
         else:
             run = _withheld(
                 lambda: _sample_cmdstanpy(
-                    code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                    _Run(
+                        code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                    )
                 )
             )
     return StanFit(
@@ -339,16 +343,21 @@ def purge_fit_cache() -> int:
 # --- PyStan (httpstan) ----------------------------------------------------------
 
 
-def _sample_pystan(
-    code: str,
-    data: dict,
-    seed: int,
-    chains: int,
-    iter_warmup: int,
-    iter_sampling: int,
-    inits: list[dict] | None,
-    quiet: bool,
-) -> _Sample:
+class _Run(NamedTuple):
+    """One sampling run's settings, as :func:`fit` passes them to a backend."""
+
+    code: str
+    data: dict
+    seed: int
+    chains: int
+    iter_warmup: int
+    iter_sampling: int
+    inits: list[dict] | None
+    quiet: bool
+
+
+def _sample_pystan(run: _Run) -> _Sample:
+    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet = run
     out = _run_httpstan(
         code,
         data,
@@ -703,16 +712,8 @@ def _compile_lock(model_name: str) -> Iterator[None]:
 # --- cmdstanpy ------------------------------------------------------------------
 
 
-def _sample_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
-    code: str,
-    data: dict,
-    seed: int,
-    chains: int,
-    iter_warmup: int,
-    iter_sampling: int,
-    inits: list[dict] | None,
-    quiet: bool,
-) -> _Sample:
+def _sample_cmdstanpy(run: _Run) -> _Sample:  # pragma: no cover - needs a CmdStan installation
+    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet = run
     model = _cmdstan_model(code, quiet)
     with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
         out = _cmdstan_interruptible(
