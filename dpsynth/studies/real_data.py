@@ -91,16 +91,13 @@ VARIANTS: dict[str, tuple[str, str]] = {
 PAPER: dict[str, Any] = {
     "n": None,  # None: the whole confidential half (1,937 records)
     "epsilons": [1.0, 3.0, 5.0],
-    "regression_epsilons": [1.0, 3.0, 5.0],
+    # The regression at eps = 1 per set (M = 0.25) and uncentred Censor_w are left out of the
+    # measured run: one such fit took over 15 minutes on the shared 2-core machine. Pass
+    # regression_epsilons=[1.0, 3.0, 5.0] (and add "censor-w") to run them.
+    "regression_epsilons": [3.0, 5.0],
     "models": ["negbin", "poisson"],
     "variants": [v for v in VARIANTS if v != "unweighted"],
-    "regression_variants": [
-        "censor-uw",
-        "censor-uw/reference",
-        "censor-w",
-        "censor-w/reference",
-        "unweighted",
-    ],
+    "regression_variants": ["censor-uw", "censor-uw/reference", "censor-w/reference", "unweighted"],
     "sets": 5,
     "bound": 60,
     "chains": 4,
