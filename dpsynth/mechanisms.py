@@ -272,7 +272,9 @@ class Synthesizer:
         data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
         if self.model.record_log_lik is None:
             raise InputError("reference", "reference weights need a shipped model (numpy mirror)")
-        probe = WeightedFit(ref_fit.stan_fit, np.ones(self.n), self.model.record_log_lik, None, data)
+        probe = WeightedFit(
+            ref_fit.stan_fit, np.ones(self.n), self.model.record_log_lik, None, data
+        )
         return weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)
 
     # -- mechanisms ----------------------------------------------------------

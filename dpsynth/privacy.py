@@ -56,7 +56,17 @@ NEIGHBOUR_MEANING = {
 }
 
 PUBLIC_TUNING = frozenset(
-    {"c", "g", "radius", "reweight", "downscale", "target_lipschitz", "n_bins", "integer"}
+    {
+        "c",
+        "g",
+        "radius",
+        "reweight",
+        "downscale",
+        "target_lipschitz",
+        "n_bins",
+        "integer",
+        "centring",
+    }
 )
 """Tuning values set by the user (publishable); values searched on the data are not."""
 

@@ -72,9 +72,7 @@ def glue_numbers(values: Mapping[str, Any], prefix: str = "") -> None:
         glue(f"{prefix}{key}", _plain(value), display=False)
 
 
-def assert_converged(
-    rhat_values: Any, threshold: float = 1.05, what: str = "fits"
-) -> float:
+def assert_converged(rhat_values: Any, threshold: float = 1.05, what: str = "fits") -> float:
     """Raise AssertionError unless every R-hat is below ``threshold`` (NaN fails).
 
     Prints the number of values and the largest; returns the largest.

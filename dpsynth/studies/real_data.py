@@ -506,11 +506,15 @@ def _regression_rows(
     labels: Mapping[str, Any],
     set_no: int,
 ) -> dict[str, Any]:
+    """One synthetic set's utility; an all-zero set has no NB2 fit (coefficients NaN)."""
+    row = {**labels, "set": set_no, **count_metrics(y, frame_y), "ci_overlap": np.nan}
+    if not np.any(np.asarray(frame_y) > 0):  # the MLE runs off to -infinity: no interval
+        return {**row, **{f"coef_{name}": np.nan for name in ("intercept", *COVARIATES)}}
     coef, se = nb2_fit(frame_y, X)
     c0, s0 = conf_fit
     z = stats.norm.ppf(0.975)
     io = interval_overlap(c0 - z * s0, c0 + z * s0, coef - z * se, coef + z * se)
-    row = {**labels, "set": set_no, **count_metrics(y, frame_y), "ci_overlap": float(io.mean())}
+    row["ci_overlap"] = float(io.mean())
     row.update({f"coef_{name}": float(v) for name, v in zip(("intercept", *COVARIATES), coef)})
     return row
 
@@ -588,11 +592,21 @@ def summary_figure(
         rest["model"] == "-", rest["mechanism"], rest["model"] + " " + rest["mechanism"]
     )
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    names = list(dict.fromkeys(label))
+    colors = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
     for ax, metric in zip(axes[0], metrics):
-        for name in dict.fromkeys(label):
+        for i, name in enumerate(names):
             sub = rest[label == name]
-            style = "--" if "/" not in name and "histogram" not in name and name != "ph" else "-"
-            ax.plot(sub["epsilon"], sub[metric], style, marker="o", ms=3, label=name)
+            style = "--" if name.startswith("poisson") else ("-." if " " not in name else "-")
+            ax.plot(
+                sub["epsilon"],
+                sub[metric],
+                style,
+                marker="o",
+                ms=3,
+                label=name,
+                color=colors[i % 20],
+            )
         if metric != "max_ecdf":
             ax.axhline(data[metric], color="black", ls=":", lw=1.5, label="confidential")
         ax.set_xlabel("epsilon per synthetic set")

@@ -1,0 +1,91 @@
+"""A CLI release with a fresh HOME, cache and temporary folder leaves no file derived from
+the confidential data outside the outputs the user named (issue: releases that keep exactly
+the guarantee they state)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dpsynth import engine
+
+pytestmark = pytest.mark.slow
+
+
+def _files(root: Path) -> dict[str, int]:
+    """Every non-directory path below ``root`` with its size (sockets count as size 0)."""
+    out = {}
+    for path in root.rglob("*"):
+        mode = path.lstat().st_mode
+        if not stat.S_ISDIR(mode):
+            out[str(path.relative_to(root))] = 0 if stat.S_ISSOCK(mode) else path.stat().st_size
+    return out
+
+
+def test_cli_release_leaves_nothing_but_its_outputs(tmp_path: Path) -> None:
+    import httpstan.cache
+
+    model = engine.compile_program(engine.STAN_DIR / "beta.stan")  # 'models/<id>'
+    version_dir = httpstan.cache.cache_directory()
+    cache = tmp_path / "xdg" / "httpstan" / version_dir.name / model
+    shutil.copytree(version_dir / model, cache, ignore=shutil.ignore_patterns("fits"))
+    for name in ("home", "tmp", "work", "dpsynth-cache"):
+        (tmp_path / name).mkdir()
+    work = tmp_path / "work"
+    rng = np.random.default_rng(4)
+    (work / "in.csv").write_text(
+        "y\n" + "\n".join(f"{v:.6f}" for v in rng.beta(2, 5, 150).clip(1e-4, 1 - 1e-4))
+    )
+    before = _files(tmp_path)
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "DPSYNTH_CACHE_DIR": str(tmp_path / "dpsynth-cache"),
+        "DPSYNTH_STAN_BACKEND": "pystan",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "dpsynth",
+        "synthesize",
+        "in.csv",
+        "--column",
+        "y",
+        "--mechanism",
+        "censor-uw",
+        "--epsilon",
+        "6",
+        "--m",
+        "2",
+        "--quiet",
+        "--allow-unconverged",
+        "--chains",
+        "2",
+        "--iter-warmup",
+        "200",
+        "--iter-sampling",
+        "200",
+        "--out",
+        "out.csv",
+        "--report",
+        "report.json",
+        "--diagnostics",
+        "diag.json",
+    ]
+    run = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    new = {p: size for p, size in _files(tmp_path).items() if p not in before}
+    named = {"work/out.csv", "work/report.json", "work/diag.json"}
+    assert named <= set(new)
+    leftovers = {p: size for p, size in new.items() if p not in named}
+    # httpstan leaves empty Unix sockets in TMPDIR (no content); anything else is a leak.
+    assert all(size == 0 and p.startswith("tmp/") for p, size in leftovers.items()), leftovers
