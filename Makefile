@@ -29,7 +29,7 @@ compile: venv
 	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()"
 
 lint: venv
-	$(BIN)/ruff check dpsynth tests benchmarks data $(NOTEBOOKS)
+	$(BIN)/ruff check dpsynth tests benchmarks data tools book/_ext $(NOTEBOOKS)
 
 pytest: compile
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
@@ -50,11 +50,12 @@ $(PROFILE_STAMP): | venv
 	rm -f book/executed/.profile-*
 	touch $@
 
-book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) $(PROFILE_STAMP) | compile
+book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) tools/prepare_executed.py $(PROFILE_STAMP) | compile
 	@echo "[make] executing $< with profile $(PROFILE)" >&2
 	@start=$$(date +%s); \
 	$(BIN)/papermill $< $@.part -p profile $(PROFILE) --cwd notebooks -k python3 --log-level ERROR \
-	  --progress-bar && mv $@.part $@ && \
+	  --progress-bar && $(BIN)/python tools/prepare_executed.py $@.part --profile $(PROFILE) && \
+	  mv $@.part $@ && \
 	echo "[make] $* took $$(( $$(date +%s) - start )) s" | tee -a book/executed/timings.log >&2
 
 book-html: $(EXECUTED) | mathjax

@@ -714,25 +714,11 @@ def _compile_lock(model_name: str) -> Iterator[None]:
 
 def _sample_cmdstanpy(run: _Run) -> _Sample:  # pragma: no cover - needs a CmdStan installation
     code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet = run
-    model = _cmdstan_model(code, quiet)
-    with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
-        out = _cmdstan_interruptible(
-            model,
-            lambda: model.sample(
-                data=data_file,
-                chains=chains,
-                iter_warmup=iter_warmup,
-                iter_sampling=iter_sampling,
-                seed=int(seed) % (2**31),
-                inits=inits,
-                output_dir=output_dir,
-                sig_figs=18,
-                show_progress=not quiet,
-            ),
-        )
-        names = tuple(out.stan_variables().keys())
-        draws = {k: np.asarray(out.stan_variable(k)) for k in names}  # chains stacked
-        divergences = int(np.sum(out.method_variables()["divergent__"]))
+    sampling = {"chains": chains, "iter_warmup": iter_warmup, "iter_sampling": iter_sampling}
+    out = _cmdstan_sample(code, data, seed, inits, quiet, **sampling)
+    names = tuple(out.stan_variables().keys())
+    draws = {k: np.asarray(out.stan_variable(k)) for k in names}  # chains stacked
+    divergences = int(np.sum(out.method_variables()["divergent__"]))
     return _Sample(
         draws, _parameters_block_names(code, names), _chain_arrays(draws, chains), divergences
     )
@@ -741,23 +727,31 @@ def _sample_cmdstanpy(run: _Run) -> _Sample:  # pragma: no cover - needs a CmdSt
 def _generate_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
     code: str, data: dict, params: dict, seed: int, quiet: bool
 ) -> np.ndarray:
+    out = _cmdstan_sample(code, data, seed, params, True, fixed_param=True, iter_sampling=1)
+    return np.asarray(out.stan_variable("y_rep"))[0]
+
+
+def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
+    code: str, data: dict, seed: int, inits: Any, quiet: bool, **sampling: Any
+) -> Any:
+    """One ``CmdStanModel.sample`` call in a private folder (18 significant digits), read
+    back in full before the folder (data JSON, CSV files) is removed."""
     model = _cmdstan_model(code, quiet)
     with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
         out = _cmdstan_interruptible(
             model,
             lambda: model.sample(
                 data=data_file,
-                fixed_param=True,
-                chains=1,
-                iter_sampling=1,
                 seed=int(seed) % (2**31),
-                inits=params,
+                inits=inits,
                 output_dir=output_dir,
                 sig_figs=18,
-                show_progress=False,
+                show_progress=not quiet,
+                **{"chains": 1, **sampling},
             ),
         )
-        return np.asarray(out.stan_variable("y_rep"))[0]
+        out.draws()  # read every CSV while the folder still exists
+        return out
 
 
 @contextlib.contextmanager

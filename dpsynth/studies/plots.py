@@ -38,6 +38,35 @@ def _color(name: str, i: int) -> str:
     )
 
 
+MAX_COLUMNS = 2
+"""Panels per row: a figure stays about 8 inches wide, readable in the book's column."""
+
+
+def panel_axes(
+    n: int,
+    *,
+    width: float = 4.0,
+    height: float = 3.2,
+    sharex: bool = False,
+    sharey: bool = False,
+) -> tuple[Figure, list]:
+    """A figure of ``n`` panels, at most :data:`MAX_COLUMNS` per row; unused axes hidden."""
+    cols = min(n, MAX_COLUMNS)
+    rows = -(-n // cols)
+    fig, grid = plt.subplots(
+        rows,
+        cols,
+        figsize=(width * cols, height * rows),
+        squeeze=False,
+        sharex=sharex,
+        sharey=sharey,
+    )
+    axes = list(grid.ravel())
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def violins(
     frame: pd.DataFrame,
     value: str,
@@ -57,14 +86,8 @@ def violins(
     """
     panels = [None] if panel is None else list(dict.fromkeys(frame[panel]))
     groups = list(order) if order is not None else list(dict.fromkeys(frame[group]))
-    fig, axes = plt.subplots(
-        1,
-        len(panels),
-        figsize=(max(4.5, 1.1 * len(groups)) * len(panels), 3.6),
-        squeeze=False,
-        sharey=True,
-    )
-    for ax, p in zip(axes[0], panels, strict=True):
+    fig, axes = panel_axes(len(panels), width=max(4.0, 0.7 * len(groups)), sharey=True)
+    for ax, p in zip(axes, panels, strict=True):
         sub = frame if p is None else frame[frame[panel] == p]
         present = [g for g in groups if (sub[group] == g).any()]
         data = [sub.loc[sub[group] == g, value].dropna().to_numpy(dtype=float) for g in present]
@@ -83,7 +106,8 @@ def violins(
             ax.axhline(ref, ls="--", color="k", lw=1)
         if p is not None:
             ax.set_title(panel_fmt.format(p))
-    axes[0][0].set_ylabel(ylabel or value)
+    for ax in axes[:: min(len(axes), MAX_COLUMNS)]:
+        ax.set_ylabel(ylabel or value)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -98,13 +122,14 @@ def lipschitz_vs_weights(
     ``panels[name] = (alpha, record_bounds)``; the dashed line marks the database
     bound Delta = max_i Delta_i (vector-weighted paper, Figures 4, 5, 8, 9).
     """
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
-    for i, (ax, (name, (alpha, bounds))) in enumerate(zip(axes[0], panels.items(), strict=True)):
+    fig, axes = panel_axes(len(panels), sharex=True, sharey=True)
+    for i, (ax, (name, (alpha, bounds))) in enumerate(zip(axes, panels.items(), strict=True)):
         ax.scatter(alpha, bounds, s=6, alpha=0.5, color=_color(name, i))
         ax.axhline(np.max(bounds), ls="--", color="red", lw=1)
         ax.set_xlabel("weight $\\alpha_i$")
         ax.set_title(name)
-    axes[0][0].set_ylabel("record Lipschitz bound $\\Delta_{\\alpha,x_i}$")
+    for ax in axes[:: min(len(axes), MAX_COLUMNS)]:
+        ax.set_ylabel("record Lipschitz bound $\\Delta_{\\alpha,x_i}$")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -157,8 +182,8 @@ def lines(
 ) -> Figure:
     """Line plot of ``y`` against ``x`` for each ``group`` (e.g. coverage against m)."""
     panels = [None] if panel is None else list(dict.fromkeys(frame[panel]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], panels, strict=True):
+    fig, axes = panel_axes(len(panels), sharey=True)
+    for ax, p in zip(axes, panels, strict=True):
         sub = frame if p is None else frame[frame[panel] == p]
         for i, (name, g) in enumerate(sub.groupby(group, sort=False)):
             g = g.sort_values(x)
@@ -170,8 +195,9 @@ def lines(
         ax.set_xlabel(x)
         if p is not None:
             ax.set_title(f"{panel} = {p}")
-    axes[0][0].set_ylabel(ylabel or y)
-    axes[0][-1].legend(frameon=False, fontsize=8)
+    for ax in axes[:: min(len(axes), MAX_COLUMNS)]:
+        ax.set_ylabel(ylabel or y)
+    axes[-1].legend(frameon=False, fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -228,7 +254,7 @@ def metric_grid(
     fig, axes = plt.subplots(
         len(metrics),
         len(panels),
-        figsize=(3.1 * len(panels) + 0.6, height),
+        figsize=(min(2.7 * len(panels) + 0.6, 8.5), height),
         squeeze=False,
         sharex=True,
     )
