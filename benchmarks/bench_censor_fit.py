@@ -36,7 +36,9 @@ def main() -> None:
     for r in range(args.repeats):
         t0 = time.perf_counter()
         fit = engine.fit(syn.model.stan_file, data, seed=100 + r)
-        contrib = privacy.weighted_contributions(syn.model.record_log_lik(fit.draws, data), alpha, M)
+        contrib = privacy.weighted_contributions(
+            syn.model.record_log_lik(fit.draws, data), alpha, M
+        )
         delta = privacy.lipschitz_bound(contrib)
         times.append(time.perf_counter() - t0)
         print(

@@ -271,9 +271,9 @@ def _add_synthesize(sub: Any) -> None:
         help="PH for counts: one bin per integer in --bounds, integer output",
     )
     mc = s.add_argument_group("MCMC")
-    mc.add_argument("--chains", type=int, default=4)
-    mc.add_argument("--iter-warmup", type=int, default=1000)
-    mc.add_argument("--iter-sampling", type=int, default=1000)
+    mc.add_argument("--chains", type=int, default=2, help="default 2 (see the book's choices)")
+    mc.add_argument("--iter-warmup", type=int, default=1000, help="warmup iterations per chain")
+    mc.add_argument("--iter-sampling", type=int, default=2000, help="draws kept per chain")
     mc.add_argument("--backend", choices=("auto", "cmdstanpy", "pystan"), default=None)
     mc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     g = s.add_argument_group("modips.SBS options (--mechanism sbs)")

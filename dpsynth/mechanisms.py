@@ -53,11 +53,16 @@ GUARANTEE = {
 
 @dataclass(frozen=True)
 class Sampler:
-    """MCMC settings of every fit (the papers: 4 chains would be Stan's default)."""
+    """MCMC settings of every fit: 2 chains x (1000 warmup + 2000 draws) by default.
 
-    chains: int = 4
+    The same S = 4000 retained draws as Stan's 4 x (1000 + 1000), at 1.30 times the bulk
+    ESS per second on 2 cores (``benchmarks/bench_sampler_settings.py``; the book's
+    choices page): fewer warmup iterations in all. The papers do not state theirs.
+    """
+
+    chains: int = 2
     iter_warmup: int = 1000
-    iter_sampling: int = 1000
+    iter_sampling: int = 2000
     backend: str | None = None
     quiet: bool = True
 
