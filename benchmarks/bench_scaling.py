@@ -86,13 +86,20 @@ def main() -> None:
     parser.add_argument("--iter", type=int, default=1000, help="warmup = sampling iterations")
     parser.add_argument("--timeout", type=float, default=3600.0)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "scaling.csv"))
+    parser.add_argument("--append", action="store_true", help="add rows to an existing --out")
     args = parser.parse_args()
-    rows = []
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    keys = ["workload", "n", "status", "wall_s", "cpu_s", "peak_bytes", "rhat_max"]
+    if not (args.append and out.exists()):
+        with out.open("w", newline="") as fh:
+            csv.DictWriter(fh, fieldnames=keys).writeheader()
     print(f"{'workload':<18}{'n':>10}{'wall s':>10}{'cpu s':>10}{'peak GB':>10}{'R-hat':>8}")
     for workload in args.workloads:
         for n in args.n:
             row = run_one(workload, n, args.chains, args.iter, args.timeout)
-            rows.append(row)
+            with out.open("a", newline="") as fh:  # one row at a time: a long run keeps its rows
+                csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore").writerow(row)
             if row["status"] != "ok":
                 print(f"{workload:<18}{n:>10}  {row['status']}", flush=True)
                 continue
@@ -102,13 +109,6 @@ def main() -> None:
                 f"{row['peak_bytes'] / 1e9:>10.2f}{(rhat or float('nan')):>8.3f}",
                 flush=True,
             )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    keys = ["workload", "n", "status", "wall_s", "cpu_s", "peak_bytes", "rhat_max"]
-    with out.open("w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=keys, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
     print(f"wrote {out}")
 
 

@@ -92,12 +92,14 @@ def perturbed_histogram(
     neighbours: str = "substitution",
     n_synthetic: int | None = None,
     integer: bool = False,
+    bin_rule: str = "sqrt",
 ) -> np.ndarray:
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
 
     Public ``bounds`` [LO, HI] are required (never read from the data). The number of
-    bins is data-independent: ceil(sqrt(n)) by default (dpsynth's choice; the supplement
-    allows ln(n) or sqrt(n)); with ``integer`` (counts) one unit bin per integer in
+    bins is data-independent: ``bin_rule`` "sqrt" (default, dpsynth's choice) gives
+    ceil(sqrt(n)), "log" gives ceil(ln(n)) (the supplement allows either; see
+    :func:`ph_bins`); with ``integer`` (counts) one unit bin per integer in
     [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
     sensitivity/epsilon (sensitivity 2 under substitution, a record moves between bins;
     1 under add/remove), negative counts are set to 0, and each synthetic value is drawn
@@ -131,7 +133,10 @@ def perturbed_histogram(
         raise InputError("n_synthetic", "add/remove neighbours need a public number of records")
     # The bin rule may only see public numbers: n under substitution, N under add/remove.
     n_public = n_out if neighbours == "add-remove" else x.size
-    k = ph_bins(n_public, (lo, hi), integer) if n_bins is None else require_m(n_bins, "n_bins")
+    if n_bins is None:
+        k = ph_bins(n_public, (lo, hi), integer, rule=bin_rule)
+    else:
+        k = require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
     if integer:
@@ -153,11 +158,23 @@ def perturbed_histogram(
     return np.vstack(sets)
 
 
-def ph_bins(n: int, bounds: tuple[float, float] | None = None, integer: bool = False) -> int:
+PH_BIN_RULES = ("sqrt", "log")
+"""Bin rules of :func:`ph_bins`: the two examples of the censoring paper's supplement S1."""
+
+
+def ph_bins(
+    n: int, bounds: tuple[float, float] | None = None, integer: bool = False, rule: str = "sqrt"
+) -> int:
     """Data-independent number of PH bins: one per integer in the bounds for counts, else
-    ceil(sqrt(n)) (dpsynth's choice; n is public under substitution)."""
+    ``rule`` of n (public under substitution): "sqrt" ceil(sqrt(n)) (the default, dpsynth's
+    choice) or "log" max(1, ceil(ln(n))). Supplement S1 gives m = ln(n) and m = sqrt(n) as
+    examples; the paper's own PH results (its Table 2 quantiles of the SDR application) are
+    those of the ln(n) rule (book: "Where the papers leave a choice")."""
+    require_choice("rule", rule, PH_BIN_RULES)
     if integer and bounds is not None:
         return int(bounds[1] - bounds[0]) + 1
+    if rule == "log":
+        return max(1, int(math.ceil(math.log(max(int(n), 1)))))
     return int(math.ceil(math.sqrt(n)))
 
 

@@ -2,6 +2,8 @@
 
 Pure functions of arrays (no Stan). Papers: Savitsky, Hu & Williams (vector-weighted,
 Algorithms 1-3) and Hu, Williams & Savitsky (censoring, Sections 2.2 and 4.4).
+:func:`lw_record_bounds` computes the LW record bounds from the S x n log-likelihoods, by
+default over all draws, optionally over the draws the vector-weighted paper's R script keeps.
 """
 
 from __future__ import annotations
@@ -35,6 +37,32 @@ def lw_weights(record_bounds: np.ndarray, c: float = 1.0, g: float = 0.0) -> np.
         risk = (f[finite] - lo) / (hi - lo) if hi > lo else np.zeros(finite.sum())
         alpha[finite] = c * (1.0 - risk) + g
     return np.clip(alpha, 0.0, 1.0)
+
+
+def lw_record_bounds(log_lik: np.ndarray, draw_quantile: float | None = None) -> np.ndarray:
+    """Record bounds f_i of Algorithm 1 steps 1-3, from the S x n unweighted log-likelihoods.
+
+    ``draw_quantile`` None: f_i = max_s |f_theta_s(x_i)| over all S draws (dpsynth's default,
+    the algorithm as printed). A value q in (0, 1] follows the vector-weighted paper's
+    appendix R script: the LOO log ratio of draw s and record i is
+    |sum_j ll[s, j] - sum_{j != i} ll[s, j]| = |ll[s, i]|, L is the q-quantile over draws
+    of each draw's largest ratio (``L <- quantile(log_ratio_theta, thresh)``), and f_i is the
+    largest ratio of record i over the draws whose largest ratio is at most L. The script
+    uses an undefined ``logthresh_ratio`` there (a line was lost); dpsynth reads it as
+    ``log_ratio[log_ratio_theta <= L, ]``. Non-finite log-likelihoods give f_i = inf.
+    """
+    ll = np.atleast_2d(np.asarray(log_lik, dtype=float))
+    ratio = np.abs(ll)
+    if draw_quantile is None:
+        return ratio.max(axis=0)
+    q = float(draw_quantile)
+    if not (np.isfinite(q) and 0 < q <= 1):
+        raise InputError("draw_quantile", f"must lie in (0, 1] (got {draw_quantile})")
+    per_draw = np.where(np.isfinite(ratio), ratio, -np.inf).max(axis=1)
+    keep = per_draw <= np.quantile(per_draw, q)
+    out = ratio[keep].max(axis=0)
+    out[~np.isfinite(ratio).all(axis=0)] = np.inf
+    return out
 
 
 def reference_lw_weights(

@@ -88,10 +88,14 @@ def test_notebook_helpers() -> None:
 
     from dpsynth.studies import notebook
 
-    assert notebook.as_float(np.float64(1.5)) == 1.5 and type(notebook.as_float(np.int64(2))) is float
+    assert (
+        notebook.as_float(np.float64(1.5)) == 1.5 and type(notebook.as_float(np.int64(2))) is float
+    )
     assert math.isnan(notebook.as_float(None)) and math.isnan(notebook.as_float("n/a"))
     assert notebook._plain(np.int64(3)) == 3 and type(notebook._plain(np.int64(3))) is int
-    assert notebook._plain("Censor_w") == "Censor_w" and type(notebook._plain(np.float32(1))) is float
+    assert (
+        notebook._plain("Censor_w") == "Censor_w" and type(notebook._plain(np.float32(1))) is float
+    )
     assert notebook.assert_converged([1.001, 1.02], 1.05) == 1.02
     for bad in ([1.001, 1.06], [1.0, float("nan")], []):
         with pytest.raises(AssertionError):

@@ -148,3 +148,150 @@ def test_censoring_table_layout(tiny_frame: pd.DataFrame) -> None:
     assert list(t.index.get_level_values(0).unique()) == [4.0, 3.0]
     assert list(t.columns) == ["min", "q1", "median", "mean", "q3", "max", "sd"]
     assert (t["sd"] == 0).all()
+
+
+# ------------------------------------------------- where the paper leaves a choice (options)
+
+
+def test_paper_profile_choices_and_validation_of_the_new_keys() -> None:
+    s = settings("paper")
+    assert s["ph_bin_rule"] == "log" and s["downscale"] == 0.9
+    assert (s["lw_c"], s["lw_g"], s["lw_draw_quantile"]) == (1.0, 0.0, None)
+    assert s["sdr_weighted_epsilon"] == 5.24 and s["sdr_tune_tol"] == 0.05
+    assert settings("ci", sdr_weighted_epsilon=None)["sdr_weighted_epsilon"] == 5.24  # None keeps
+    p = beta_params(settings("ci", lw_draw_quantile=0.9, lw_g=0.1))
+    assert (p["lw_draw_quantile"], p["lw_g"], p["ph_bin_rule"]) == (0.9, 0.1, "log")
+    for key, bad in (
+        ("lw_c", float("nan")),
+        ("lw_g", "x"),
+        ("lw_draw_quantile", 0),
+        ("lw_draw_quantile", 1.5),
+        ("ph_bin_rule", "cube"),
+        ("sdr_weighted_epsilon", -1.0),
+        ("sdr_tune_tol", 1.5),
+    ):
+        with pytest.raises(InputError) as info:
+            settings("ci", **{key: bad})
+        assert info.value.param == key
+
+
+def test_lw_record_bounds_follow_the_r_script() -> None:
+    from dpsynth.weights import lw_record_bounds, lw_weights
+
+    ll = np.array([[-1.0, 2.0, 0.5], [3.0, -0.5, 0.1], [0.2, 9.0, -0.3], [-0.4, 1.0, 4.0]])
+    assert lw_record_bounds(ll).tolist() == [3.0, 9.0, 4.0]  # max |ll| over all draws
+    # per-draw maxima 2, 3, 9, 4; the 0.5-quantile is 3.5: keep draws 0 and 1
+    assert lw_record_bounds(ll, 0.5).tolist() == [3.0, 2.0, 0.5]
+    assert lw_record_bounds(ll, 1.0).tolist() == [3.0, 9.0, 4.0]
+    bad = ll.copy()
+    bad[0, 2] = -np.inf
+    out = lw_record_bounds(bad, 0.9)
+    assert out[2] == np.inf and lw_weights(out)[2] == 0.0
+    with pytest.raises(InputError) as info:
+        lw_record_bounds(ll, 0.0)
+    assert info.value.param == "draw_quantile"
+
+
+def test_ph_bin_rules() -> None:
+    from dpsynth.histogram import perturbed_histogram, ph_bins
+
+    assert ph_bins(2000) == 45 and ph_bins(2000, rule="sqrt") == 45
+    assert (ph_bins(2000, rule="log"), ph_bins(1000, rule="log"), ph_bins(400, rule="log")) == (
+        8,
+        7,
+        6,
+    )
+    assert ph_bins(1, rule="log") == 1 and ph_bins(10, (0, 4), True, rule="log") == 5
+    with pytest.raises(InputError) as info:
+        ph_bins(100, rule="cube")
+    assert info.value.param == "rule"
+    y = np.random.default_rng(0).beta(0.5, 3, 500)
+    a = perturbed_histogram(y, (0, 1), 5.0, np.random.default_rng(1), bin_rule="log")
+    b = perturbed_histogram(y, (0, 1), 5.0, np.random.default_rng(1), n_bins=7)
+    assert np.array_equal(a, b)  # ceil(ln 500) = 7 bins
+    c = perturbed_histogram(y, (0, 1), 5.0, np.random.default_rng(1))
+    d = perturbed_histogram(y, (0, 1), 5.0, np.random.default_rng(1), n_bins=23)
+    assert np.array_equal(c, d)  # the default is unchanged: ceil(sqrt 500) = 23
+
+
+def test_beta_summary_and_comparison(tiny_frame: pd.DataFrame) -> None:
+    from dpsynth.studies.censoring import beta_comparison, beta_summary
+    from dpsynth.studies.verdicts import compare, summary_frame
+
+    frame = pd.concat([tiny_frame, tiny_frame.assign(replicate=1)])
+    values = beta_summary(frame, 60)
+    assert set(values) >= {"censor_w_count_4", "weighted_e_count_3", "best_dp_4", "censor_excess"}
+    main = tiny_frame[(tiny_frame.study == "main") & (tiny_frame.epsilon == 4.0)]
+    cw = main.loc[main.mechanism == "Censor_w", "n_invoked"].iloc[0]
+    assert values["censor_w_count_4"].tolist() == [100 * cw / 60] * 2
+    assert values["censor_excess"] <= 1e-12
+    specs = beta_comparison([4.0, 3.0, 2.0], 4.0)
+    by_key = {row["key"]: row for row in specs}
+    assert by_key["censor_w_count_4"]["paper"] == pytest.approx(20.4)
+    assert by_key["censor_w_count_2"]["paper"] is None  # off the paper's grid
+    assert by_key["censor_w_count_5"]["paper"] == pytest.approx(5.5)  # not run here
+    assert by_key["censor_w_count_ds_with"]["paper"] == pytest.approx(7.2)
+    table = compare(specs, summary_frame(values), study="beta").set_index("quantity")
+    row = table.loc["Censor_w count, mean % of records, eps = 2"]
+    assert row["paper"] == "not in the paper" and row["verdict"] == "not in the paper"
+    assert table.loc["Censor_w count, mean % of records, eps = 5", "this run"] == "not run"
+    assert beta_comparison([4.0], 2.0)[-3]["paper"] is None  # downscaling off the paper's epsilon
+
+
+@pytest.mark.slow
+def test_replicate_with_the_r_script_weights_and_a_shift() -> None:
+    s = settings(
+        "ci",
+        n=60,
+        epsilons=[4.0],
+        chains=2,
+        iter_warmup=100,
+        iter_sampling=100,
+        lw_draw_quantile=0.9,
+        lw_g=0.1,
+        downscale=None,
+    )
+    f = beta_replicate(beta_params(s), replicate=0, seed=11)
+    assert set(f.mechanism) == {
+        "Data",
+        "Unweighted",
+        "Weighted",
+        "Weighted-e",
+        "Censor_w",
+        "Censor_uw",
+        "PH",
+    }
+    cens = f[f.mechanism == "Censor_w"]
+    assert (cens.lipschitz <= 2.0 + 1e-12).all()
+    assert (f[f.mechanism == "Weighted"].n_zero_weight == 0).all()  # g = 0.1 > 0: no zero weight
+
+
+@pytest.mark.slow
+def test_tune_lw_weights_reaches_the_target() -> None:
+    from dpsynth.mechanisms import Sampler, Synthesizer
+    from dpsynth.studies.censoring import tune_lw_weights
+
+    y = np.random.default_rng(5).beta(0.5, 3, 80)
+    syn = Synthesizer(y, "beta", seed=3, sampler=Sampler(2, 150, 150))
+    full = syn.lw().epsilon
+    c, g, result, trace = tune_lw_weights(syn, 0.6 * full, tol=0.05, max_fits=6)
+    assert trace["c"].iloc[0] == 1.0 and len(trace) <= 6 and g == 0.0
+    assert 0 < c < 1 and abs(result.epsilon - 0.6 * full) <= 0.05 * 0.6 * full
+    assert result.tuning == {"c": c, "g": 0.0}
+    with pytest.raises(InputError):
+        tune_lw_weights(syn, 0.0)
+
+
+def test_sdr_summary_and_comparison() -> None:
+    from dpsynth.studies.censoring import PAPER_TABLE2, sdr_comparison, sdr_summary
+    from dpsynth.studies.verdicts import compare, summary_frame
+
+    out = {"table": PAPER_TABLE2.copy(), "tuning": {"c": 0.4, "g": 0.0}}
+    values = sdr_summary(out)
+    assert values["weighted_epsilon"] == 5.24 and values["best_dp"] == "Censor_w"
+    table = compare(sdr_comparison(), summary_frame(values), study="sdr")
+    judged = table[table.paper != "not in the paper"]
+    assert judged.verdict.str.contains("agrees").all()  # the paper agrees with itself
+    out["table"].loc["epsilon", "Weighted"] = 12.16
+    table = compare(sdr_comparison(), summary_frame(sdr_summary(out)), study="sdr")
+    assert "likely cause: the LW tuning (c, g)" in table.verdict.iloc[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from dpsynth.errors import InputError
@@ -134,3 +135,40 @@ def test_run_summary_and_sd_extremes(tiny_runs):
     assert 0 <= summary["thm7_cov_min"] <= summary["thm7_cov_max"] <= 1
     assert np.isnan(summary["t1_bin_eps05_n10_p01_raab"])  # ε = 0.5 is not in this run
     assert summary["alloc_n1000_hw_whi"] > 0
+
+
+def test_comparison_values_carry_binomial_errors(tiny_runs):
+    cfg, s51, s52, s53, check = tiny_runs
+    values = sm.comparison_values(s51, s52, s53, check, cfg["reps"])
+    cov, se, n = values["t1_gau_eps1_n100_thm7"]
+    q = (cov * 40 + 2) / 44
+    assert n == 40 and se == pytest.approx(np.sqrt(q * (1 - q) / 40))
+    assert np.isnan(values["t1_bin_eps05_n10_p01_raab"])  # epsilon 0.5 not in this run
+    assert 0 <= values["table1_within_4se"] <= 1
+    assert values["alloc_bias_decreasing"] in ("yes", "no")
+
+
+def test_comparison_specs_follow_the_runs_grid(tiny_runs):
+    cfg = tiny_runs[0]
+    specs = {row["key"]: row for row in sm.comparison_specs(cfg)}
+    assert specs["t1_bin_eps05_n10_p01_raab"]["paper"] is None  # 0.5 not in table_epsilons
+    assert specs["t1_gau_eps1_n100_thm7"]["paper"] == 0.956
+    assert specs["cp_mlo_binary"]["paper"] == 0.925  # the grid starts at m = 2
+    assert specs["bin_p01_mhi_bias"]["paper"] is None  # largest m = 5, not above 200
+    other = {r["key"]: r for r in sm.comparison_specs({**cfg, "m_grid": (5, 500)})}
+    assert other["cp_mlo_binary"]["paper"] is None and other["bin_p01_mhi_bias"]["paper"] == 0.01
+
+
+def test_table1_agreement_known_answer():
+    idx = pd.MultiIndex.from_tuples([("binary", 1.0, 10, 0.1), ("gaussian", 1.0, 10, np.nan)])
+    t = pd.DataFrame({("thm7", "paper"): [0.95, 0.95], ("thm7", "run"): [0.95, 0.80]}, index=idx)
+    assert sm.table1_agreement(t, 5000) == 0.5
+
+
+def test_table1_marks_an_epsilon_off_the_papers_grid():
+    cfg = sm.settings("ci", reps=20, table_epsilons=[2.0, 1.0])
+    t = sm.table1(sm.section52(cfg))
+    off = t.xs(2.0, level="epsilon")
+    assert (off[("thm7", "paper")] == "not in the paper").all()
+    assert t.xs(1.0, level="epsilon")[("thm7", "paper")].map(float).between(0.9, 1).all()
+    assert off[("thm7", "run")].map(float).between(0, 1).all()

@@ -130,3 +130,98 @@ def test_section3_frames_on_a_tiny_run():
         s.loc["LW", "lipschitz"] / s.loc["Unweighted", "lipschitz"]
     )
     assert np.isfinite(sw.max_rhat(study))
+
+
+# ------------------------------------------------------------- the re-weighting constant k
+
+
+def test_k_rule_setting():
+    assert sw.settings("paper")["k_rule"] == "no-increase"
+    assert sw.settings("ci", k_rule="search")["k_rule"] == "search"
+    with pytest.raises(InputError) as err:
+        sw.settings("ci", k_rule="whatever")
+    assert err.value.param == "k_rule"
+
+
+@pytest.mark.slow
+def test_reweight_no_increase_keeps_the_papers_k():
+    from dpsynth.mechanisms import Synthesizer
+
+    y = np.random.default_rng(4).poisson(100, size=80)
+    cfg = sw.settings("ci", iter_warmup=150, iter_sampling=150)
+    syn = Synthesizer(y, "poisson", seed=2, sampler=sw.sampler_of(cfg))
+    lw = syn.lw()
+    final = sw.reweight_no_increase(syn, lw, 0.95, "lw")
+    assert final.mechanism == "lw" and final.tuning["k_rule"] == "no-increase"
+    assert final.lipschitz <= lw.lipschitz
+    assert final.tuning["k"] <= 0.95 and final.fit.alpha.mean() >= lw.fit.alpha.mean()
+    # a k far above 1 would raise the bound: the rule lowers it until the bound does not grow
+    high = sw.reweight_no_increase(syn, lw, 1.0, "lw", max_refits=4)
+    assert high.tuning["k"] <= 1.0
+
+
+def _study(summary: pd.DataFrame, utility: pd.DataFrame, order: list[str]):
+    return sw.WeightingStudy(
+        label="x",
+        y=np.array([90.0, 100.0, 110.0]),
+        synthesizer=None,
+        results={name: None for name in order},
+        synthetic={},
+        records=pd.DataFrame(),
+        summary=summary,
+        utility=utility,
+        mu=pd.DataFrame(),
+        cw_search=pd.DataFrame(),
+    )
+
+
+def test_reweighting_summary_and_comparison():
+    from dpsynth.studies.verdicts import compare, summary_frame
+
+    order = ["LW", "LW_final", "CW", "CW_final"]
+    summary = pd.DataFrame(
+        {
+            "synthesizer": order,
+            "lipschitz": [5.0, 4.8, 5.0, 4.0],
+            "alpha_mean": [0.90, 0.92, 0.80, 0.85],
+            "k": [None, 0.95, None, 0.95],
+        }
+    )
+    rows = []
+    for name, med, q90 in (
+        ("Data", 98.5, 130.0),
+        ("LW", 97.7, 128.0),
+        ("LW_final", 98.0, 129.0),
+        ("CW", 100.6, 120.0),
+        ("CW_final", 98.1, 127.0),
+    ):
+        rows += [
+            {"synthesizer": name, "set": j, "statistic": "median", "value": med} for j in range(3)
+        ]
+        rows += [
+            {"synthesizer": name, "set": j, "statistic": "q90", "value": q90} for j in range(3)
+        ]
+    study = _study(summary, pd.DataFrame(rows), order)
+    values = sw.reweighting_summary(study)
+    assert values["k_LW"] == 0.95 and values["ratio_CW"] == pytest.approx(0.8)
+    assert values["alpha_gain_CW"] == "increases" and values["cw_final_closer"] == "yes"
+    assert values["median_mid_CW"] == pytest.approx(100.6)
+    table = compare(sw.reweighting_comparison("4"), summary_frame(values), study="reweighting")
+    verdicts = dict(zip(table.quantity, table.verdict, strict=True))
+    assert "agrees" in verdicts["k kept, LW"]
+    assert "differs by -0.1" in verdicts["bound CW_final / CW ('equivalent', read as 0.9-1)"]
+    assert all("agrees" in v for q, v in verdicts.items() if q.startswith("median"))
+
+
+def test_section3_and_contraction_comparisons_cover_both_generators():
+    keys = {row["key"] for row in sw.section3_comparison()}
+    assert {"poisson_sw_alpha", "poisson_lip_LW", "nb_mixture_lip_LW"} <= keys
+    bounds = pd.DataFrame(
+        {
+            "synthesizer": ["Unweighted", "Unweighted", "LW", "LW"],
+            "lipschitz": [8.0, 12.0, 3.4, 3.6],
+        }
+    )
+    values = sw.contraction_values({"poisson": (bounds, None)})
+    assert values["poisson_contracts"] == "yes" and values["poisson_LW_max"] == 3.6
+    assert {row["key"] for row in sw.contraction_comparison()} >= {"poisson_LW_max"}

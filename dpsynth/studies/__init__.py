@@ -6,7 +6,10 @@
   ``modips_simulation`` (the SBS Monte Carlo engine).
 * ``runner``: replicates in parallel with an on-disk cache keyed on the code they import.
 * ``profiles``: ``ci`` profiles stated as overrides of ``paper``.
-* ``plots``: the figures; ``notebook``: helpers the notebooks share.
+* ``plots``: the figures; ``notebook``: helpers the notebooks share; ``verdicts``: computed
+  paper-vs-run sentences; ``results``: committed paper-scale tables; ``real_data``: the real
+  counts study (beyond the papers).
 
-Studies simulate their data, so their fits and caches hold nothing confidential.
+Studies simulate their data or use public datasets, so their fits and caches hold nothing
+confidential.
 """

@@ -19,12 +19,13 @@ Choices where the paper is vague (its inline math was lost in extraction):
   3) match Table 1's means (247, 419, 809).
 * Section 4.4: epsilon = 4. Supplement Table S4's rows "without downscaling" repeat Table 1's
   epsilon = 4 rows exactly (Weighted-e 0/130/219/195/272/364, Censor_w 0/404/425/408/440/549).
-* Downscale factor 0.75 (weights alpha_i = c (1 - f~_i) with c = 0.75 instead of 1, i.e. the
-  LW weights times 0.75): the text says the scaling "roughly targets" epsilon, i.e. c ~
-  Delta_target / Delta_Weighted = 2 / (median Weighted bound), and the Weighted bounds at
-  n = 2000 centre near 2.6-2.7 (the paper: "from around 2 to 3.5"), so c ~ 0.75. Table S4's
-  downscaled Censor_w (median 0 censored, mean 144) says about half the replicates then need
-  no censoring, which is what a factor placing the median Weighted bound at the target does.
+* Downscale factor 0.9 (weights alpha_i = c (1 - f~_i) with c = 0.9 instead of 1, i.e. the
+  LW weights times 0.9; the factor is lost from the text). It is the factor that reproduces
+  the paper's own downscaled Weighted-e row of Table S4 (mean 91 truncations at epsilon 4):
+  over 10 databases of n = 2000 (2 chains x (500 + 500)), factors 0.75 / 0.8 / 0.85 / 0.9 /
+  0.95 give mean truncations 13 / 25 / 46 / 72 / 118, while the undownscaled Weighted-e
+  count (177) matches Table 1's 195. dpsynth's earlier choice, 0.75 (= 2 / the median
+  Weighted bound, "roughly targeting" epsilon = 4), truncates a seventh of the paper's.
 * Weighted-e's count in Table 1 is the number of records whose weight the truncation sets to 0
   (``n_invoked``): records already at weight 0 under LW (the riskiest record, alpha = 0 when
   g = 0) are not counted.
@@ -41,7 +42,7 @@ import pandas as pd
 
 from dpsynth import weights
 from dpsynth.errors import InputError
-from dpsynth.histogram import perturbed_histogram
+from dpsynth.histogram import PH_BIN_RULES, perturbed_histogram
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.simulate import beta_data
 from dpsynth.studies.profiles import apply_profile, derive_profiles
@@ -54,16 +55,21 @@ __all__ = [
     "PAPER_TABLE2",
     "PROFILES",
     "SDR_COVARIATES",
+    "beta_comparison",
     "beta_replicate",
+    "beta_summary",
     "censoring_table",
     "downscale_table",
     "run_beta_study",
     "run_sdr_study",
     "sdr_application",
+    "sdr_comparison",
+    "sdr_summary",
     "settings",
+    "tune_lw_weights",
 ]
 
-STUDY_VERSION = 1
+STUDY_VERSION = 2
 """Part of every cache key: bump when a replicate function's output changes."""
 
 PAPER: dict[str, Any] = {
@@ -75,13 +81,19 @@ PAPER: dict[str, Any] = {
     "chains": 2,
     "iter_warmup": 1000,
     "iter_sampling": 1000,
-    "downscale": 0.75,
+    "downscale": 0.9,
     "downscale_epsilon": 4.0,
     "seed": 20230,
     "n_jobs": 2,
     "sdr_epsilon": 5.0,
     "sdr_n": None,
     "data_path": None,
+    "lw_c": 1.0,
+    "lw_g": 0.0,
+    "lw_draw_quantile": None,
+    "ph_bin_rule": "log",
+    "sdr_weighted_epsilon": 5.24,
+    "sdr_tune_tol": 0.05,
 }
 PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
@@ -105,7 +117,22 @@ the notebooks' asserted 1.05).
 ``n_jobs``: replicate worker processes. ``paper`` runs 2 (measured on 2 cores with 2 chains
 per fit: 6.1 s per replicate against 10 s with 1, as httpstan's per-call overhead of one worker
 overlaps the other's sampling); ``ci`` runs its 2 replicates in this process. ``sdr_n`` subsamples the SDR data (None:
-all records); ``data_path`` None means the SIMULATED stand-in."""
+all records); ``data_path`` None means the SIMULATED stand-in.
+
+Where the paper leaves a choice (the evidence is on the book's page "Where the papers leave a
+choice"):
+
+* ``lw_c``, ``lw_g``: the LW scale and shift of Section 4's Weighted synthesizer (1 and 0, as
+  in Section 4.4's "instead of c = 1"). ``lw_draw_quantile``: None takes each record's bound
+  over all draws; q in (0, 1] the vector-weighted paper's R-script variant
+  (:func:`dpsynth.weights.lw_record_bounds`). Neither reproduces Table 1's Censor_w counts.
+* ``ph_bin_rule``: "log" (ceil(ln(n)) bins) in both profiles: the paper's PH numbers (Table
+  2's quantiles, PH ranking worst in Figure 3) are those of ln(n) bins, not of the library
+  default ceil(sqrt(n)).
+* ``sdr_weighted_epsilon``: Section 5's Weighted epsilon 5.24 is the result of tuning the LW
+  weights (Section 4.5); :func:`tune_lw_weights` searches c (then g) until the Weighted
+  epsilon lies within ``sdr_tune_tol`` of it, and Weighted-e and Censor_w use the same (c, g).
+  None keeps c = 1, g = 0."""
 
 LABELS = {
     "unweighted": "Unweighted",
@@ -228,6 +255,27 @@ def _validate(s: dict[str, Any]) -> dict[str, Any]:
         s["sdr_n"] = int(v)
     if s["data_path"] is not None:
         s["data_path"] = str(s["data_path"])
+    for key in ("lw_c", "lw_g"):
+        v = s[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
+            raise InputError(key, f"must be a finite number (got {v!r})")
+        s[key] = float(v)
+    q = s["lw_draw_quantile"]
+    if q is not None:
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 1:
+            raise InputError("lw_draw_quantile", f"must lie in (0, 1] or be None (got {q!r})")
+        s["lw_draw_quantile"] = float(q)
+    if s["ph_bin_rule"] not in PH_BIN_RULES:
+        raise InputError("ph_bin_rule", f"must be one of {', '.join(PH_BIN_RULES)}")
+    t = s["sdr_weighted_epsilon"]
+    if t is not None:
+        if isinstance(t, bool) or not isinstance(t, int | float) or not (np.isfinite(t) and t > 0):
+            raise InputError("sdr_weighted_epsilon", f"must be > 0 or None (got {t!r})")
+        s["sdr_weighted_epsilon"] = float(t)
+    tol = s["sdr_tune_tol"]
+    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < 1:
+        raise InputError("sdr_tune_tol", f"must lie in (0, 1) (got {tol!r})")
+    s["sdr_tune_tol"] = float(tol)
     return s
 
 
@@ -240,6 +288,8 @@ def beta_params(s: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "epsilons", "a", "b", "chains", "iter_warmup", "iter_sampling")
     out = {k: s[k] for k in keys}
     out.update(downscale=s["downscale"], downscale_epsilon=s["downscale_epsilon"])
+    for key in ("lw_c", "lw_g", "lw_draw_quantile", "ph_bin_rule"):
+        out[key] = s[key]
     out["version"] = STUDY_VERSION
     return out
 
@@ -273,17 +323,66 @@ def _utility_columns(confidential: np.ndarray, synthetic: np.ndarray) -> dict[st
     return {**ecdf_measures(confidential, synthetic), **summary_statistics(synthetic)}
 
 
+class _Weighted:
+    """The Weighted (LW) synthesizer of one database and the mechanisms built on its weights.
+
+    With the study's default (``draw_quantile`` None) every fit goes through the library's
+    :class:`Synthesizer` methods; with a draw quantile the LW weights come from
+    :func:`dpsynth.weights.lw_record_bounds` and the same mechanisms are composed here.
+    """
+
+    def __init__(self, syn: Synthesizer, c: float, g: float, draw_quantile: float | None):
+        self.syn, self.c, self.g, self.q = syn, c, g, draw_quantile
+        if draw_quantile is None:
+            self.alpha = syn.lw_alpha(c, g)
+            self.result = syn.lw(c, g)
+        else:
+            f = weights.lw_record_bounds(syn.unweighted_fit().log_lik, draw_quantile)
+            self.alpha = weights.lw_weights(f, c, g)
+            wf = syn.fit(self.alpha, tag=f"lw-q{draw_quantile}")
+            self.result = Result("lw", wf, None, self._tuning(), int((self.alpha == 0).sum()))
+
+    def _tuning(self, **extra: Any) -> dict[str, Any]:
+        return {"c": self.c, "g": self.g, "draw_quantile": self.q, **extra}
+
+    def weighted_e(self, epsilon: float) -> Result:
+        if self.q is None:
+            return self.syn.weighted_e(epsilon, self.c, self.g)
+        return self._truncated(self.alpha, self.result.fit, epsilon, "")
+
+    def _truncated(self, alpha: np.ndarray, wf: Any, epsilon: float, tag: str) -> Result:
+        alpha_e = weights.weighted_e_weights(alpha, wf.record_bounds, epsilon)
+        fit = self.syn.fit(alpha_e, tag=f"weighted-e-{epsilon / 2}{tag}")
+        return Result("weighted-e", fit, epsilon, self._tuning(), int((alpha_e == 0).sum()))
+
+    def censor_w(self, epsilon: float, downscale: float | None = None) -> Result:
+        if self.q is None:
+            return self.syn.censor_w(epsilon, self.c, self.g, downscale=downscale)
+        return self.syn.censor_w(epsilon, alpha=self.alpha, downscale=downscale)
+
+    def downscaled(self, epsilon: float, factor: float) -> tuple[Result, Result]:
+        """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
+        alpha = weights.downscaled(self.alpha, factor)
+        wf = self.syn.fit(alpha, tag=f"lw-downscaled-{factor}")
+        tuning = self._tuning(downscale=factor)
+        lw_d = Result("lw", wf, None, tuning, int((alpha == 0).sum()))
+        we_d = self._truncated(alpha, wf, epsilon, f"-downscaled-{factor}")
+        we_d.tuning = tuning
+        return lw_d, we_d
+
+
 def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.DataFrame:
     """One Monte Carlo replicate of the censoring paper's Sections 4.1-4.4 (tidy frame).
 
-    Draws n records from Beta(a, b), runs Unweighted, Weighted (LW, c = 1, g = 0), and at
-    every epsilon Weighted-e, Censor_w, Censor_uw and PH (public bounds [0, 1]); each makes
-    one synthetic dataset of n records. With ``params["downscale"]`` it adds the Section 4.4
-    rows (``study == "downscale"``): Weighted, Weighted-e, Censor_w at ``downscale_epsilon``
-    without (``downscale`` 1) and with the weights multiplied by the factor. Rows with
-    mechanism "Data" carry the confidential sample's statistics (one per epsilon, for the
-    plots); ε-free synthesizers (Unweighted, Weighted) repeat the same values in every
-    epsilon. Columns ``COLUMNS``; ``n_invoked`` is Table 1's count (truncations for
+    Draws n records from Beta(a, b), runs Unweighted, Weighted (LW with ``lw_c``, ``lw_g``
+    and ``lw_draw_quantile``; default c = 1, g = 0, all draws), and at every epsilon
+    Weighted-e, Censor_w and Censor_uw and PH (public bounds [0, 1], ``ph_bin_rule`` bins);
+    each makes one synthetic dataset of n records. With ``params["downscale"]`` it adds the
+    Section 4.4 rows (``study == "downscale"``): Weighted, Weighted-e, Censor_w at
+    ``downscale_epsilon`` without (``downscale`` 1) and with the weights multiplied by the
+    factor. Rows with mechanism "Data" carry the confidential sample's statistics (one per
+    epsilon, for the plots); ε-free synthesizers (Unweighted, Weighted) repeat the same values
+    in every epsilon. Columns ``COLUMNS``; ``n_invoked`` is Table 1's count (truncations for
     Weighted-e, censored records for Censor_w / Censor_uw). Module-level, so the runner's
     worker processes can import it.
     """
@@ -314,8 +413,15 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
         )
 
     data_stats = summary_statistics(y)
-    unweighted, lw = syn.unweighted(), syn.lw()
+    weighted = _Weighted(
+        syn,
+        float(params.get("lw_c", 1.0)),
+        float(params.get("lw_g", 0.0)),
+        params.get("lw_draw_quantile"),
+    )
+    unweighted, lw = syn.unweighted(), weighted.result
     lw_zero = lw.n_zero_weight
+    bin_rule = params.get("ph_bin_rule", "sqrt")
     for eps in params["epsilons"]:
         rows.append(
             {
@@ -330,12 +436,12 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
         )
         add("main", eps, unweighted)
         add("main", eps, lw)
-        we = syn.weighted_e(eps)
+        we = weighted.weighted_e(eps)
         add("main", eps, we, n_invoked=we.n_zero_weight - lw_zero)
-        for censored in (syn.censor_w(eps), syn.censor_uw(eps)):
+        for censored in (weighted.censor_w(eps), syn.censor_uw(eps)):
             add("main", eps, censored, n_invoked=censored.fit.n_censored)
         ph = perturbed_histogram(
-            y, (0.0, 1.0), eps, np.random.default_rng([seed, 2, int(eps * 1e6)])
+            y, (0.0, 1.0), eps, np.random.default_rng([seed, 2, int(eps * 1e6)]), bin_rule=bin_rule
         )
         rows.append(
             {
@@ -353,39 +459,20 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
     factor = params.get("downscale")
     if factor is not None:
         eps = float(params["downscale_epsilon"])
-        we = syn.weighted_e(eps)
+        we = weighted.weighted_e(eps)
         add("downscale", eps, lw)
         add("downscale", eps, we, n_invoked=we.n_zero_weight - lw_zero)
-        cw = syn.censor_w(eps)
+        cw = weighted.censor_w(eps)
         add("downscale", eps, cw, n_invoked=cw.fit.n_censored)
-        lw_d, we_d = _downscaled_weighted(syn, eps, factor)
+        lw_d, we_d = weighted.downscaled(eps, factor)
         add("downscale", eps, lw_d, factor)
         add("downscale", eps, we_d, factor, n_invoked=we_d.n_zero_weight - lw_d.n_zero_weight)
-        cw_d = syn.censor_w(eps, downscale=factor)
+        cw_d = weighted.censor_w(eps, downscale=factor)
         add("downscale", eps, cw_d, factor, n_invoked=cw_d.fit.n_censored)
 
     frame = pd.DataFrame(rows).reindex(columns=list(COLUMNS))
     frame["replicate"] = replicate
     return frame
-
-
-def _downscaled_weighted(syn: Synthesizer, epsilon: float, factor: float) -> tuple[Result, Result]:
-    """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
-    alpha = weights.downscaled(syn.lw_alpha(), factor)
-    wf = syn.fit(alpha, tag=f"lw-downscaled-{factor}")
-    lw_d = Result(
-        "lw", wf, None, {"c": 1.0, "g": 0.0, "downscale": factor}, int((alpha == 0).sum())
-    )
-    alpha_e = weights.weighted_e_weights(alpha, wf.record_bounds, epsilon)
-    wf_e = syn.fit(alpha_e, tag=f"weighted-e-{epsilon}-downscaled-{factor}")
-    we_d = Result(
-        "weighted-e",
-        wf_e,
-        epsilon,
-        {"c": 1.0, "g": 0.0, "downscale": factor},
-        int((alpha_e == 0).sum()),
-    )
-    return lw_d, we_d
 
 
 def run_beta_study(
@@ -428,6 +515,232 @@ def downscale_table(results: pd.DataFrame) -> pd.DataFrame:
     return replicate_table(groups)
 
 
+PAPER_TABLE_S4: dict[str, float] = {
+    "Weighted-e (aDP)": 195,
+    "Censor_w (DP)": 408,
+    "Weighted-e (aDP) downscaled": 91,
+    "Censor_w (DP) downscaled": 144,
+}
+"""Supplement Table S4: mean truncations / censorings at epsilon = 4 without and with downscaling."""
+
+PAPER_N = 2000
+"""Records per database in Section 4 (Table 1's counts are out of 2000)."""
+
+
+def _share(values: pd.Series, n: int) -> np.ndarray:
+    return 100.0 * np.asarray(values, dtype=float) / n
+
+
+def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
+    """This run's numbers for the closing comparison of Section 4 (notebook 01).
+
+    Keys (values are per-replicate arrays, whose mean and Monte Carlo standard error the
+    comparison uses, or labels): ``<mech>_count_<eps>`` (Table 1 counts as % of the n
+    records; mech weighted_e, censor_w, censor_uw), ``best_dp_<eps>`` (the strict-DP
+    synthesizer with the smallest median max-ECDF), ``unweighted_bound_min`` / ``_max`` and
+    ``weighted_bound_min`` / ``_max`` (single values: the range over replicates),
+    ``censor_excess`` (largest censored bound minus epsilon/2), and the downscaling study's
+    ``<mech>_count_ds_without`` / ``_with`` and ``weighted_bound_ds_without`` / ``_with``.
+    """
+    main = results[results.study == "main"]
+    out: dict[str, Any] = {}
+    mech_key = {"Weighted-e": "weighted_e", "Censor_w": "censor_w", "Censor_uw": "censor_uw"}
+    for eps in sorted(main.epsilon.unique(), reverse=True):
+        sub = main[main.epsilon == eps]
+        for mech, key in mech_key.items():
+            out[f"{key}_count_{eps:g}"] = _share(sub.loc[sub.mechanism == mech, "n_invoked"], n)
+        dp = sub[sub.mechanism.isin(["Censor_w", "Censor_uw", "PH"])]
+        out[f"best_dp_{eps:g}"] = str(dp.groupby("label").max_ecdf.median().idxmin())
+    lip = main.drop_duplicates(["replicate", "mechanism"])
+    for mech in ("Unweighted", "Weighted"):
+        v = lip.loc[lip.mechanism == mech, "lipschitz"]
+        out[f"{mech.lower()}_bound_min"], out[f"{mech.lower()}_bound_max"] = v.min(), v.max()
+    cens = main[main.mechanism.isin(["Censor_w", "Censor_uw"])]
+    out["censor_excess"] = float((cens.lipschitz - cens.epsilon / 2).max())
+    ds = results[results.study == "downscale"]
+    if len(ds):
+        for label, key in (("Weighted-e (aDP)", "weighted_e"), ("Censor_w (DP)", "censor_w")):
+            for suffix, lab in (("without", label), ("with", f"{label}\ndownscaled")):
+                out[f"{key}_count_ds_{suffix}"] = _share(ds.loc[ds.label == lab, "n_invoked"], n)
+        for suffix, lab in (("without", "Weighted (aDP)"), ("with", "Weighted (aDP)\ndownscaled")):
+            out[f"weighted_bound_ds_{suffix}"] = ds.loc[ds.label == lab, "lipschitz"].to_numpy()
+    return out
+
+
+def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[str, Any]]:
+    """Rows of notebook 01's comparison: the paper's value of each :func:`beta_summary` key.
+
+    One row per epsilon of this run's grid and of the paper's (5, 4, 3); a paper value of
+    None means "not in the paper" (an epsilon off its grid). Counts are % of the records.
+    """
+    grid = sorted({float(e) for e in epsilons} | {5.0, 4.0, 3.0}, reverse=True)
+    rows: list[dict[str, Any]] = [
+        {
+            "key": "unweighted_bound_min",
+            "label": "Unweighted bound, min over databases",
+            "paper": 7.5,
+            "rel_tol": 0.15,
+            "cause": "weighted_bound",
+        },
+        {
+            "key": "unweighted_bound_max",
+            "label": "Unweighted bound, max over databases",
+            "paper": 15.0,
+            "rel_tol": 0.15,
+            "cause": "weighted_bound",
+        },
+        {
+            "key": "weighted_bound_min",
+            "label": "Weighted (aDP) bound, min over databases",
+            "paper": 2.0,
+            "rel_tol": 0.15,
+            "cause": "weighted_bound",
+        },
+        {
+            "key": "weighted_bound_max",
+            "label": "Weighted (aDP) bound, max over databases",
+            "paper": 3.5,
+            "rel_tol": 0.15,
+            "cause": "weighted_bound",
+        },
+        {
+            "key": "censor_excess",
+            "label": "largest censored bound minus epsilon/2",
+            "paper": 0.0,
+            "abs_tol": 1e-9,
+            "fmt": "{:.3f}",
+        },
+    ]
+    names = {"weighted_e": "Weighted-e", "censor_w": "Censor_w", "censor_uw": "Censor_uw"}
+    for eps in grid:
+        for key, mech in names.items():
+            count = PAPER_TABLE1.get((eps, mech))
+            rows.append(
+                {
+                    "key": f"{key}_count_{eps:g}",
+                    "label": f"{mech} count, mean % of records, eps = {eps:g}",
+                    "paper": None if count is None else 100.0 * count / PAPER_N,
+                    "fmt": "{:.1f}",
+                    "cause": f"{key}_count",
+                }
+            )
+        rows.append(
+            {
+                "key": f"best_dp_{eps:g}",
+                "label": f"best strict-DP synthesizer (median max-ECDF), eps = {eps:g}",
+                "paper": "Censor_w (DP)" if eps in (5.0, 4.0, 3.0) else None,
+                "cause": "best_dp",
+            }
+        )
+    on_grid = float(downscale_epsilon) == 4.0
+    for key, label in (("weighted_e", "Weighted-e (aDP)"), ("censor_w", "Censor_w (DP)")):
+        for suffix, lab in (("without", label), ("with", f"{label} downscaled")):
+            rows.append(
+                {
+                    "key": f"{key}_count_ds_{suffix}",
+                    "label": f"{label} count {suffix} downscaling, mean %, eps = {downscale_epsilon:g}",
+                    "paper": 100.0 * PAPER_TABLE_S4[lab] / PAPER_N if on_grid else None,
+                    "fmt": "{:.1f}",
+                    "cause": f"{key}_count" + ("_downscaled" if suffix == "with" else ""),
+                }
+            )
+    for suffix in ("without", "with"):
+        rows.append(
+            {
+                "key": f"weighted_bound_ds_{suffix}",
+                "label": f"Weighted (aDP) bound {suffix} downscaling, mean",
+                "paper": None,
+                "fmt": "{:.2f}",
+            }
+        )
+    return rows
+
+
+def sdr_summary(out: dict[str, Any]) -> dict[str, Any]:
+    """This run's numbers for the closing comparison of Section 5 (notebook 02).
+
+    Keys ``<column>_<row>`` of Table 2 (column lower-cased, "-" as "_", e.g.
+    ``weighted_e_epsilon``, ``ph_q15``), ``best_dp`` (the strict-DP synthesizer with the
+    smallest max-ECDF), ``lw_c`` and ``lw_g`` (the LW tuning used). Single values: one
+    synthetic dataset per synthesizer has no Monte Carlo standard error.
+    """
+    table = out["table"]
+    res: dict[str, Any] = {}
+    for col in table.columns:
+        for row in table.index:
+            res[f"{col.lower().replace('-', '_')}_{row}"] = float(table.loc[row, col])
+    res["best_dp"] = str(
+        table.loc["max_ecdf", ["Censor_w", "Censor_uw", "PH"]].astype(float).idxmin()
+    )
+    res["lw_c"], res["lw_g"] = float(out["tuning"]["c"]), float(out["tuning"]["g"])
+    return res
+
+
+def sdr_comparison() -> list[dict[str, Any]]:
+    """Rows of notebook 02's comparison (paper: Table 2; tolerances: see each row)."""
+    p = PAPER_TABLE2
+    rows: list[dict[str, Any]] = [
+        {
+            "key": "weighted_epsilon",
+            "label": "epsilon: Weighted (aDP)",
+            "paper": p.loc["epsilon", "Weighted"],
+            "rel_tol": 0.05,
+            "fmt": "{:.2f}",
+        },
+        {
+            "key": "weighted_e_epsilon",
+            "label": "epsilon: Weighted-e (aDP)",
+            "paper": p.loc["epsilon", "Weighted-e"],
+            "rel_tol": 0.05,
+            "fmt": "{:.2f}",
+        },
+        {
+            "key": "censor_w_epsilon",
+            "label": "epsilon: Censor_w (DP)",
+            "paper": p.loc["epsilon", "Censor_w"],
+            "abs_tol": 1e-9,
+            "fmt": "{:.2f}",
+        },
+        {
+            "key": "censor_uw_epsilon",
+            "label": "epsilon: Censor_uw (DP)",
+            "paper": p.loc["epsilon", "Censor_uw"],
+            "abs_tol": 1e-9,
+            "fmt": "{:.2f}",
+        },
+        {"key": "lw_c", "label": "LW scale c (tuned)", "paper": None, "fmt": "{:.3f}"},
+    ]
+    for col in ("Weighted", "Weighted-e", "Censor_w", "Censor_uw", "PH"):
+        key = col.lower().replace("-", "_")
+        rows.append(
+            {
+                "key": f"{key}_max_ecdf",
+                "label": f"max-ECDF: {col}",
+                "paper": p.loc["max_ecdf", col],
+                "rel_tol": 0.3,
+                "fmt": "{:.4f}",
+                "cause": "ph_max_ecdf" if col == "PH" else "utility",
+            }
+        )
+    for stat, name in (("median", "median"), ("q15", "15th quantile"), ("q90", "90th quantile")):
+        for col in ("Data", "Weighted", "Censor_w", "PH"):
+            key = col.lower().replace("-", "_")
+            rows.append(
+                {
+                    "key": f"{key}_{stat}",
+                    "label": f"{name} ($): {col}",
+                    "paper": p.loc[stat, col],
+                    "rel_tol": 0.1,
+                    "fmt": "{:,.0f}",
+                    "cause": "ph_max_ecdf" if col == "PH" else "utility",
+                }
+            )
+    rows.append(
+        {"key": "best_dp", "label": "best strict-DP synthesizer by max-ECDF", "paper": "Censor_w"}
+    )
+    return rows
+
+
 # ---------------------------------------------------------------- Section 5: SDR application
 
 
@@ -452,8 +765,10 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     each. ``params["data_path"]`` None uses the SIMULATED stand-in; ``sdr_n`` subsamples rows.
     Returns a dict: ``table`` (rows lipschitz, epsilon, max_ecdf, avg_ecdf, mean, median,
     q15, q90; columns Data and the five synthesizers; salary in dollars), ``samples`` (name ->
-    salary array (n,)), ``diagnostics`` (per fitted synthesizer), ``source``, ``simulated``, ``n``.
-    Signature fits ``run_replicates`` (one "replicate").
+    salary array (n,)), ``diagnostics`` (per fitted synthesizer), ``source``, ``simulated``, ``n``,
+    ``tuning`` ({"c", "g", "trace"}: the LW scale and shift used by Weighted, Weighted-e and
+    Censor_w, and the search of :func:`tune_lw_weights` when ``sdr_weighted_epsilon`` is set).
+    PH uses ``ph_bin_rule`` bins. Signature fits ``run_replicates`` (one "replicate").
     """
     from dpsynth.data import SALARY_BOUNDS
     from dpsynth.models import covariate_matrix
@@ -470,16 +785,26 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     syn = Synthesizer(
         salary, "beta-regression", X=X, bounds=SALARY_BOUNDS, seed=seed, sampler=_sampler(params)
     )
+    target = params.get("sdr_weighted_epsilon")
+    if target is None:
+        c, g, weighted = 1.0, 0.0, syn.lw()
+        trace = pd.DataFrame()
+    else:
+        c, g, weighted, trace = tune_lw_weights(syn, target, tol=params.get("sdr_tune_tol", 0.05))
     results = {
-        "Weighted": syn.lw(),
-        "Weighted-e": syn.weighted_e(eps),
-        "Censor_w": syn.censor_w(eps),
+        "Weighted": weighted,
+        "Weighted-e": syn.weighted_e(eps, c, g),
+        "Censor_w": syn.censor_w(eps, c, g),
         "Censor_uw": syn.censor_uw(eps),
     }
     samples = {"Data": salary}
     samples.update({name: syn.synthesize(r, 1)[0] for name, r in results.items()})
     samples["PH"] = perturbed_histogram(
-        salary, SALARY_BOUNDS, eps, np.random.default_rng([seed, 2])
+        salary,
+        SALARY_BOUNDS,
+        eps,
+        np.random.default_rng([seed, 2]),
+        bin_rule=params.get("ph_bin_rule", "sqrt"),
     )[0]
     table = utility_table(salary, {k: v for k, v in samples.items() if k != "Data"})
     privacy = pd.DataFrame(
@@ -502,14 +827,93 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
         "source": source,
         "simulated": simulated,
         "n": int(len(salary)),
+        "tuning": {"c": c, "g": g, "trace": trace},
     }
+
+
+def tune_lw_weights(
+    syn: Synthesizer,
+    target_epsilon: float,
+    *,
+    g: float = 0.0,
+    tol: float = 0.05,
+    max_fits: int = 8,
+) -> tuple[float, float, Result, pd.DataFrame]:
+    """Scale (c) and, if needed, shift (g) the LW weights until the Weighted epsilon is on target.
+
+    The censoring paper's Section 4.5 procedure: "shift and scale the weights to an (c, g)
+    that produces a target epsilon" of the Weighted (aDP) synthesizer, by repeated fits. The
+    Weighted epsilon 2 Delta grows with c and g. dpsynth first fits c = 1 (at shift ``g``);
+    if its epsilon is above the target it searches c in (0, 1), else g in (g, 1] at c = 1;
+    each step proposes the value whose epsilon a straight line through the closest fits
+    predicts (Delta is nearly proportional to c), kept inside the bracket (bisection
+    otherwise), and stops when |epsilon - target| <= ``tol`` x target or after ``max_fits``
+    fits. Returns (c, g, the Weighted result closest to the target, one row per fit).
+    The paper tunes on a reference (earlier) database; the SDR study tunes on the data it
+    synthesizes, as the paper's Table 2 evidently did (Weighted epsilon 5.24 at target 5).
+    """
+    if not (np.isfinite(target_epsilon) and target_epsilon > 0):
+        raise InputError("target_epsilon", f"must be > 0 (got {target_epsilon})")
+    rows: list[dict[str, Any]] = []
+    best: tuple[float, float, Result, float] | None = None
+
+    def trial(c: float, gg: float) -> float:
+        nonlocal best
+        result = syn.lw(c, gg)
+        gap = (result.epsilon - target_epsilon) / target_epsilon
+        rows.append(
+            {
+                "fit": len(rows) + 1,
+                "c": c,
+                "g": gg,
+                "lipschitz": result.lipschitz,
+                "epsilon": result.epsilon,
+                "rel_gap": gap,
+            }
+        )
+        if best is None or abs(gap) < abs(best[3]):
+            best = (c, gg, result, gap)
+        return result.epsilon
+
+    first = trial(1.0, g)
+    if abs(first - target_epsilon) > tol * target_epsilon:
+        scale_c = first > target_epsilon
+        lo, hi = (0.0, 1.0) if scale_c else (g, 1.0)
+        pts = [(1.0 if scale_c else g, first)]
+        if scale_c:
+            pts.append((0.0, 0.0))  # c = 0: every weight is 0 (with g = 0), epsilon 0
+        for _ in range(max_fits - 1):
+            (x1, e1), (x2, e2) = sorted(pts, key=lambda p: abs(p[1] - target_epsilon))[:2]
+            x = x1 + (target_epsilon - e1) * (x2 - x1) / (e2 - e1) if e2 != e1 else np.nan
+            if not (np.isfinite(x) and lo < x < hi):
+                x = 0.5 * (lo + hi)
+            eps_x = trial(x, g) if scale_c else trial(1.0, x)
+            pts.append((x, eps_x))
+            if abs(eps_x - target_epsilon) <= tol * target_epsilon:
+                break
+            if eps_x > target_epsilon:
+                hi = x
+            else:
+                lo = x
+    c, gg, result, _ = best
+    return c, gg, result, pd.DataFrame(rows)
 
 
 def run_sdr_study(
     s: dict[str, Any], *, cache_dir: Any = DEFAULT_CACHE, progress: bool = False
 ) -> dict[str, Any]:
     """``sdr_application`` under settings ``s`` through the runner (so it is cached)."""
-    keys = ("chains", "iter_warmup", "iter_sampling", "sdr_epsilon", "sdr_n", "data_path")
+    keys = (
+        "chains",
+        "iter_warmup",
+        "iter_sampling",
+        "sdr_epsilon",
+        "sdr_n",
+        "data_path",
+        "ph_bin_rule",
+        "sdr_weighted_epsilon",
+        "sdr_tune_tol",
+    )
     params = {k: s[k] for k in keys}
     params["version"] = STUDY_VERSION
     return run_replicates(

@@ -31,6 +31,7 @@ from dpsynth.studies.modips_simulation import (
     study_m_effect,
 )
 from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.verdicts import NOT_IN_PAPER
 
 __all__ = [
     "PAPER",
@@ -38,6 +39,9 @@ __all__ = [
     "TABLE1_BINARY_N",
     "TABLE1_RULES",
     "communal_share",
+    "comparison_specs",
+    "comparison_values",
+    "table1_agreement",
     "run_summary",
     "scenario",
     "sd_extremes",
@@ -267,8 +271,9 @@ def table1(frame: pd.DataFrame) -> pd.DataFrame:
     """Table 1 side by side: coverage per rule, paper and this run, BIT, m = ``table_m``.
 
     ``frame`` is :func:`section52`'s output. One row per (data, ε, n as printed, p); columns a
-    (rule, source) MultiIndex with source "paper" / "run". Rows the paper does not print are
-    kept with NaN paper values; the binary n is the printed one (see ``TABLE1_BINARY_N``).
+    (rule, source) MultiIndex with source "paper" / "run". Rows the paper does not print (an
+    epsilon off its grid) are kept, their paper values saying "not in the paper"; the binary
+    n is the printed one (see ``TABLE1_BINARY_N``).
     """
     to_printed = {v: k for k, v in TABLE1_BINARY_N.items()}
     df = frame[frame["bounding"] == "bit"].copy()
@@ -292,6 +297,8 @@ def table1(frame: pd.DataFrame) -> pd.DataFrame:
         )
         if vals is not None:
             paper.loc[key] = [dict(zip(TABLE1_RULES, vals))[r] for r in run.columns]
+    if paper.isna().to_numpy().any():  # a grid point off the paper's grid (e.g. another epsilon)
+        paper = paper.astype(object).where(paper.notna(), NOT_IN_PAPER)
     both = pd.concat({"paper": paper, "run": run}, axis=1).swaplevel(axis=1)
     both = both[[(r, s) for r in run.columns for s in ("paper", "run")]]
     both.index = both.index.set_names(["data", "epsilon", "n", "p"])
@@ -398,3 +405,211 @@ def run_summary(
         a, "ci_half_width", w=0.5, scenario="n = 100, [-4, 4]", bounding="bit"
     )
     return out
+
+
+# ------------------------------------------------------------------------------ comparison
+
+
+def _coverage(value: float, reps: int) -> tuple[float, float, int]:
+    """(coverage, binomial standard error, repetitions).
+
+    The variance uses the adjusted share (x + 2) / (reps + 4) (Agresti-Coull), so that a
+    coverage of exactly 0 or 1 does not get a standard error of 0.
+    """
+    p = float(value)
+    if not np.isfinite(p):
+        return p, float("nan"), int(reps)
+    q = (p * reps + 2) / (reps + 4)
+    return p, float(np.sqrt(q * (1 - q) / reps)), int(reps)
+
+
+def table1_agreement(t1: pd.DataFrame, reps: int, k: float = 4.0) -> float:
+    """Share of Table 1's printed cells whose run value lies within k combined standard errors.
+
+    ``t1`` is :func:`table1`'s output; the standard error combines this run's binomial error
+    (``reps`` repetitions) with the paper's (5,000 repetitions).
+    """
+    hits, total = 0, 0
+    for rule in {r for r, _ in t1.columns}:
+        paper = pd.to_numeric(t1[(rule, "paper")], errors="coerce")
+        run = t1[(rule, "run")].astype(float)
+        ok = paper.notna() & run.notna()
+        q_run = (run[ok] * reps + 2) / (reps + 4)
+        q_pap = (paper[ok] * PAPER_REPS + 2) / (PAPER_REPS + 4)
+        se = np.sqrt(q_run * (1 - q_run) / reps + q_pap * (1 - q_pap) / PAPER_REPS)
+        hits += int((np.abs(run[ok] - paper[ok]) <= k * se).sum())
+        total += int(ok.sum())
+    return hits / total if total else float("nan")
+
+
+PAPER_REPS = 5000
+"""Repetitions behind the paper's Section 5 numbers."""
+
+
+def comparison_values(
+    s51: pd.DataFrame, s52: pd.DataFrame, s53: pd.DataFrame, check: pd.DataFrame, reps: int
+) -> dict[str, Any]:
+    """Notebook 07's numbers for the closing comparison: :func:`run_summary` with standard
+    errors on the coverages (binomial, ``reps`` repetitions) and the share of Table 1's cells
+    within 4 standard errors (``table1_within_4se``)."""
+    raw = run_summary(s51, s52, s53, check)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        is_cov = key.startswith("t1_") or "_cp" in key or key.startswith(("cp_", "thm7_cov"))
+        out[key] = _coverage(value, reps) if is_cov and np.isfinite(value) else value
+    out["table1_within_4se"] = table1_agreement(table1(s52), reps)
+    out["alloc_bias_decreasing"] = (
+        "yes" if raw["alloc_asym_bias_wlo"] > raw["alloc_asym_bias_whi"] else "no"
+    )
+    out["alloc_trunc_undercovers"] = "yes" if raw["alloc_trunc_n100_cp_max"] < 0.94 else "no"
+    out["alloc_hw_ratio"] = raw["alloc_n1000_hw_whi"] / raw["alloc_n1000_hw_original"]
+    out["alloc_communal_vs_w05"] = raw["alloc_n100_hw_communal"] / raw["alloc_n100_hw_w05"]
+    return out
+
+
+def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows of notebook 07's comparison: the paper's Table 1 picks and Section 5.1 numbers.
+
+    Rows whose setting this run's grid does not contain (e.g. m = 2 left out) get no paper
+    value ("not in the paper" for this run's grid).
+    """
+    names = {
+        "thm7": "Theorem 7",
+        "raab": "Raab",
+        "raghunathan": "Raghunathan",
+        "rubin": "Rubin",
+        "single": "single synthesis",
+    }
+    picks = {
+        "bin_eps05_n10_p01": ("binary, eps 0.5, n 10, p 0.1", "table1_binary", (0.5, 10, 0.1)),
+        "bin_eps100_n100_p05": (
+            "binary, eps 100, n 100, p 0.5",
+            "table1_binary",
+            (100.0, 100, 0.5),
+        ),
+        "gau_eps05_n10": ("Gaussian, eps 0.5, n 10", "table1_gaussian", (0.5, 10)),
+        "gau_eps1_n100": ("Gaussian, eps 1, n 100", "table1_gaussian", (1.0, 100)),
+    }
+    rows: list[dict[str, Any]] = []
+    in_grid = set(cfg["table_epsilons"])
+    for key, (label, table, cell) in picks.items():
+        values = PAPER[table].get(cell) if cell[0] in in_grid else None
+        for rule, name in names.items():
+            paper = None if values is None else values[TABLE1_RULES.index(rule)]
+            rows.append(
+                {
+                    "key": f"t1_{key}_{rule}",
+                    "label": f"Table 1 coverage, {label}: {name}",
+                    "paper": paper,
+                    "paper_se": 0.0 if paper is None else _coverage(paper, PAPER_REPS)[1],
+                    "k": 3.0,
+                    "fmt": "{:.3f}",
+                    "cause": "table1",
+                }
+            )
+    rows.append(
+        {
+            "key": "table1_within_4se",
+            "label": "share of Table 1 cells within 4 SE",
+            "paper": 1.0,
+            "abs_tol": 0.02,
+            "fmt": "{:.3f}",
+            "cause": "table1",
+        }
+    )
+    m_lo, m_hi = min(cfg["m_grid"]), max(cfg["m_grid"])
+    at2 = m_lo == 2
+    rows += [
+        {
+            "key": "cp_mlo_binary",
+            "label": "coverage at m = 2, binary (mean over settings)",
+            "paper": PAPER["cp_m2_binary"] if at2 else None,
+            "abs_tol": 0.01,
+            "fmt": "{:.3f}",
+            "cause": "sd_peak",
+        },
+        {
+            "key": "cp_mlo_gaussian",
+            "label": "coverage at m = 2, Gaussian (mean over settings)",
+            "paper": PAPER["cp_m2_gaussian"] if at2 else None,
+            "abs_tol": 0.01,
+            "fmt": "{:.3f}",
+            "cause": "sd_peak",
+        },
+    ]
+    for n, peaks in (
+        (100, PAPER["gaussian_n100_sd_peak_m"]),
+        (1000, PAPER["gaussian_n1000_sd_peak_m"]),
+    ):
+        for bnd, m in peaks.items():
+            rows.append(
+                {
+                    "key": f"gau_n{n}_sdpeak_m_{bnd}",
+                    "label": f"Gaussian [-4, 4], n = {n}: m of the SD peak, {bnd}",
+                    "paper": m,
+                    "rel_tol": 0.25,
+                    "fmt": "{:.0f}",
+                    "cause": "sd_peak",
+                }
+            )
+    rows.append(
+        {
+            "key": "bin_n100_p01_sdmin_m_bit",
+            "label": f"binary n = 100, p = 0.1: m of the SD minimum, BIT, eps {cfg['epsilon']:g}",
+            "paper": tuple(PAPER["binary_n100_sd_min_m"]),
+            "rel_tol": 0.25,
+            "fmt": "{:.0f}",
+            "cause": "binary_bias",
+        }
+    )
+    rows.append(
+        {
+            "key": "check_bin_sdmin_m_bit",
+            "label": f"the same at eps {cfg['epsilon_check']:g}",
+            "paper": tuple(PAPER["binary_n100_sd_min_m"]),
+            "rel_tol": 0.25,
+            "fmt": "{:.0f}",
+            "cause": "binary_bias",
+        }
+    )
+    big_m = m_hi > 200
+    for prefix, eps in (("", cfg["epsilon"]), ("check_", cfg["epsilon_check"])):
+        rows.append(
+            {
+                "key": f"{prefix}bin_p01_mhi_bias",
+                "label": f"binary n = 100, p = 0.1, m = {m_hi}, BIT: bias, eps {eps:g}",
+                "paper": PAPER["binary_n100_p01_large_m_bias"] if big_m else None,
+                "abs_tol": 0.005,
+                "fmt": "{:.3f}",
+                "cause": "binary_bias",
+            }
+        )
+    rows += [
+        {
+            "key": "alloc_bias_decreasing",
+            "label": "Figure 8: bias of mu, [-4, 5], BIT, decreasing in w",
+            "paper": "yes",
+            "cause": "allocation",
+        },
+        {
+            "key": "alloc_trunc_undercovers",
+            "label": "Figure 8: truncation, n = 100, under-covers for every w",
+            "paper": "yes",
+            "cause": "allocation",
+        },
+        {
+            "key": "alloc_hw_ratio",
+            "label": "Figure 8: half width at the largest w / original, n = 1000",
+            "paper": 1.0,
+            "rel_tol": 0.1,
+            "fmt": "{:.2f}",
+            "cause": "allocation",
+        },
+        {
+            "key": "alloc_communal_vs_w05",
+            "label": "Figure 8: half width, communal / w = 0.5, n = 100 (paper: 'might not' be best)",
+            "paper": None,
+            "fmt": "{:.2f}",
+        },
+    ]
+    return rows

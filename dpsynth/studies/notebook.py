@@ -132,3 +132,56 @@ def utility_violins(
             title=f"{prefix}{mu_title}",
         )
     )
+
+
+def print_comparison(table: Any) -> None:
+    """Print a comparison (:func:`dpsynth.studies.verdicts.compare`) as plain text.
+
+    The numbers as one table (``to_string``, readable outside the book too), then one
+    numbered line per row with its verdict.
+    """
+    frame = table.drop(columns=["verdict"]).copy()
+    frame.index = range(1, len(frame) + 1)
+    print(frame.to_string())
+    print()
+    for i, (quantity, text) in enumerate(zip(table["quantity"], table["verdict"], strict=True), 1):
+        print(f"[{i}] {quantity}: {text}")
+
+
+def closing_comparison(
+    stem: str,
+    values: Mapping[str, Any],
+    specs: Iterable[Mapping[str, Any]],
+    *,
+    study: str,
+    cfg: Mapping[str, Any],
+    profiles: Mapping[str, Mapping[str, Any]],
+    run_label: str,
+    tables: Mapping[str, Any] | None = None,
+) -> Any:
+    """The closing "paper / paper scale / this run" comparison every study notebook ends with.
+
+    ``values``: this run's numbers (:func:`dpsynth.studies.verdicts.summary_frame`); ``specs``:
+    the paper's values and tolerances (:func:`dpsynth.studies.verdicts.compare`). Under the
+    ``paper`` profile the summary and ``tables`` are written to ``results/<stem>/``; otherwise
+    the committed ones are read back and shown beside this run (or one line says there are
+    none yet). Prints the table and the verdicts; returns the comparison frame.
+    """
+    from dpsynth.studies import results, verdicts
+
+    summary = verdicts.summary_frame(values)
+    committed = results.paper_scale(stem, {"summary": summary, **(tables or {})}, cfg, profiles)
+    print(committed.note)
+    print()
+    shown = committed.get("summary") if committed.available and not committed.written else None
+    table = verdicts.compare(
+        list(specs),
+        summary,
+        study=study,
+        committed=shown,
+        run_label=run_label,
+        committed_label=committed.label,
+        run_is_paper_scale=committed.written,
+    )
+    print_comparison(table)
+    return table

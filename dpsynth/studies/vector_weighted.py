@@ -14,10 +14,16 @@ Choices where the paper is silent (also in each function's docstring):
   in r), the prediction is corrected by the ratio actual / predicted after each fit, and
   at most ``cw_fits`` fits are spent; the fit closest to Delta_LW is kept
   (:func:`match_cw_radius`).
-* Re-weighting (Sections 4, 5) starts at the paper's k = 0.95 and lets the library search k
-  until the re-weighted bound is within 1% of the original. In appendix 6 (R databases) the
-  re-weighted LW uses the paper's fixed k = 0.95 with one refit: the search can spend six
-  refits per database, which at R = 100 and n = 1000 is hours on two cores.
+* Re-weighting (Sections 4, 5) starts at the paper's k = 0.95. ``k_rule`` says when a k is
+  accepted: "no-increase" (both profiles) keeps the first k whose re-weighted bound does not
+  exceed the original, lowering k in proportion otherwise; this is the paper's reading of
+  "equivalent" (at k = 0.95 the re-weighted bound is 4-5% below the original, and the paper
+  keeps 0.95 in both its examples). "search" is the library's Algorithm 3 search
+  (:meth:`dpsynth.mechanisms.Synthesizer.lw` with ``reweight=True``), which bisects k until
+  the re-weighted bound is within 1% of the original: on the SDR salary stand-in that lands
+  at k = 0.997 / 0.998 (LW / CW), not 0.95. In appendix 6 (R databases) the re-weighted LW
+  uses the paper's fixed k = 0.95 with one refit: the search can spend six refits per
+  database, which at R = 100 and n = 1000 is hours on two cores.
 * Utility: m synthetic datasets from m distinct draws per synthesizer; "Data" is the
   non-parametric bootstrap (``n_boot`` resamples) of the confidential sample. The appendix
   Table 1 "95% confidence intervals" are the 2.5% and 97.5% quantiles of a statistic over
@@ -55,11 +61,22 @@ __all__ = [
     "match_cw_radius",
     "max_rhat",
     "predicted_cw_lipschitz",
+    "reweight_no_increase",
     "sampler_of",
     "section3",
     "section4_reweighting",
     "section5_salary",
     "settings",
+    "contraction_comparison",
+    "contraction_values",
+    "reweighting_comparison",
+    "reweighting_summary",
+    "salary_comparison",
+    "salary_summary",
+    "sd_ratio",
+    "section3_comparison",
+    "section3_summary",
+    "stat_bias",
 ]
 
 PAPER: dict[str, Any] = {
@@ -77,6 +94,7 @@ PAPER: dict[str, Any] = {
     "c": 1.0,
     "g": 0.0,
     "k": 0.95,
+    "k_rule": "no-increase",
     "cw_fits": 3,
     "reweight_local": True,
     "salary_unit": 1000,
@@ -127,6 +145,9 @@ _MINIMA = {
     "cw_fits": 1,
     "salary_unit": 1,
 }
+
+K_RULES: tuple[str, ...] = ("no-increase", "search")
+"""Acceptance rules of the re-weighting constant k (settings key ``k_rule``)."""
 
 STATISTICS: tuple[str, ...] = ("q15", "q90", "mean", "median")
 """Analysis-specific utility statistics, in the paper's order (Table 1 rows)."""
@@ -201,6 +222,8 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
         raise InputError("k", f"must lie in (0, 1] (got {cfg['k']})")
     if cfg["max_rhat"] <= 1:
         raise InputError("max_rhat", f"must be > 1 (got {cfg['max_rhat']})")
+    if cfg["k_rule"] not in K_RULES:
+        raise InputError("k_rule", f"must be one of {', '.join(K_RULES)} (got {cfg['k_rule']!r})")
     if not isinstance(cfg["reweight_local"], bool):
         raise InputError("reweight_local", f"must be True or False (got {cfg['reweight_local']!r})")
     if cfg["m"] > cfg["chains"] * cfg["iter_sampling"]:
@@ -354,6 +377,28 @@ def match_cw_radius(
     return best[0], best[1], pd.DataFrame(rows)
 
 
+def reweight_no_increase(
+    syn: Synthesizer, base: Result, k: float, tag: str, max_refits: int = 6
+) -> Result:
+    """Algorithm 3 with the paper's acceptance: the first k whose bound does not increase.
+
+    Re-weights ``base`` (an LW or CW result) by Eq. (6) at ``k`` and refits; if the
+    re-weighted bound exceeds the original, k is lowered in proportion (k Delta / Delta_w)
+    and the step repeated, at most ``max_refits`` fits. At the paper's k = 0.95 the first fit
+    is usually kept: the bound then lands 4-5% below the original, which the paper calls
+    "equivalent". Returns a result of the same mechanism with ``tuning["k"]`` the k kept.
+    """
+    wf, target = base.fit, base.fit.lipschitz
+    kk = float(k)
+    for _ in range(max_refits):
+        cand = syn.fit(weights.reweighted(wf.alpha, wf.record_bounds, kk), tag=f"{tag}-rw-{kk}")
+        if cand.lipschitz <= target:
+            break
+        kk = kk * target / cand.lipschitz
+    tuning = {**base.tuning, "k": kk, "k_rule": "no-increase"}
+    return Result(base.mechanism, cand, None, tuning, int((cand.alpha == 0).sum()))
+
+
 def _mu_draws(result: Result) -> np.ndarray:
     return np.exp(result.fit.stan_fit.draws["beta"][:, 0])
 
@@ -372,7 +417,8 @@ def compare_synthesizers(
 
     Names: "Unweighted", "LW" (Algorithm 1, c and g of ``cfg``), "CW" (Algorithm 2, radius
     matched to LW's bound by :func:`match_cw_radius`), "SW" (scalar alpha, target bound =
-    LW's), "LW_final" / "CW_final" (Algorithm 3 re-weighting from k = cfg["k"]). The LW fit is
+    LW's), "LW_final" / "CW_final" (Algorithm 3 re-weighting from k = cfg["k"], accepted by
+    ``cfg["k_rule"]``: :func:`reweight_no_increase` or the library's search). The LW fit is
     always run (it sets the common bound). ``m`` synthetic sets per synthesizer, from m
     distinct draws.
     """
@@ -388,13 +434,22 @@ def compare_synthesizers(
     radius, cw_search = None, pd.DataFrame()
     if {"CW", "CW_final"} & set(synthesizers):
         radius, _, cw_search = match_cw_radius(syn, target, c=c, g=g, max_fits=cfg["cw_fits"])
+    if cfg.get("k_rule", "search") == "search":
+        finals = {
+            "LW_final": lambda: syn.lw(c, g, reweight=True, k=k),
+            "CW_final": lambda: syn.cw(radius, c, g, reweight=True, k=k),
+        }
+    else:
+        finals = {
+            "LW_final": lambda: reweight_no_increase(syn, lw, k, "lw"),
+            "CW_final": lambda: reweight_no_increase(syn, syn.cw(radius, c, g), k, "cw"),
+        }
     run = {
         "Unweighted": syn.unweighted,
         "LW": lambda: lw,
         "CW": lambda: syn.cw(radius, c, g),
         "SW": lambda: syn.sw(target),
-        "LW_final": lambda: syn.lw(c, g, reweight=True, k=k),
-        "CW_final": lambda: syn.cw(radius, c, g, reweight=True, k=k),
+        **finals,
     }
     for name in synthesizers:
         results[name] = run[name]()
@@ -689,3 +744,277 @@ def contraction_summary(bounds: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"min": g.min(), "median": g.median(), "max": g.max()})
     out["spread"] = out["max"] - out["min"]
     return out
+
+
+# --------------------------------------------------------------------------- comparisons
+
+
+def stat_bias(study: WeightingStudy, name: str, stat: str) -> float:
+    """Median over ``name``'s synthetic sets of ``stat`` minus the confidential data's value."""
+    u = study.utility
+    syn = u[(u.synthesizer == name) & (u.statistic == stat)]["value"].median()
+    return float(syn - summary_statistics(study.y)[stat])
+
+
+def sd_ratio(study: WeightingStudy, name: str = "SW", base: str = "LW") -> float:
+    """Posterior sd of mu under ``name`` over that under ``base``."""
+    sd = study.mu.groupby("synthesizer")["mu"].std()
+    return float(sd[name] / sd[base])
+
+
+def _larger(a: float, b: float, name_a: str, name_b: str) -> str:
+    return name_a if abs(a) > abs(b) else name_b
+
+
+def section3_summary(studies: dict[str, WeightingStudy]) -> dict[str, Any]:
+    """Notebook 03's numbers: ``studies`` maps "poisson" / "nb_mixture" to :func:`section3`.
+
+    Keys ``<gen>_...``: ``lip_<name>`` (bounds), ``ratio_CW`` / ``ratio_SW`` (bound over
+    LW's), ``sw_alpha``, ``sd_ratio`` (posterior sd of mu, SW over LW), ``unweighted_above``
+    ("yes" if the Unweighted bound exceeds LW's), ``q15_more_biased`` / ``q90_more_biased``
+    (which of LW and CW is further from the data), ``sd_wider`` (SW or LW).
+    """
+    out: dict[str, Any] = {}
+    for gen, study in studies.items():
+        s = study.summary.set_index("synthesizer")
+        lip = s["lipschitz"]
+        for name in ("Unweighted", "LW", "CW", "SW"):
+            out[f"{gen}_lip_{name}"] = float(lip[name])
+        out[f"{gen}_ratio_CW"] = float(lip["CW"] / lip["LW"])
+        out[f"{gen}_ratio_SW"] = float(lip["SW"] / lip["LW"])
+        out[f"{gen}_sw_alpha"] = float(s.loc["SW", "sw_alpha"])
+        out[f"{gen}_sd_ratio"] = sd_ratio(study)
+        out[f"{gen}_unweighted_above"] = "yes" if lip["Unweighted"] > lip["LW"] else "no"
+        for stat in ("q15", "q90"):
+            b_lw, b_cw = stat_bias(study, "LW", stat), stat_bias(study, "CW", stat)
+            out[f"{gen}_{stat}_bias_LW"], out[f"{gen}_{stat}_bias_CW"] = b_lw, b_cw
+            out[f"{gen}_{stat}_more_biased"] = _larger(b_cw, b_lw, "CW", "LW")
+        out[f"{gen}_sd_wider"] = "SW" if out[f"{gen}_sd_ratio"] > 1 else "LW"
+    return out
+
+
+def section3_comparison() -> list[dict[str, Any]]:
+    """Rows of notebook 03's comparison (the paper's Section 3 figures and appendix 6)."""
+    rows: list[dict[str, Any]] = []
+    for gen, label in (("poisson", "Poisson"), ("nb_mixture", "NB mixture")):
+        bound = PAPER[f"global_lipschitz_{gen}"]
+        rows += [
+            {
+                "key": f"{gen}_lip_LW",
+                "label": f"{label}: LW bound (paper: global, appendix 6)",
+                "paper": bound,
+                "rel_tol": 0.15,
+                "fmt": "{:.2f}",
+                "cause": "global_bound",
+            },
+            {
+                "key": f"{gen}_ratio_CW",
+                "label": f"{label}: CW bound / LW bound (equal by design)",
+                "paper": 1.0,
+                "rel_tol": 0.05,
+                "fmt": "{:.3f}",
+                "cause": "ratio_CW",
+            },
+            {
+                "key": f"{gen}_ratio_SW",
+                "label": f"{label}: SW bound / LW bound (equal by design)",
+                "paper": 1.0,
+                "rel_tol": 0.1,
+                "fmt": "{:.3f}",
+                "cause": "ratio_SW",
+            },
+            {
+                "key": f"{gen}_unweighted_above",
+                "label": f"{label}: Unweighted bound above LW's",
+                "paper": "yes",
+            },
+            {
+                "key": f"{gen}_q15_more_biased",
+                "label": f"{label}: 15th quantile, more biased",
+                "paper": "CW",
+                "cause": "utility",
+            },
+            {
+                "key": f"{gen}_sd_wider",
+                "label": f"{label}: wider posterior of mu, SW or LW",
+                "paper": "SW",
+                "cause": "utility",
+            },
+            {
+                "key": f"{gen}_sd_ratio",
+                "label": f"{label}: posterior sd of mu, SW / LW",
+                "paper": None,
+                "fmt": "{:.2f}",
+            },
+        ]
+    rows.insert(
+        0,
+        {
+            "key": "poisson_sw_alpha",
+            "label": "Poisson: SW scalar weight (Figure 1b)",
+            "paper": PAPER["sw_alpha_poisson"],
+            "rel_tol": 0.15,
+            "fmt": "{:.3f}",
+            "cause": "sw_alpha",
+        },
+    )
+    rows.append(
+        {
+            "key": "nb_mixture_q90_more_biased",
+            "label": "NB mixture: 90th quantile, more biased",
+            "paper": "CW",
+            "cause": "utility",
+        }
+    )
+    return rows
+
+
+def reweighting_summary(study: WeightingStudy) -> dict[str, Any]:
+    """Numbers of notebooks 04 / 05: k kept, bound ratios, weight gains, medians, 90th pct.
+
+    Keys: ``k_<LW|CW>``, ``ratio_<LW|CW>`` (bound after / before re-weighting),
+    ``alpha_gain_<LW|CW>`` ("increases" or "does not increase"), ``median_mid_<source>``
+    (midpoint of the 2.5-97.5% interval of the median over the m sets; Data: bootstrap),
+    ``q90_<source>`` (median over sets), ``cw_final_closer`` ("yes" if CW_final's 90th
+    percentile is closer to the data's than CW's).
+    """
+    s = study.summary.set_index("synthesizer")
+    out: dict[str, Any] = {}
+    for base in ("LW", "CW"):
+        final = f"{base}_final"
+        if final not in s.index:
+            continue
+        out[f"k_{base}"] = float(s.loc[final, "k"])
+        out[f"ratio_{base}"] = float(s.loc[final, "lipschitz"] / s.loc[base, "lipschitz"])
+        gain = s.loc[final, "alpha_mean"] > s.loc[base, "alpha_mean"]
+        out[f"alpha_gain_{base}"] = "increases" if gain else "does not increase"
+    u = study.utility
+    for name in ("Data", *study.order):
+        sub = u[u.synthesizer == name]
+        lo, hi = interval_summary(sub.loc[sub.statistic == "median", "value"], 0.95)
+        out[f"median_mid_{name}"] = 0.5 * (lo + hi)
+        out[f"q90_{name}"] = float(sub.loc[sub.statistic == "q90", "value"].median())
+    if {"CW", "CW_final"} <= set(study.order):
+        data = out["q90_Data"]
+        closer = abs(out["q90_CW_final"] - data) < abs(out["q90_CW"] - data)
+        out["cw_final_closer"] = "yes" if closer else "no"
+    return out
+
+
+def reweighting_comparison(section: str = "4") -> list[dict[str, Any]]:
+    """Rows of notebook 04 (``section`` "4": appendix Table 1) or 05 ("5": the SDR salary)."""
+    rows: list[dict[str, Any]] = []
+    for base in ("LW", "CW"):
+        rows += [
+            {
+                "key": f"k_{base}",
+                "label": f"k kept, {base}",
+                "paper": 0.95,
+                "abs_tol": 0.01,
+                "fmt": "{:.3f}",
+                "cause": "k",
+            },
+            {
+                "key": f"ratio_{base}",
+                "label": f"bound {base}_final / {base} ('equivalent', read as 0.9-1)",
+                "paper": (0.9, 1.0),
+                "fmt": "{:.3f}",
+                "cause": "k",
+            },
+            {
+                "key": f"alpha_gain_{base}",
+                "label": f"mean weight {base} -> {base}_final",
+                "paper": "increases",
+            },
+        ]
+    if section == "4":
+        for name, (lo, hi) in PAPER["table1"]["median"].items():
+            rows.append(
+                {
+                    "key": f"median_mid_{name}",
+                    "label": f"median, interval midpoint: {name} (paper [{lo}, {hi}])",
+                    "paper": 0.5 * (lo + hi),
+                    "abs_tol": 0.5 * (hi - lo),
+                    "fmt": "{:.1f}",
+                    "cause": "utility",
+                }
+            )
+    else:
+        rows.append(
+            {
+                "key": "cw_final_closer",
+                "label": "90th percentile: CW_final closer to the data than CW",
+                "paper": "yes",
+                "cause": "utility",
+            }
+        )
+    return rows
+
+
+def salary_summary(study: WeightingStudy, unit: float) -> dict[str, Any]:
+    """Notebook 05's numbers: the data summaries in dollars and :func:`reweighting_summary`."""
+    out = {
+        "data_mean": float(study.y.mean() * unit),
+        "data_median": float(np.median(study.y) * unit),
+        "data_sd": float(study.y.std(ddof=1) * unit),
+    }
+    return {**out, **reweighting_summary(study)}
+
+
+def salary_comparison() -> list[dict[str, Any]]:
+    """Rows of notebook 05's comparison (Section 5's published summaries and findings)."""
+    pub = PAPER["sdr_salary"]
+    rows = [
+        {
+            "key": f"data_{k}",
+            "label": f"salary {k} ($)",
+            "paper": pub[k],
+            "rel_tol": 0.02,
+            "fmt": "{:,.0f}",
+        }
+        for k in ("mean", "median", "sd")
+    ]
+    return rows + reweighting_comparison("5")
+
+
+def contraction_values(runs: dict[str, tuple[pd.DataFrame, pd.DataFrame]]) -> dict[str, Any]:
+    """Notebook 06's numbers: per generator, the max and spread of the local bounds, and
+    ``<gen>_contracts`` ("yes" if LW's spread is below the Unweighted one)."""
+    out: dict[str, Any] = {}
+    for gen, (bounds, _) in runs.items():
+        summ = contraction_summary(bounds)
+        for name in summ.index:
+            out[f"{gen}_{name}_max"] = float(summ.loc[name, "max"])
+            out[f"{gen}_{name}_spread"] = float(summ.loc[name, "spread"])
+        spread = summ["spread"]
+        out[f"{gen}_contracts"] = "yes" if spread["LW"] < spread["Unweighted"] else "no"
+    return out
+
+
+def contraction_comparison() -> list[dict[str, Any]]:
+    """Rows of notebook 06's comparison (appendix 6: global bounds, contraction)."""
+    rows: list[dict[str, Any]] = []
+    for gen, label in (("poisson", "Poisson"), ("nb_mixture", "NB mixture")):
+        rows += [
+            {
+                "key": f"{gen}_LW_max",
+                "label": f"{label}: max local LW bound (global)",
+                "paper": PAPER[f"global_lipschitz_{gen}"],
+                "rel_tol": 0.15,
+                "fmt": "{:.2f}",
+                "cause": "global_bound",
+            },
+            {
+                "key": f"{gen}_LW_final_max",
+                "label": f"{label}: max local LW_final bound",
+                "paper": None,
+                "fmt": "{:.2f}",
+            },
+            {
+                "key": f"{gen}_contracts",
+                "label": f"{label}: LW spread below Unweighted's",
+                "paper": "yes",
+                "cause": "global_bound",
+            },
+        ]
+    return rows

@@ -1,0 +1,227 @@
+"""Committed paper-scale results: written by the ``paper`` profile, read back by ``ci``.
+
+The ``ci`` book runs every study at a small scale (a few replicates of small databases),
+which cannot be compared with a paper's R = 100 replicates of n = 2,000 records. So each
+study notebook ends with :func:`paper_scale`:
+
+* under the ``paper`` profile (settings exactly the profile's, apart from worker counts), it
+  writes the study's summary tables to ``results/<notebook stem>/<table>.csv`` with a
+  ``meta.json`` (date, settings, dpsynth version), to be committed to git;
+* under any other profile it reads them back, so the ci book shows the committed
+  paper-scale numbers beside the paper's and beside its own small run, each labelled;
+* when nothing is committed yet it says so in one line (no error).
+
+CSV formatting is deterministic (fixed float format, ``\\n`` line ends, sorted meta keys):
+rerunning the paper profile with the same code and seeds rewrites identical tables.
+``tests/test_results.py`` recomputes cheap tables and fails if a committed one drifts from
+what the code produces, beyond stated Monte Carlo tolerances.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = [
+    "RESULTS_ENV_VAR",
+    "PaperScale",
+    "is_paper_run",
+    "load",
+    "paper_scale",
+    "results_dir",
+    "run_label",
+    "save",
+]
+
+RESULTS_ENV_VAR = "DPSYNTH_RESULTS_DIR"
+"""Environment variable overriding the results root (default: ``results/`` in the repository)."""
+
+FLOAT_FORMAT = "%.10g"
+IGNORED_KEYS = ("profile", "n_jobs", "workers")
+"""Settings that do not change results (worker processes) and so may differ from the profile."""
+
+
+def results_root() -> Path:
+    """``$DPSYNTH_RESULTS_DIR`` if set, else ``results/`` next to the ``dpsynth`` package."""
+    env = os.environ.get(RESULTS_ENV_VAR)
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "results"
+
+
+def results_dir(stem: str) -> Path:
+    """Directory of one notebook's committed tables: ``<root>/<stem>``."""
+    if not stem or "/" in stem or stem.startswith("."):
+        raise ValueError(f"not a notebook stem: {stem!r}")
+    return results_root() / stem
+
+
+def _plain(v: Any) -> Any:
+    """JSON-friendly settings values (tuples as lists, numpy scalars as Python numbers)."""
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if hasattr(v, "item"):
+        return v.item()
+    return v
+
+
+def is_paper_run(
+    cfg: Mapping[str, Any],
+    profiles: Mapping[str, Mapping[str, Any]],
+    ignore: Iterable[str] = IGNORED_KEYS,
+) -> bool:
+    """True if ``cfg`` equals the ``paper`` profile in every key but ``ignore``.
+
+    Only such runs write committed results: a paper profile with fewer replicates (an
+    override) is not paper scale.
+    """
+    paper = profiles["paper"]
+    skip = set(ignore)
+    keys = (set(paper) | set(cfg)) - skip
+    return all(_plain(cfg.get(k)) == _plain(paper.get(k)) for k in keys)
+
+
+def save(
+    stem: str,
+    tables: Mapping[str, pd.DataFrame],
+    cfg: Mapping[str, Any],
+    *,
+    date: str | None = None,
+) -> Path:
+    """Write ``tables`` as ``<stem>/<name>.csv`` and ``meta.json``; return the directory.
+
+    Tables are written with their index, floats as ``%.10g`` and ``\\n`` line ends. The meta
+    file records the date (UTC, ``YYYY-MM-DD``), the settings (without worker counts, which do
+    not change results) and the dpsynth version. Rewriting identical tables under identical
+    settings keeps the recorded date, so a rebuild that changes nothing changes no file.
+    """
+    from dpsynth import __version__
+
+    out = results_dir(stem)
+    out.mkdir(parents=True, exist_ok=True)
+    texts = {}
+    for name, table in tables.items():
+        frame = table.copy()
+        if isinstance(frame.columns, pd.MultiIndex):
+            frame.columns = [" | ".join(map(str, c)) for c in frame.columns]
+        texts[name] = frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")
+    settings = _plain({k: v for k, v in cfg.items() if k not in IGNORED_KEYS})
+    old = _unchanged_date(out, texts, settings)
+    for name, text in texts.items():
+        (out / f"{name}.csv").write_text(text)
+    meta = {
+        "stem": stem,
+        "date": date or old or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
+        "dpsynth": __version__,
+        "settings": settings,
+        "tables": sorted(tables),
+        "index_levels": {name: int(t.index.nlevels) for name, t in sorted(tables.items())},
+    }
+    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+def _unchanged_date(out: Path, texts: Mapping[str, str], settings: Any) -> str | None:
+    """The recorded date if ``out`` already holds exactly these tables and settings."""
+    meta_file = out / "meta.json"
+    if not meta_file.is_file():
+        return None
+    meta = json.loads(meta_file.read_text())
+    if meta.get("settings") != settings or sorted(meta.get("tables", [])) != sorted(texts):
+        return None
+    for name, text in texts.items():
+        path = out / f"{name}.csv"
+        if not path.is_file() or path.read_text() != text:
+            return None
+    return meta.get("date")
+
+
+@dataclass
+class PaperScale:
+    """Committed paper-scale tables of one notebook (possibly none) and how to label them."""
+
+    stem: str
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    written: bool = False
+
+    @property
+    def available(self) -> bool:
+        return bool(self.tables)
+
+    @property
+    def label(self) -> str:
+        """Column label: "dpsynth at paper scale (committed, <date>)"."""
+        return f"dpsynth at paper scale (committed, {self.meta.get('date', 'undated')})"
+
+    @property
+    def note(self) -> str:
+        """One line saying what was written, read, or that nothing is committed yet."""
+        where = f"results/{self.stem}/"
+        if self.written:
+            return f"paper profile: wrote {len(self.tables)} paper-scale tables to {where}"
+        if self.available:
+            return f"read the committed paper-scale tables of {where} ({self.meta.get('date')})"
+        return (
+            f"no committed paper-scale results yet ({where} is empty): run this notebook "
+            "with profile='paper' to produce them"
+        )
+
+    def get(self, name: str) -> pd.DataFrame | None:
+        return self.tables.get(name)
+
+
+def load(stem: str) -> PaperScale:
+    """Read ``<stem>/*.csv`` and ``meta.json`` (an empty :class:`PaperScale` if absent).
+
+    Each table gets back the index it was saved with (``meta.json`` records its levels).
+    """
+    where = results_dir(stem)
+    meta_file = where / "meta.json"
+    if not meta_file.is_file():
+        return PaperScale(stem)
+    meta = json.loads(meta_file.read_text())
+    levels = meta.get("index_levels", {})
+    tables = {}
+    for name in meta.get("tables", []):
+        path = where / f"{name}.csv"
+        if path.is_file():
+            tables[name] = pd.read_csv(path, index_col=list(range(int(levels.get(name, 1)))))
+    return PaperScale(stem, tables, meta)
+
+
+def paper_scale(
+    stem: str,
+    tables: Mapping[str, pd.DataFrame],
+    cfg: Mapping[str, Any],
+    profiles: Mapping[str, Mapping[str, Any]],
+) -> PaperScale:
+    """Write ``tables`` under a true paper-profile run (:func:`is_paper_run`), else read back.
+
+    Returns the committed tables (those just written, or those read), with a ``note`` to
+    print.
+    """
+    if is_paper_run(cfg, profiles):
+        save(stem, tables, cfg)
+        out = load(stem)
+        out.written = True
+        return out
+    return load(stem)
+
+
+def run_label(cfg: Mapping[str, Any], **sizes: Any) -> str:
+    """Column label of this run: "this run (ci profile: R = 2, n = 300)".
+
+    ``sizes``: the settings that say how big the run is, as name=value (e.g. R=2, n=300);
+    a name given as None is looked up in ``cfg``.
+    """
+    parts = [f"{k} = {cfg.get(k) if v is None else v}" for k, v in sizes.items()]
+    inner = f"{cfg.get('profile', '?')} profile" + (": " + ", ".join(parts) if parts else "")
+    return f"this run ({inner})"

@@ -1,0 +1,131 @@
+"""Known-answer tests of dpsynth.studies.verdicts: the sentences the notebooks print."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.studies import verdicts as v
+
+
+def test_estimate_mean_se_count() -> None:
+    mean, se, n = v.estimate([1.0, 2.0, 3.0, np.nan])
+    assert (mean, n) == (2.0, 3) and se == pytest.approx(1 / math.sqrt(3))
+    assert math.isnan(v.estimate([4.0])[1]) and v.estimate([])[2] == 0
+
+
+def test_agrees_within_monte_carlo_error() -> None:
+    out = v.verdict(0.95, 0.946, se=0.003)  # 1.3 SE
+    assert out.agrees and out.status == "agrees"
+    assert (
+        out.sentence == "agrees within Monte Carlo error (difference -0.004, 1.3 standard errors)"
+    )
+
+
+def test_differs_gives_size_in_standard_errors_and_the_cause() -> None:
+    out = v.verdict(408, 84.0, se=10.0, study="beta", quantity="censor_w_count")
+    assert out.status == "differs" and out.z == pytest.approx(32.4)
+    assert out.sentence.startswith("differs by -324 (32.4 standard errors); likely cause: ")
+    assert out.sentence.endswith(v.CAUSES[("beta", "censor_w_count")])
+
+
+def test_replicate_values_give_mean_and_se() -> None:
+    # mean 10, sd 2, R = 4 -> SE 1; paper 13 -> 3 SE
+    values = np.array([8.0, 10.0, 12.0, 10.0])
+    values = (values - values.mean()) / values.std(ddof=1) * 2 + 10
+    out = v.verdict(13.0, values, study="nowhere", quantity="x")
+    assert out.z == pytest.approx(3.0)
+    assert "differs by -3 (3.0 standard errors); likely cause: not known" in out.sentence
+    assert v.verdict(11.5, values).agrees  # 1.5 SE
+
+
+def test_relative_and_absolute_tolerances() -> None:
+    out = v.verdict(5.24, 5.38, rel_tol=0.05, fmt="{:.2f}")  # no SE: one fit
+    assert (
+        out.agrees
+        and out.sentence == "agrees within the stated tolerance ±0.26 (standard error unknown)"
+    )
+    assert not v.verdict(5.24, 12.16, rel_tol=0.05).agrees
+    assert v.verdict(0.95, 0.955, abs_tol=0.01).agrees
+    assert not v.verdict(0.95, 0.997, abs_tol=0.01, study="reweighting", quantity="k").agrees
+
+
+def test_interval_label_and_missing_values() -> None:
+    assert v.verdict((30, 40), 35).sentence == "agrees (within the paper's range)"
+    out = v.verdict((2.0, 3.5), 4.0, rel_tol=0.1)  # 0.5 above, tolerance 0.275
+    assert out.status == "differs" and out.difference == pytest.approx(0.5)
+    assert v.verdict("Censor_w", "Censor_w").sentence == "agrees (Censor_w)"
+    out = v.verdict("Censor_w", "PH", study="beta", quantity="best_dp")
+    assert out.sentence.startswith("differs: paper Censor_w, this run PH; likely cause: the PH bin")
+    for missing in (None, float("nan"), v.NOT_IN_PAPER):
+        assert v.verdict(missing, 1.0).sentence == "not in the paper"
+    assert v.verdict(1.0, float("nan")).sentence == "not run"
+    assert v.verdict(1.0, None).status == "not run"
+
+
+def test_zero_standard_error_is_said_plainly() -> None:
+    out = v.verdict(5.0, [0.0, 0.0, 0.0])
+    assert out.status == "differs" and "every replicate gave the same value" in out.sentence
+
+
+def test_paper_standard_error_widens_the_tolerance() -> None:
+    assert not v.verdict(0.95, 0.94, se=0.004).agrees  # 2.5 SE
+    assert v.verdict(0.95, 0.94, se=0.004, paper_se=0.004).agrees  # 1.8 combined SE
+
+
+def test_paper_value_marks_points_off_the_grid() -> None:
+    table = {(5.0, "Censor_w"): 110}
+    assert v.paper_value(table, (5.0, "Censor_w")) == 110
+    assert v.paper_value(table, (2.0, "Censor_w")) == "not in the paper"
+
+
+def test_summary_frame_and_compare() -> None:
+    summary = v.summary_frame(
+        {"count_5": [1.0, 3.0], "best": "PH", "eps": 5.38, "cov": (0.95, 0.003, 5000)}
+    )
+    assert list(summary.columns) == ["value", "se", "n", "text"]
+    assert summary.loc["count_5", "value"] == 2.0 and summary.loc["count_5", "n"] == 2
+    assert summary.loc["best", "text"] == "PH" and math.isnan(summary.loc["eps", "se"])
+    specs = [
+        {"key": "count_5", "label": "count at 5", "paper": 2.5, "fmt": "{:.1f}"},
+        {"key": "best", "label": "best", "paper": "Censor_w", "cause": "best_dp"},
+        {"key": "eps", "label": "eps", "paper": 5.24, "rel_tol": 0.05, "fmt": "{:.2f}"},
+        {"key": "off", "label": "eps = 2", "paper": None},
+        {"key": "cov", "label": "coverage", "paper": 0.952, "fmt": "{:.3f}"},
+    ]
+    table = v.compare(specs, summary, study="beta", run_label="this run (ci)")
+    assert list(table.columns) == ["quantity", "paper", "this run (ci)", "verdict"]
+    assert table["paper"].tolist() == ["2.5", "Censor_w", "5.24", "not in the paper", "0.952"]
+    assert table["this run (ci)"].tolist() == [
+        "2.0 ± 1.0",
+        "PH",
+        "5.38",
+        "not run",
+        "0.950 ± 0.003",
+    ]
+    verdict = table["verdict"].tolist()
+    assert verdict[0].startswith("this run, smaller than the paper's: agrees within Monte Carlo")
+    assert "likely cause: the PH bin rule" in verdict[1]
+    assert verdict[3] == "not in the paper"
+    committed = v.summary_frame({"count_5": (2.4, 0.01, 100), "best": "Censor_w"})
+    table = v.compare(specs[:2], summary, study="beta", committed=committed, committed_label="c")
+    assert list(table.columns) == ["quantity", "paper", "c", "this run", "verdict"]
+    assert table["c"].tolist() == ["2.4 ± 0.0", "Censor_w"]
+    assert table["verdict"][0].startswith("paper scale: differs by -0.1 (10.0 standard errors)")
+    assert table["verdict"][1] == "paper scale: agrees (Censor_w)"
+
+
+def test_summary_frame_survives_a_csv_round_trip(tmp_path) -> None:
+    summary = v.summary_frame({"a": [1.0, 2.0], "b": "Censor_w (DP)"})
+    path = tmp_path / "s.csv"
+    summary.to_csv(path)
+    back = pd.read_csv(path, index_col=0)
+    table = v.compare(
+        [{"key": "a", "label": "a", "paper": 1.5}, {"key": "b", "label": "b", "paper": "x"}],
+        back,
+        study="s",
+    )
+    assert table["this run"].tolist() == ["1.5 ± 0.5", "Censor_w (DP)"]
