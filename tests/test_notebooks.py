@@ -12,6 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import jupytext
+import nbformat
 import pytest
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -100,3 +101,16 @@ def test_notebook_helpers() -> None:
     for bad in ([1.001, 1.06], [1.0, float("nan")], []):
         with pytest.raises(AssertionError):
             notebook.assert_converged(bad, 1.05)
+
+
+def test_code_lines_fit_the_book_column():
+    """Code shown in the book fits its column: at most 88 characters a line (the
+    parameters cell, which the book does not show, is exempt)."""
+    long = []
+    for path in sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type != "code" or "parameters" in cell.metadata.get("tags", []):
+                continue
+            long += [(path.name, line) for line in cell.source.splitlines() if len(line) > 88]
+    assert not long, long
