@@ -106,6 +106,9 @@ def poisson_reference(mu: float = 100) -> dict[str, float]:
 # --- NB mixture: vector-weighted paper, section 3.2 ------------------------------------------
 
 
+Floats = Sequence[float]
+
+
 def _nb_mixture_args(
     mu: float, phi: Sequence[float], weights: Sequence[float]
 ) -> tuple[float, np.ndarray, np.ndarray]:
@@ -124,8 +127,8 @@ def nb_mixture_data(
     n: int,
     rng: np.random.Generator,
     mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
+    phi: Floats = (5, 20),
+    weights: Floats = (0.2, 0.8),
 ) -> np.ndarray:
     """Draw ``n`` counts from the mixture sum_k weights[k] * NB(mu, phi[k]).
 
@@ -143,20 +146,14 @@ def nb_mixture_data(
     return rng.negative_binomial(phi_i, phi_i / (phi_i + mu)).astype(np.int64)
 
 
-def nb_mixture_mean(
-    mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
-) -> float:
+def nb_mixture_mean(mu: float = 100, phi: Floats = (5, 20), weights: Floats = (0.2, 0.8)) -> float:
     """Mean of the NB mixture: every component has mean ``mu``, so the mixture mean is ``mu``."""
     mu, _, _ = _nb_mixture_args(mu, phi, weights)
     return mu
 
 
 def nb_mixture_variance(
-    mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
+    mu: float = 100, phi: Floats = (5, 20), weights: Floats = (0.2, 0.8)
 ) -> float:
     """Variance of the NB mixture: sum_k w_k (mu + mu^2/phi_k) (component means are all equal)."""
     mu, phi_arr, w = _nb_mixture_args(mu, phi, weights)
@@ -164,10 +161,7 @@ def nb_mixture_variance(
 
 
 def nb_mixture_cdf(
-    k: float | np.ndarray,
-    mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
+    k: float | np.ndarray, mu: float = 100, phi: Floats = (5, 20), weights: Floats = (0.2, 0.8)
 ) -> np.ndarray:
     """CDF P(X <= k) of the NB mixture at ``k`` (scalar or array, same shape out)."""
     mu, phi_arr, w = _nb_mixture_args(mu, phi, weights)
@@ -177,10 +171,7 @@ def nb_mixture_cdf(
 
 
 def nb_mixture_quantile(
-    q: float | np.ndarray,
-    mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
+    q: float | np.ndarray, mu: float = 100, phi: Floats = (5, 20), weights: Floats = (0.2, 0.8)
 ) -> np.ndarray:
     """Quantile of the NB mixture: the smallest integer k with P(X <= k) >= q, for q in (0, 1).
 
@@ -200,9 +191,7 @@ def nb_mixture_quantile(
 
 
 def nb_mixture_reference(
-    mu: float = 100,
-    phi: Sequence[float] = (5, 20),
-    weights: Sequence[float] = (0.2, 0.8),
+    mu: float = 100, phi: Floats = (5, 20), weights: Floats = (0.2, 0.8)
 ) -> dict[str, float]:
     """Analytic mean, median, 15th and 90th quantiles of the NB mixture."""
     out = {"mean": nb_mixture_mean(mu, phi, weights)}

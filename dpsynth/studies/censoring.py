@@ -45,7 +45,7 @@ from dpsynth.errors import InputError
 from dpsynth.histogram import PH_BIN_RULES, perturbed_histogram
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.simulate import beta_data
-from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
 from dpsynth.studies.runner import DEFAULT_CACHE, run_replicates
 from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
 
@@ -97,15 +97,7 @@ PAPER: dict[str, Any] = {
 }
 PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
-    ci={
-        "n": 300,
-        "R": 2,
-        "chains": 4,
-        "iter_warmup": 300,
-        "iter_sampling": 300,
-        "n_jobs": 1,
-        "sdr_n": 400,
-    },
+    ci={"n": 300, "R": 2, **CI_MCMC, "sdr_n": 400},
 )
 """Study settings. ``ci``: R = 2 small replicates (a notebook runs in about a minute);
 ``paper``: Section 4's R = 100 replicates of n = 2000 and Section 5's full sample. The paper

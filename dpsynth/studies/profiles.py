@@ -43,3 +43,7 @@ def derive_profiles(
             raise InputError(name, f"overrides unknown setting(s): {', '.join(unknown)}")
         out[name] = {**paper, **diff}
     return out
+
+
+CI_MCMC: dict[str, int] = {"chains": 4, "iter_warmup": 300, "iter_sampling": 300, "n_jobs": 1}
+"""The ``ci`` profiles' short MCMC runs (4 chains x (300 + 300)), replicates in-process."""

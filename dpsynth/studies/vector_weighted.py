@@ -42,7 +42,7 @@ import pandas as pd
 from dpsynth import simulate, weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
-from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
 from dpsynth.studies.runner import run_replicates
 from dpsynth.utility import interval_summary, summary_statistics
 
@@ -103,16 +103,7 @@ PAPER: dict[str, Any] = {
 PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
     # Small: each notebook runs in about a minute and a half on 2 cores with warm Stan caches.
-    ci={
-        "n": 200,
-        "R": 2,
-        "m": 10,
-        "chains": 4,
-        "iter_warmup": 300,
-        "iter_sampling": 300,
-        "n_jobs": 1,
-        "cw_fits": 2,
-    },
+    ci={"n": 200, "R": 2, "m": 10, **CI_MCMC, "cw_fits": 2},
 )
 """Named settings. ``n_jobs``: replicate worker processes of appendix 6 (``paper``: 2, which on
 2 cores overlaps one worker's httpstan round trips with the other's sampling). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
