@@ -107,17 +107,34 @@ class WeightedFit:
 
     @cached_property
     def _scan(self) -> tuple[np.ndarray, np.ndarray]:
-        """One pass over chunks of draws: (Delta_i after censoring, censored mask)."""
+        """One pass over chunks of draws: (Delta_i after censoring, censored mask).
+
+        Records whose data are identical (same outcome, covariates, weight and centre; e.g.
+        counts under an intercept-only model) have identical terms, so a shipped model's
+        mirror is evaluated once per distinct record and the result expanded (exact).
+        """
         n = self.alpha.size
-        S = self.stan_fit.n_draws
+        if callable(self.log_lik_source):
+            first, inverse = _distinct_records(self.data, n)
+            if first.size < n:
+                data = {k: _take(v, first, n) for k, v in self.data.items()}
+                data["n"] = int(first.size)
+                bounds, censored = self._scan_rows(data, self.alpha[first])
+                return bounds[inverse], censored[inverse]
+        return self._scan_rows(self.data, self.alpha)
+
+    def _scan_rows(self, data: dict[str, Any], alpha: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        n, S = alpha.size, self.stan_fit.n_draws
         step = max(1, CHUNK_ELEMENTS // max(n, 1))
         bounds = np.zeros(n)
         censored = np.zeros(n, dtype=bool)
         for start in range(0, S, step):
-            raw = privacy.weighted_contributions(
-                self.log_lik_rows(start, min(S, start + step)), self.alpha
-            )
-            absraw = np.abs(raw)
+            if callable(self.log_lik_source):
+                chunk = {k: v[start : start + step] for k, v in self.stan_fit.draws.items()}
+                ll = self.log_lik_source(chunk, data)
+            else:
+                ll = np.asarray(self.log_lik_source)[start : start + step]
+            absraw = np.abs(privacy.weighted_contributions(ll, alpha))
             if self.censor_bound is not None:
                 censored |= np.any(absraw > self.censor_bound, axis=0)
                 np.minimum(absraw, self.censor_bound, out=absraw)
@@ -514,10 +531,37 @@ class Synthesizer:
 
 
 def _centred_source(source: Any, centre: np.ndarray) -> Any:
-    """``source`` (mirror or S x n array) minus the record centres (dpsynth's extension)."""
+    """``source`` (mirror or S x n array) minus the record centres (dpsynth's extension).
+
+    A mirror subtracts the ``centre`` of the data it is given (so that it can be
+    evaluated on a subset of records); an array subtracts ``centre``.
+    """
     if callable(source):
-        return lambda draws, data: source(draws, data) - centre
+        return lambda draws, data: source(draws, data) - np.asarray(data["centre"], float)
     return np.asarray(source) - centre
+
+
+def _distinct_records(data: dict[str, Any], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the first of each distinct record (all per-record data entries equal) and
+    the map from every record to its distinct one."""
+    columns = [
+        np.asarray(v, dtype=float).reshape(n, -1)
+        for v in data.values()
+        if np.ndim(v) >= 1 and np.shape(v)[0] == n
+    ]
+    if not columns or n == 0:
+        return np.arange(n), np.arange(n)
+    _, first, inverse = np.unique(
+        np.hstack(columns), axis=0, return_index=True, return_inverse=True
+    )
+    return first, inverse.ravel()
+
+
+def _take(value: Any, rows: np.ndarray, n: int) -> Any:
+    """``value`` restricted to ``rows`` if it holds one entry per record, else unchanged."""
+    if np.ndim(value) >= 1 and np.shape(value)[0] == n:
+        return np.asarray(value)[rows]
+    return value
 
 
 def _pick(d: dict[str, Any], *keys: str) -> dict[str, Any]:

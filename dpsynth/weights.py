@@ -42,10 +42,10 @@ def lw_weights(record_bounds: np.ndarray, c: float = 1.0, g: float = 0.0) -> np.
 def lw_record_bounds(log_lik: np.ndarray, draw_quantile: float | None = None) -> np.ndarray:
     """Record bounds f_i of Algorithm 1 steps 1-3, from the S x n unweighted log-likelihoods.
 
-    ``draw_quantile`` None: f_i = max_s |f_theta_s(x_i)| over all S draws (dpsynth's default,
+    ``draw_quantile`` None: ``f_i = max_s |f_theta_s(x_i)|`` over all S draws (dpsynth's default,
     the algorithm as printed). A value q in (0, 1] follows the vector-weighted paper's
     appendix R script: the LOO log ratio of draw s and record i is
-    |sum_j ll[s, j] - sum_{j != i} ll[s, j]| = |ll[s, i]|, L is the q-quantile over draws
+    ``|sum_j ll[s, j] - sum_{j != i} ll[s, j]| = |ll[s, i]|``, L is the q-quantile over draws
     of each draw's largest ratio (``L <- quantile(log_ratio_theta, thresh)``), and f_i is the
     largest ratio of record i over the draws whose largest ratio is at most L. The script
     uses an undefined ``logthresh_ratio`` there (a line was lost); dpsynth reads it as

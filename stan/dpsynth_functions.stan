@@ -75,3 +75,29 @@
     }
     return max(abs(X - rep_matrix(X[1], n))) == 0;
   }
+
+  // Records grouped by distinct outcome (count models): one row per distinct y with
+  // columns (y_u, number of records, their weight, their centre, 1 if every record of the
+  // group has the same weight and centre, else 0). With an intercept-only design every
+  // per-record term depends on y alone, so a censored sum over the records equals the
+  // count-weighted sum over the groups, exactly, at O(distinct outcomes) per gradient.
+  matrix dpsynth_outcome_groups(array[] int y, vector alpha, vector centre) {
+    int n = size(y);
+    matrix[dpsynth_n_unique(y), 5] g = rep_matrix(0, dpsynth_n_unique(y), 5);
+    array[n] int ord = sort_indices_asc(y);
+    int u = 0;
+    for (j in 1:n) {
+      int i = ord[j];
+      if (j == 1 || y[i] != y[ord[j - 1]]) {
+        u += 1;
+        g[u, 1] = y[i];
+        g[u, 3] = alpha[i];
+        g[u, 4] = centre[i];
+        g[u, 5] = 1;
+      } else if (alpha[i] != g[u, 3] || centre[i] != g[u, 4]) {
+        g[u, 5] = 0;
+      }
+      g[u, 2] += 1;
+    }
+    return g;
+  }

@@ -57,6 +57,14 @@ transformed data {
       alpha_u[u] += alpha[ord[j]];
     }
   }
+  // Censored, intercept-only, weights and centres depending on y alone (e.g. censor-uw):
+  // one term per distinct outcome (dpsynth_outcome_groups), exact.
+  matrix[U, 5] groups = dpsynth_outcome_groups(y, alpha, centre);
+  int grouped = X_constant == 1 && U > 0 && min(col(groups, 5)) == 1;
+  vector[U] y_g = col(groups, 1);
+  vector[U] count_g = col(groups, 2);
+  vector[U] lgamma_y1_g = lgamma(y_g + 1);
+  matrix[U, K] X_g = rep_matrix(n > 0 ? X[1] : rep_row_vector(0, K), U);
 }
 parameters {
   vector[K] beta;
@@ -65,7 +73,11 @@ parameters {
 model {
   beta ~ normal(0, 10);
   phi ~ gamma(2, 0.1);
-  if (censor == 1) {
+  if (censor == 1 && grouped == 1) {
+    target += dot_product(count_g, dpsynth_centred_contrib(
+                negbin_record_log_lik(y_g, lgamma_y1_g, X_g, beta, phi),
+                col(groups, 4), col(groups, 3), censor, M));
+  } else if (censor == 1) {
     target += dpsynth_centred_target(negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi),
                                      centre, alpha, censor, M);
   } else {

@@ -35,6 +35,15 @@ transformed data {
   real sum_alpha = sum(alpha);
   int X_constant = dpsynth_rows_equal(X);  // intercept-only: one exp(eta) for all records
   real alpha_centre = dot_product(alpha, centre);  // centred censoring (dpsynth's extension)
+  int U = dpsynth_n_unique(y);
+  // Censored, intercept-only, weights and centres depending on y alone (e.g. censor-uw):
+  // one term per distinct outcome (dpsynth_outcome_groups), exact.
+  matrix[U, 5] groups = dpsynth_outcome_groups(y, alpha, centre);
+  int grouped = X_constant == 1 && U > 0 && min(col(groups, 5)) == 1;
+  vector[U] y_g = col(groups, 1);
+  vector[U] count_g = col(groups, 2);
+  vector[U] lgamma_y1_g = lgamma(y_g + 1);
+  matrix[U, K] X_g = rep_matrix(n > 0 ? X[1] : rep_row_vector(0, K), U);
 }
 parameters {
   vector[K] beta;
@@ -45,7 +54,11 @@ model {
   L_beta ~ lkj_corr_cholesky(6);
   sigma_beta ~ student_t(3, 0, 1);
   beta ~ multi_normal_cholesky(rep_vector(0, K), diag_pre_multiply(sigma_beta, L_beta));
-  if (censor == 1) {
+  if (censor == 1 && grouped == 1) {
+    target += dot_product(count_g, dpsynth_centred_contrib(
+                poisson_record_log_lik(y_g, lgamma_y1_g, X_g, beta),
+                col(groups, 4), col(groups, 3), censor, M));
+  } else if (censor == 1) {
     target += dpsynth_centred_target(poisson_record_log_lik(y_vec, lgamma_y1, X, beta), centre,
                                      alpha, censor, M);
   } else {

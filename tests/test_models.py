@@ -296,6 +296,8 @@ def test_simulate_matches_stan_y_rep(name):
         ("poisson", "covariate"),
         ("negbin", "intercept"),
         ("negbin", "covariate"),
+        ("poisson", "grouped"),
+        ("negbin", "grouped"),
     ],
 )
 def test_stan_target_equals_sum_of_mirror_contributions(name, design):
@@ -307,12 +309,14 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
     rng = np.random.default_rng(11)
     model = get_model(name)
     y, X = _data(name, rng)
-    if design == "intercept":
+    if design in ("intercept", "grouped"):
         X = None
     elif design == "covariate":
         X = rng.normal(size=(len(y), 1))
     y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
+    if design == "grouped":  # weights that depend on y alone: one censored term per outcome
+        alpha = 0.4 + 0.6 / (1.0 + y)
     data = stan_data(model, y, alpha, X=X)
     fit = engine.fit(model.stan_file, data, seed=5, chains=2, iter_warmup=150, iter_sampling=50)
     code = engine.program_code(model.stan_file)
