@@ -533,11 +533,18 @@ class Synthesizer:
 def _centred_source(source: Any, centre: np.ndarray) -> Any:
     """``source`` (mirror or S x n array) minus the record centres (dpsynth's extension).
 
-    A mirror subtracts the ``centre`` of the data it is given (so that it can be
-    evaluated on a subset of records); an array subtracts ``centre``.
+    A mirror evaluated on a subset of the records (``WeightedFit._scan`` on distinct
+    records, whose data then say fewer than ``centre.size`` records) subtracts that
+    subset's ``centre`` from its data, which :meth:`Synthesizer.fit` fills with the same
+    centres; on all records it subtracts ``centre``.
     """
     if callable(source):
-        return lambda draws, data: source(draws, data) - np.asarray(data["centre"], float)
+
+        def centred(draws: dict, data: dict) -> np.ndarray:
+            full = int(data["n"]) == centre.size
+            return source(draws, data) - (centre if full else np.asarray(data["centre"], float))
+
+        return centred
     return np.asarray(source) - centre
 
 
