@@ -88,11 +88,12 @@ class WeightedFit:
     censor_bound: float | None
     data: dict[str, Any]
 
-    def log_lik_rows(self, start: int, stop: int) -> np.ndarray:
-        """Unweighted log-likelihood of draws ``start:stop`` (rows) for every record."""
+    def log_lik_rows(self, start: int, stop: int, data: dict[str, Any] | None = None) -> np.ndarray:
+        """Unweighted log-likelihood of draws ``start:stop`` (rows) for every record of
+        ``data`` (default: the fit's; a mirror may be given a subset of the records)."""
         if callable(self.log_lik_source):
             chunk = {k: v[start:stop] for k, v in self.stan_fit.draws.items()}
-            return self.log_lik_source(chunk, self.data)
+            return self.log_lik_source(chunk, self.data if data is None else data)
         return np.asarray(self.log_lik_source)[start:stop]
 
     @property
@@ -129,11 +130,7 @@ class WeightedFit:
         bounds = np.zeros(n)
         censored = np.zeros(n, dtype=bool)
         for start in range(0, S, step):
-            if callable(self.log_lik_source):
-                chunk = {k: v[start : start + step] for k, v in self.stan_fit.draws.items()}
-                ll = self.log_lik_source(chunk, data)
-            else:
-                ll = np.asarray(self.log_lik_source)[start : start + step]
+            ll = self.log_lik_rows(start, start + step, data)
             absraw = np.abs(privacy.weighted_contributions(ll, alpha))
             if self.censor_bound is not None:
                 censored |= np.any(absraw > self.censor_bound, axis=0)
