@@ -277,39 +277,40 @@ def _add_synthesize(sub: Any) -> None:
     mc.add_argument("--backend", choices=("auto", "cmdstanpy", "pystan"), default=None)
     mc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     g = s.add_argument_group("modips.SBS options (--mechanism sbs)")
-    g.add_argument(
-        "--data-type",
-        choices=("binary", "gaussian"),
-        default=None,
-        help="binary (0/1) or gaussian (default)",
-    )
-    g.add_argument(
-        "--bounding",
-        choices=("bit", "truncation"),
-        default=None,
-        help="legitimize out-of-bound statistics: bit (default) or truncation",
-    )
-    g.add_argument(
-        "--sanitization",
-        choices=("communal", "individualized"),
-        default=None,
-        help="Gaussian, unknown variance: communal or individualized (default)",
-    )
-    g.add_argument(
-        "--allocation",
-        type=float,
-        default=None,
-        metavar="W",
-        help="individualized: share of each set's budget for the mean, in (0,1)",
-    )
-    g.add_argument(
-        "--known-sd",
-        type=float,
-        default=None,
-        metavar="SD",
-        help="Gaussian with known standard deviation SD (sanitizes the mean only)",
-    )
+    for flag, kind, meta, text in _SBS_OPTIONS:
+        options = {"choices": kind} if isinstance(kind, tuple) else {"type": kind}
+        g.add_argument(flag, default=None, metavar=meta, help=text, **options)
     s.set_defaults(func=_synthesize_command)
+
+
+# modips.SBS flags: (flag, choices or type, metavar, help).
+_SBS_OPTIONS: tuple[tuple[str, Any, str | None, str], ...] = (
+    ("--data-type", ("binary", "gaussian"), None, "binary (0/1) or gaussian (default)"),
+    (
+        "--bounding",
+        ("bit", "truncation"),
+        None,
+        "legitimize out-of-bound statistics: bit (default) or truncation",
+    ),
+    (
+        "--sanitization",
+        ("communal", "individualized"),
+        None,
+        "Gaussian, unknown variance: communal or individualized (default)",
+    ),
+    (
+        "--allocation",
+        float,
+        "W",
+        "individualized: share of each set's budget for the mean, in (0,1)",
+    ),
+    (
+        "--known-sd",
+        float,
+        "SD",
+        "Gaussian with known standard deviation SD (sanitizes the mean only)",
+    ),
+)
 
 
 def _add_combine(sub: Any) -> None:

@@ -19,14 +19,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpsynth.errors import (
-    InputError,
-    require_bounds,
-    require_choice,
-    require_data,
-    require_finite_positive,
-    require_m,
-)
+from dpsynth import errors
+from dpsynth.errors import InputError
 from dpsynth.privacy import (
     histogram_sensitivity,
     laplace_mechanism,
@@ -48,7 +42,7 @@ def make_edges(support: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
     b = np.broadcast_to(np.asarray(bins), (sup.shape[0],))
     edges = []
     for (lo, hi), k in zip(sup, b, strict=True):
-        require_bounds("support", lo, hi)
+        errors.require_bounds("support", lo, hi)
         if int(k) < 1:
             raise InputError("bins", f"must be >= 1 (got {k})")
         edges.append(np.linspace(lo, hi, int(k) + 1))
@@ -110,9 +104,9 @@ def perturbed_histogram(
     """
     if bounds is None:
         raise InputError("bounds", "the perturbed histogram needs public bounds LO HI")
-    lo, hi = require_bounds("bounds", *bounds)
-    epsilon = require_finite_positive("epsilon", epsilon)
-    m = require_m(m)
+    lo, hi = errors.require_bounds("bounds", *bounds)
+    epsilon = errors.require_finite_positive("epsilon", epsilon)
+    m = errors.require_m(m)
     sens = histogram_sensitivity(neighbours)
     x = np.asarray(y, dtype=float).ravel()
     if x.size == 0:
@@ -128,7 +122,7 @@ def perturbed_histogram(
         raise InputError(
             "y", f"record {int(np.flatnonzero(x != np.round(x))[0]) + 1} is not an integer"
         )
-    n_out = x.size if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    n_out = x.size if n_synthetic is None else errors.require_m(n_synthetic, "n_synthetic")
     if neighbours == "add-remove" and n_synthetic is None:
         raise InputError("n_synthetic", "add/remove neighbours need a public number of records")
     # The bin rule may only see public numbers: n under substitution, N under add/remove.
@@ -136,7 +130,7 @@ def perturbed_histogram(
     if n_bins is None:
         k = ph_bins(n_public, (lo, hi), integer, rule=bin_rule)
     else:
-        k = require_m(n_bins, "n_bins")
+        k = errors.require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
     if integer:
@@ -170,7 +164,7 @@ def ph_bins(
     choice) or "log" max(1, ceil(ln(n))). Supplement S1 gives m = ln(n) and m = sqrt(n) as
     examples; the paper's own PH results (its Table 2 quantiles of the SDR application) are
     those of the ln(n) rule (book: "Where the papers leave a choice")."""
-    require_choice("rule", rule, PH_BIN_RULES)
+    errors.require_choice("rule", rule, PH_BIN_RULES)
     if integer and bounds is not None:
         return int(bounds[1] - bounds[0]) + 1
     if rule == "log":
@@ -212,21 +206,21 @@ def histogram_synthesis(
     """
     arr = np.asarray(x, dtype=float)
     arr = arr[:, None] if arr.ndim == 1 else arr
-    require_data(arr.reshape(-1))
-    eps = require_finite_positive("epsilon", epsilon)
+    errors.require_data(arr.reshape(-1))
+    eps = errors.require_finite_positive("epsilon", epsilon)
     require_generator(rng)
-    require_choice("bootstrap", bootstrap, ("none", "data", "sanitized"))
+    errors.require_choice("bootstrap", bootstrap, ("none", "data", "sanitized"))
     edges = make_edges(support, bins)
     if arr.shape[1] != len(edges):
         raise InputError("support", f"need one (lower, upper) per column ({arr.shape[1]})")
     n = arr.shape[0]
-    n_out = n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    n_out = n if n_synthetic is None else errors.require_m(n_synthetic, "n_synthetic")
     lo = np.array([e[0] for e in edges])
     hi = np.array([e[-1] for e in edges])
     arr = np.clip(arr, lo, hi)
     sens = 2.0
     if bootstrap == "data":
-        cap = require_m(max_multiplicity, "max_multiplicity")
+        cap = errors.require_m(max_multiplicity, "max_multiplicity")
         mult = np.minimum(rng.multinomial(n, np.full(n, 1.0 / n)), cap)
         arr = np.repeat(arr, mult, axis=0)
         sens = 2.0 * cap

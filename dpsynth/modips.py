@@ -162,18 +162,8 @@ def sbs_binary(
     eps = require_finite_positive("epsilon", epsilon)
     require_generator(rng)
     n = arr.size
-    p_star = float(
-        sanitize_bounded(
-            arr.mean(),
-            sensitivity_proportion(n),
-            eps,
-            0.0,
-            1.0,
-            bounding,
-            rng,
-            strict_truncation,
-        )
-    )
+    how = (bounding, rng, strict_truncation)
+    p_star = float(sanitize_bounded(arr.mean(), sensitivity_proportion(n), eps, 0.0, 1.0, *how))
     p = posterior_binary(p_star, n, rng)
     return SBSDraw("binary", n, {"p": p}, {"proportion": p_star}, [("proportion", eps)])
 
@@ -201,18 +191,8 @@ def sbs_gaussian_known_variance(
     eps = require_finite_positive("epsilon", epsilon)
     require_generator(rng)
     n = arr.size
-    m_star = float(
-        sanitize_bounded(
-            arr.mean(),
-            sensitivity_mean(lo, hi, n),
-            eps,
-            lo,
-            hi,
-            bounding,
-            rng,
-            strict_truncation,
-        )
-    )
+    how = (bounding, rng, strict_truncation)
+    m_star = float(sanitize_bounded(arr.mean(), sensitivity_mean(lo, hi, n), eps, lo, hi, *how))
     mu = posterior_gaussian_known_variance(m_star, sig, n, rng)
     return SBSDraw(
         "gaussian_known_variance",
@@ -509,64 +489,54 @@ def _draws_counts(draws: Any, edges: list[np.ndarray]) -> tuple[np.ndarray, int]
     return counts.reshape(-1), d.shape[0]
 
 
-def sdd_mc_sample(
+MC_ALGORITHMS = ("sdd.mc", "sphc")
+"""Algorithms that sanitize a histogram of posterior draws (Liu, Algorithms 3 and 4)."""
+
+
+def mc_histogram_sample(
+    algorithm: Literal["sdd.mc", "sphc"],
     posterior_draws: Any,
     support: Any,
     bins: int | Sequence[int],
     epsilon: float,
-    bound_a: float,
+    bound: float,
     rng: np.random.Generator,
     sensitivity_mode: Literal["l1", "per_bin"] = "l1",
 ) -> np.ndarray:
-    """Algorithm 3 (SDD.MC): Laplace-sanitize the log bin proportions of an MC histogram, then θ*.
+    """Algorithms 3 (SDD.MC) and 4 (SPHC): sanitize an MC histogram of θ | x, draw θ* from it.
 
-    ``posterior_draws`` shape (N, p) from f(θ | x) (clipped to the support). log(n_i/N) is clamped
-    to [log V_i - A, log V_i + A] (the range the A-bound allows), Laplace noise added with GS 2A per
-    bin (Proposition 4; ``"per_bin"``) or 2A B for the whole B-vector (``"l1"``, default, the l1 GS
-    of the released vector); exp and normalize; pick a bin; θ* uniform in it. Returns shape (p,).
+    ``posterior_draws`` shape (N, p) from f(θ | x), clipped to the support and counted in
+    the bins (counts n_i). Returns θ* of shape (p,), uniform within a bin drawn from the
+    sanitized histogram. ``bound`` is A for SDD.MC and G for SPHC.
+
+    - ``"sdd.mc"``: log(n_i/N) is clamped to [log V_i - A, log V_i + A] (the range the A-bound
+      allows), Laplace noise added with GS 2A per bin (Proposition 4; ``"per_bin"``) or 2A B for
+      the whole B-vector (``"l1"``, default, the l1 GS of the released vector); exp, normalize.
+    - ``"sphc"``: Laplace noise on the counts; GS of n_i is N V_i G with G = sup f(θ | x)
+      (Proposition 5; ``"per_bin"``), or the l1 GS of the whole vector, N min(2, G Σ V_i)
+      (``"l1"``, default). Negative counts are set to 0 (all zero: uniform over bins).
     """
+    require_choice("algorithm", algorithm, MC_ALGORITHMS)
     eps = require_finite_positive("epsilon", epsilon)
-    a = require_finite_positive("bound_a", bound_a)
-    require_generator(rng)
-    require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
-    edges = make_edges(support, bins)
-    counts, n_draws = _draws_counts(posterior_draws, edges)
-    logv = np.log(bin_volumes(edges))
-    with np.errstate(divide="ignore"):
-        logq = np.clip(np.log(counts / n_draws), logv - a, logv + a)
-    sens = 2.0 * a * (counts.size if sensitivity_mode == "l1" else 1)
-    noisy = laplace_mechanism(logq, sens, eps, rng)
-    prob = np.exp(noisy - noisy.max())
-    prob /= prob.sum()
-    return uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
-
-
-def sphc_sample(
-    posterior_draws: Any,
-    support: Any,
-    bins: int | Sequence[int],
-    epsilon: float,
-    bound_g: float,
-    rng: np.random.Generator,
-    sensitivity_mode: Literal["l1", "per_bin"] = "l1",
-) -> np.ndarray:
-    """Algorithm 4 (SPHC): Laplace-sanitize posterior histogram counts; θ* from that histogram.
-
-    GS of count n_i is N V_i G with G = sup f(θ | x) (Proposition 5; ``"per_bin"``); ``"l1"``
-    (default) uses the l1 GS of the whole count vector, N min(2, G Σ V_i). Negative sanitized
-    counts are set to 0 (all zero: uniform over bins); θ* uniform within the drawn bin. Shape (p,).
-    """
-    eps = require_finite_positive("epsilon", epsilon)
-    g = require_finite_positive("bound_g", bound_g)
+    bound = require_finite_positive("bound", bound)
     require_generator(rng)
     require_choice("sensitivity_mode", sensitivity_mode, ("l1", "per_bin"))
     edges = make_edges(support, bins)
     counts, n_draws = _draws_counts(posterior_draws, edges)
     vol = bin_volumes(edges)
-    if sensitivity_mode == "per_bin":
-        noisy = counts + rng.laplace(0.0, n_draws * vol * g / eps)
+    per_bin = sensitivity_mode == "per_bin"
+    if algorithm == "sdd.mc":
+        with np.errstate(divide="ignore"):
+            logq = np.clip(np.log(counts / n_draws), np.log(vol) - bound, np.log(vol) + bound)
+        noisy = laplace_mechanism(logq, 2.0 * bound * (1 if per_bin else counts.size), eps, rng)
+        prob = np.exp(noisy - noisy.max())
     else:
-        noisy = laplace_mechanism(counts, n_draws * min(2.0, g * vol.sum()), eps, rng)
-    w = np.maximum(noisy, 0.0)
-    prob = w / w.sum() if w.sum() > 0 else np.full(w.size, 1.0 / w.size)
+        if per_bin:  # n_i + Laplace(N V_i G / eps) = V_i (n_i / V_i + Laplace(N G / eps))
+            noisy = vol * laplace_mechanism(counts / vol, n_draws * bound, eps, rng)
+        else:
+            noisy = laplace_mechanism(counts, n_draws * min(2.0, bound * vol.sum()), eps, rng)
+        prob = np.maximum(noisy, 0.0)
+        if prob.sum() <= 0:
+            prob = np.ones(prob.size)
+    prob = prob / prob.sum()
     return uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)

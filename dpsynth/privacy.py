@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -313,16 +313,6 @@ class _Spend:
     group: int
     charged: float
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "what": self.what,
-            "epsilon": self.epsilon,
-            "data": self.data,
-            "composition": self.composition,
-            "group": self.group,
-            "charged": self.charged,
-        }
-
 
 @dataclass
 class BudgetLedger:
@@ -354,7 +344,7 @@ class BudgetLedger:
     @property
     def spends(self) -> list[dict[str, Any]]:
         """Copy of the recorded spends, in order."""
-        return [s.as_dict() for s in self._spends]
+        return [asdict(s) for s in self._spends]
 
     def _check(self, cost: float, what: str) -> None:
         if self.spent + cost > self.total * (1.0 + _BUDGET_RTOL):

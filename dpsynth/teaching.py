@@ -84,14 +84,9 @@ def grid_log_posterior(
     return u - logsumexp(u)
 
 
-def grid_posterior(
-    log_lik: np.ndarray,
-    alpha: Any = None,
-    censor_bound: float | None = None,
-    log_prior: Any = None,
-) -> np.ndarray:
-    """Posterior probabilities on the grid (:func:`grid_log_posterior`, exponentiated)."""
-    return np.exp(grid_log_posterior(log_lik, alpha, censor_bound, log_prior))
+def grid_posterior(log_lik: np.ndarray, *args: Any, **kwargs: Any) -> np.ndarray:
+    """Posterior probabilities on the grid: :func:`grid_log_posterior` (same arguments), exp."""
+    return np.exp(grid_log_posterior(log_lik, *args, **kwargs))
 
 
 def grid_draws(grid: Any, prob: Any, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -124,10 +119,7 @@ def grid_record_bounds(
 
 
 def grid_privacy_loss(
-    log_lik: np.ndarray,
-    alpha: Any = None,
-    censor_bound: float | None = None,
-    log_prior: Any = None,
+    log_lik: np.ndarray, alpha: Any = None, censor_bound: float | None = None, log_prior: Any = None
 ) -> np.ndarray:
     """Exact privacy loss of one draw from a grid posterior, record by record, shape (n,).
 

@@ -11,14 +11,13 @@ from dpsynth.histogram import histogram_synthesis
 from dpsynth.modips import (
     ModipsModel,
     allocation_weights,
+    mc_histogram_sample,
     modips,
     sbs_binary,
     sbs_gaussian,
     sbs_gaussian_known_variance,
     sbs_model,
-    sdd_mc_sample,
     sdd_sample,
-    sphc_sample,
     synthesize_gaussian,
 )
 from dpsynth.privacy import (
@@ -321,8 +320,8 @@ def test_sdd_rejects_density_outside_a_bound():
 def test_sdd_mc_and_sphc_concentrate_on_posterior_mode(mode):
     rng = np.random.default_rng(24)
     draws = rng.normal([0.3, -0.5], 0.05, size=(2000, 2))
-    a = sdd_mc_sample(draws, [[-1, 1], [-1, 1]], 10, 1e7, 10.0, rng, mode)
-    b = sphc_sample(draws, [[-1, 1], [-1, 1]], 10, 1e7, 10.0, rng, mode)
+    a = mc_histogram_sample("sdd.mc", draws, [[-1, 1], [-1, 1]], 10, 1e7, 10.0, rng, mode)
+    b = mc_histogram_sample("sphc", draws, [[-1, 1], [-1, 1]], 10, 1e7, 10.0, rng, mode)
     for th in (a, b):
         assert th.shape == (2,)
         assert 0.2 <= th[0] <= 0.4 and -0.6 <= th[1] <= -0.4
@@ -331,7 +330,9 @@ def test_sdd_mc_and_sphc_concentrate_on_posterior_mode(mode):
 def test_sphc_small_eps_spreads_over_bins():
     rng = np.random.default_rng(25)
     draws = rng.normal(0.0, 0.05, size=(200, 1))
-    th = np.array([sphc_sample(draws, [[-1, 1]], 10, 1e-3, 5.0, rng)[0] for _ in range(300)])
+    th = np.array(
+        [mc_histogram_sample("sphc", draws, [[-1, 1]], 10, 1e-3, 5.0, rng)[0] for _ in range(300)]
+    )
     assert (np.abs(th) > 0.2).mean() > 0.5  # far from the mode bin most of the time
 
 
@@ -354,3 +355,23 @@ def test_histogram_synthesis_noise_at_small_eps():
     out = histogram_synthesis(x, [[-1, 1]], 4, 0.05, rng)
     counts = np.histogram(x, bins=np.linspace(-1, 1, 5))[0]
     assert np.abs(out.sanitized_counts - counts).max() > 1.0
+
+
+def test_mc_histogram_sample_refuses_unknown_algorithm_and_bound():
+    draws = np.zeros((10, 1))
+    with pytest.raises(InputError) as exc:
+        mc_histogram_sample("sdd", draws, [[-1, 1]], 4, 1.0, 1.0, np.random.default_rng(0))
+    assert exc.value.param == "algorithm"
+    with pytest.raises(InputError) as exc:
+        mc_histogram_sample("sphc", draws, [[-1, 1]], 4, 1.0, 0.0, np.random.default_rng(0))
+    assert exc.value.param == "bound"
+
+
+def test_sphc_per_bin_with_large_epsilon_picks_the_data_bin():
+    draws = np.full((50, 1), 0.05)
+    rng = np.random.default_rng(3)
+    th = [
+        mc_histogram_sample("sphc", draws, [[0, 1]], 5, 1e6, 1.0, rng, "per_bin")[0]
+        for _ in range(50)
+    ]
+    assert all(0.0 <= t <= 0.2 for t in th)

@@ -206,18 +206,46 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     return _validate(s)
 
 
+_INT = (int, np.integer)
+_REAL = (int, float, np.integer, np.floating)
+
+# Numeric settings: key -> (kinds, test, what the value must be, None allowed).
+_NUMERIC: dict[str, tuple[tuple[type, ...], Any, str, bool]] = {
+    "n": (_INT, lambda v: v >= 10, "an integer >= 10", False),
+    "R": (_INT, lambda v: v >= 1, "an integer >= 1", False),
+    "chains": (_INT, lambda v: v >= 1, "an integer >= 1", False),
+    "iter_warmup": (_INT, lambda v: v >= 1, "an integer >= 1", False),
+    "iter_sampling": (_INT, lambda v: v >= 1, "an integer >= 1", False),
+    "seed": (_INT, lambda v: v >= 0, "an integer >= 0", False),
+    "n_jobs": (_INT, lambda v: v >= 1, "an integer >= 1", False),
+    "sdr_n": (_INT, lambda v: v >= 10, "an integer >= 10", True),
+    "a": (_REAL, lambda v: v > 0, "a finite number > 0", False),
+    "b": (_REAL, lambda v: v > 0, "a finite number > 0", False),
+    "sdr_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", False),
+    "downscale_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", False),
+    "sdr_weighted_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", True),
+    "downscale": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", True),
+    "lw_draw_quantile": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", True),
+    "sdr_tune_tol": (_REAL, lambda v: 0 < v < 1, "a number in (0, 1)", False),
+    "lw_c": (_REAL, lambda v: True, "a finite number", False),
+    "lw_g": (_REAL, lambda v: True, "a finite number", False),
+}
+
+
+def _check_number(s: dict[str, Any], key: str) -> None:
+    """Validate and normalize one numeric setting in place (see ``_NUMERIC``)."""
+    kinds, test, rule, optional = _NUMERIC[key]
+    v = s[key]
+    if v is None and optional:
+        return
+    if isinstance(v, bool) or not isinstance(v, kinds) or not (np.isfinite(v) and test(v)):
+        raise InputError(key, f"must be {rule}{' or None' if optional else ''} (got {v!r})")
+    s[key] = int(v) if kinds is _INT else float(v)
+
+
 def _validate(s: dict[str, Any]) -> dict[str, Any]:
-    for key in ("n", "R", "chains", "iter_warmup", "iter_sampling", "seed", "n_jobs"):
-        v = s[key]
-        if isinstance(v, bool) or not isinstance(v, int | np.integer):
-            raise InputError(key, f"must be an integer (got {v!r})")
-        s[key] = int(v)
-    minimum = {"n": 10, "R": 1, "chains": 1, "iter_warmup": 1, "iter_sampling": 1, "n_jobs": 1}
-    for key, lo in minimum.items():
-        if s[key] < lo:
-            raise InputError(key, f"must be >= {lo} (got {s[key]})")
-    if s["seed"] < 0:
-        raise InputError("seed", f"must be >= 0 (got {s['seed']})")
+    for key in _NUMERIC:
+        _check_number(s, key)
     eps = s["epsilons"]
     if isinstance(eps, int | float):
         eps = [eps]
@@ -230,44 +258,10 @@ def _validate(s: dict[str, Any]) -> dict[str, Any]:
     if len(set(eps)) != len(eps):
         raise InputError("epsilons", f"must not repeat a value (got {eps})")
     s["epsilons"] = eps
-    for key in ("a", "b", "sdr_epsilon", "downscale_epsilon"):
-        v = s[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not (np.isfinite(v) and v > 0):
-            raise InputError(key, f"must be a finite number > 0 (got {v!r})")
-        s[key] = float(v)
-    ds = s["downscale"]
-    if ds is not None:
-        if isinstance(ds, bool) or not isinstance(ds, int | float) or not 0 < ds <= 1:
-            raise InputError("downscale", f"must lie in (0, 1] or be None (got {ds!r})")
-        s["downscale"] = float(ds)
-    if s["sdr_n"] is not None:
-        v = s["sdr_n"]
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 10:
-            raise InputError("sdr_n", f"must be an integer >= 10 or None (got {v!r})")
-        s["sdr_n"] = int(v)
     if s["data_path"] is not None:
         s["data_path"] = str(s["data_path"])
-    for key in ("lw_c", "lw_g"):
-        v = s[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not np.isfinite(v):
-            raise InputError(key, f"must be a finite number (got {v!r})")
-        s[key] = float(v)
-    q = s["lw_draw_quantile"]
-    if q is not None:
-        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q <= 1:
-            raise InputError("lw_draw_quantile", f"must lie in (0, 1] or be None (got {q!r})")
-        s["lw_draw_quantile"] = float(q)
     if s["ph_bin_rule"] not in PH_BIN_RULES:
         raise InputError("ph_bin_rule", f"must be one of {', '.join(PH_BIN_RULES)}")
-    t = s["sdr_weighted_epsilon"]
-    if t is not None:
-        if isinstance(t, bool) or not isinstance(t, int | float) or not (np.isfinite(t) and t > 0):
-            raise InputError("sdr_weighted_epsilon", f"must be > 0 or None (got {t!r})")
-        s["sdr_weighted_epsilon"] = float(t)
-    tol = s["sdr_tune_tol"]
-    if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 < tol < 1:
-        raise InputError("sdr_tune_tol", f"must lie in (0, 1) (got {tol!r})")
-    s["sdr_tune_tol"] = float(tol)
     return s
 
 
