@@ -193,11 +193,39 @@ def _check_bounds(bounds: Any) -> tuple[float, float] | None:
 # --- numpy mirrors of the shipped programs' record_log_lik ---------------------------
 
 
-def _beta_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
-    """``record_log_lik`` of beta.stan: beta_lpdf(y_i | beta1, beta2), S x n."""
+@dataclass(frozen=True)
+class LinearForm:
+    """A record log-likelihood linear in per-record statistics: ll_is = W_s . Z_i.
+
+    ``statistics(data)`` gives Z, one row of k statistics per record (n, k);
+    ``coefficients(draws)`` gives W, one row per draw (S, k). Calling it returns the
+    S x n matrix W Z' (a mirror like any other); a scan over draws can instead take, per
+    record, the largest and smallest W_s . Z_i by matrix products
+    (:meth:`dpsynth.mechanisms.WeightedFit._scan`). Mirrors the Stan programs'
+    ``beta_design`` / ``beta_coefficients`` pair.
+    """
+
+    statistics: Callable[[Mapping[str, Any]], np.ndarray]
+    coefficients: Callable[[Draws], np.ndarray]
+
+    def __call__(self, draws: Draws, data: dict[str, Any]) -> np.ndarray:
+        return self.coefficients(draws) @ self.statistics(data).T
+
+
+def _beta_statistics(data: Mapping[str, Any]) -> np.ndarray:
+    """beta.stan's ``beta_design``: rows [log y_i, log1m(y_i), -1]."""
     y = np.asarray(data["y"], float)
-    a, b = draws["beta1"][:, None], draws["beta2"][:, None]
-    return (a - 1) * np.log(y) + (b - 1) * np.log1p(-y) - betaln(a, b)
+    return np.stack([np.log(y), np.log1p(-y), -np.ones_like(y)], axis=1)
+
+
+def _beta_coefficients(draws: Draws) -> np.ndarray:
+    """beta.stan's ``beta_coefficients``: rows [beta1 - 1, beta2 - 1, lbeta(beta1, beta2)]."""
+    a, b = np.asarray(draws["beta1"], float), np.asarray(draws["beta2"], float)
+    return np.stack([a - 1, b - 1, betaln(a, b)], axis=1)
+
+
+_beta_ll = LinearForm(_beta_statistics, _beta_coefficients)
+"""``record_log_lik`` of beta.stan: beta_lpdf(y_i | beta1, beta2), S x n."""
 
 
 def _eta(draws: Draws, data: dict[str, Any]) -> np.ndarray:

@@ -9,15 +9,20 @@ functions {
     return append_col(append_col(log(y), log1m(y)), rep_vector(-1, rows(y)));
   }
 
+  // The coefficients w(a, b) of the per-record statistics Z[i]: ll_i = Z[i] * w(a, b).
+  vector beta_coefficients(real a, real b) {
+    return [a - 1, b - 1, lbeta(a, b)]';
+  }
+
   // The per-record log-likelihood, defined once:
   //   ll_i = beta_lpdf(y_i | a, b) = (a - 1) log y_i + (b - 1) log(1 - y_i) - lbeta(a, b)
-  //        = Z[i] * [a - 1, b - 1, lbeta(a, b)]'   with Z = beta_design(y).
+  //        = Z[i] * w(a, b),  w = beta_coefficients(a, b),  Z = beta_design(y).
   // One matrix-vector product per gradient, no per-record lgamma calls (several times
   // faster than a loop of beta_lpdf). The result is linear in the rows of Z, so
   // beta_record_log_lik(diag(alpha) * Z, a, b) = alpha .* ll and
   // beta_record_log_lik(alpha' * Z, a, b) = sum(alpha .* ll) (used in the model block).
   vector beta_record_log_lik(matrix Z, real a, real b) {
-    return Z * [a - 1, b - 1, lbeta(a, b)]';
+    return Z * beta_coefficients(a, b);
   }
 }
 data {
@@ -34,26 +39,19 @@ transformed data {
   matrix[n, 3] Z = beta_design(y);
   // Uncensored: sum_i alpha_i ll_i from three weighted sufficient statistics alpha' Z.
   matrix[1, 3] alpha_Z = to_matrix(alpha' * Z);
-  // Censored: the weighted terms alpha_i ll_i from the pre-weighted design diag(alpha) Z,
-  // saving one autodiff node per record.
-  matrix[n, 3] Z_alpha = diag_pre_multiply(alpha, Z);
   // Centred censoring (dpsynth's extension): alpha_i centre_i, and its sum (a constant
   // of the uncensored target, kept so that target = prior + sum(contrib) always).
-  vector[n] alpha_centre = alpha .* centre;
-  real sum_alpha_centre = sum(alpha_centre);
-  // Sub-linear censored sum for alpha all equal (Censor_uw)? Not done, and why:
-  // the record term t(y) = (a - 1) log y + (b - 1) log1m(y) - lbeta(a, b) is linear in
-  // (log y, log1m y), but both are functions of the one sortable statistic y, and
-  // t''(y) = -(a - 1) / y^2 - (b - 1) / (1 - y)^2, t'(y) = (a - 1) / y - (b - 1) / (1 - y):
-  // t is concave (a, b >= 1), convex (a, b <= 1) or monotone (a, b on either side of 1).
-  // So {t > M} and {t < -M} are each an interval of sorted y or the complement of one:
-  // the clamped records form at most three runs of the sorted data, not one interval,
-  // with breakpoints that move with (a, b). A prefix-sum form (sort y once; cumulative
-  // sums of log y and log1m y; per evaluation, binary-search up to four breakpoints on
-  // either side of the mode (a - 1) / (a + b - 2)) would be O(log n) per gradient, but it
-  // needs that case analysis and data-dependent indices inside the autodiff graph, while
-  // the O(n) form below is one n x 3 matrix-vector product (microseconds at n = 2000).
-  // Unequal weights (Censor_w) have no single ordering at all. The O(n) form stays.
+  real sum_alpha_centre = dot_product(alpha, centre);
+  // Censored: the weighted terms alpha_i ll_i - alpha_i centre_i = A[i] * w - ac[i] from the
+  // pre-weighted design A = diag(alpha) Z, records sorted by y and cut into blocks of
+  // about sqrt(n) (dpsynth_blocks): per gradient, only the blocks that straddle -M or M are
+  // summed record by record (dpsynth_blocked_censored_sum, exact). The order of the records
+  // does not change the sum.
+  array[n] int by_y = sort_indices_asc(y);
+  matrix[n, 3] Z_alpha = diag_pre_multiply(alpha, Z)[by_y];
+  vector[n] alpha_centre = (alpha .* centre)[by_y];
+  int B = dpsynth_block_size(n);
+  matrix[dpsynth_n_blocks(n, B), 12] blocks = dpsynth_blocks(Z_alpha, alpha_centre, B);
 }
 parameters {
   real<lower=0, upper=1> phi;
@@ -68,8 +66,9 @@ model {
   lambda ~ pareto(0.1, 1.5);
   if (censor == 1) {
     // Eq. (3.5), centred: dpsynth_centred_target(beta_record_log_lik(Z, beta1, beta2),
-    // centre, alpha, 1, M).
-    target += sum(fmin(fmax(beta_record_log_lik(Z_alpha, beta1, beta2) - alpha_centre, -M), M));
+    // centre, alpha, 1, M), by blocks.
+    target += dpsynth_blocked_censored_sum(beta_coefficients(beta1, beta2), Z_alpha,
+                                           alpha_centre, blocks, B, M);
   } else {
     // Eq. (2.3): dpsynth_centred_target(beta_record_log_lik(Z, beta1, beta2), centre, alpha, 0, M).
     target += beta_record_log_lik(alpha_Z, beta1, beta2)[1] - sum_alpha_centre;
