@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from dpsynth import engine, privacy
-from dpsynth.mechanisms import Sampler, Synthesizer
+from dpsynth import engine
+from dpsynth.mechanisms import Sampler, Synthesizer, WeightedFit
 from dpsynth.models import stan_data
 
 
@@ -36,10 +36,8 @@ def main() -> None:
     for r in range(args.repeats):
         t0 = time.perf_counter()
         fit = engine.fit(syn.model.stan_file, data, seed=100 + r)
-        contrib = privacy.weighted_contributions(
-            syn.model.record_log_lik(fit.draws, data), alpha, M
-        )
-        delta = privacy.lipschitz_bound(contrib)
+        wf = WeightedFit(fit, alpha, syn.model.record_log_lik, M, data)
+        delta = wf.lipschitz  # the streaming scan of a release
         times.append(time.perf_counter() - t0)
         print(
             f"repeat {r + 1}: {times[-1]:.2f} s  (Delta = {delta:.3f}, "
