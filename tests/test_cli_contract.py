@@ -474,8 +474,15 @@ class _Child:
     """A ``python`` child whose stderr is read by a thread (so the pipe never fills)."""
 
     def __init__(self, args: list[str], cwd: Path) -> None:
+        # SIGINT at its default in the child, as in a terminal, even when this test runs in
+        # a background job (which inherits SIGINT ignored, and so would the CLI)
         self.proc = subprocess.Popen(
-            [PYTHON, *args], cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            [PYTHON, *args],
+            cwd=cwd,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         self.err: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)

@@ -443,10 +443,16 @@ def test_interruptible_worker_gets_stopped():
     import _thread
 
     stop = threading.Event()
-    threading.Timer(0.3, _thread.interrupt_main).start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        engine._interruptible(lambda: stop.wait(30), stop.set)
+    # Python's own Ctrl-C handler, also when this process inherited SIGINT ignored
+    # (a background job of a non-interactive shell)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Timer(0.3, _thread.interrupt_main).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            engine._interruptible(lambda: stop.wait(30), stop.set)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 5 and stop.is_set()
     assert engine._interruptible(lambda: 42, stop.set) == 42
     with pytest.raises(ZeroDivisionError):

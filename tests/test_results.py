@@ -5,8 +5,11 @@
   recompute (modips Section 5.2's Table 1 at 200 repetitions, a few seconds), it is
   recomputed and compared with the committed 5,000-repetition values within 4 combined
   binomial standard errors; a committed table that drifted (code changed its meaning or its
-  seeds' results) fails. Tables of the Stan studies (notebooks 01-06) take minutes to hours
-  of MCMC to recompute: for them the test checks the files' structure only.
+  seeds' results) fails. The two replicate studies of the Stan mechanisms (notebooks 01 and
+  06) are rerun at R = 2 with their committed paper settings, and every Monte Carlo mean of
+  the committed summary must lie within 4 standard errors of the difference
+  (se_committed * sqrt(1 + R_committed / 2)) of the rerun's. The other Stan notebooks
+  (02-05, one database each) take minutes to hours of MCMC: their files' structure only.
 * A notebook without committed results is skipped, saying so.
 """
 
@@ -172,3 +175,51 @@ def test_rewriting_identical_tables_keeps_the_date(tmp_root: Path) -> None:
     assert results.load("03_demo").meta["date"] == "2020-05-06"
     results.save("03_demo", {"summary": table + 1}, cfg)
     assert results.load("03_demo").meta["date"] != "2020-05-06"
+
+
+# ----------------------------------------------------------- drift of the Stan studies (R = 2)
+
+R_DRIFT = 2
+
+
+def _assert_summary_close(stem: str, fresh: pd.DataFrame, committed: results.PaperScale) -> None:
+    """Every committed Monte Carlo mean (a row with se > 0) within 4 SE of the difference."""
+    old = committed.get("summary")
+    r_committed = int(committed.meta["settings"]["R"])
+    checked = []
+    for q in old.index.intersection(fresh.index):
+        c, se = float(old.at[q, "value"]), float(old.at[q, "se"])
+        f = pd.to_numeric(fresh.at[q, "value"], errors="coerce")
+        if not (np.isfinite(se) and se > 0 and np.isfinite(f)):
+            continue
+        tol = 4.0 * se * np.sqrt(1.0 + r_committed / R_DRIFT)
+        assert abs(f - c) <= tol, f"{stem} {q}: committed {c:.4g}, rerun {f:.4g} (tol {tol:.3g})"
+        checked.append(q)
+    assert len(checked) >= 3, f"{stem}: only {checked} comparable"
+
+
+@pytest.mark.slow
+def test_beta_censoring_summary_has_not_drifted() -> None:
+    from dpsynth.studies import censoring, verdicts
+
+    got = _committed("01_beta_censoring")
+    s = censoring.settings("paper", R=R_DRIFT, n_jobs=2)
+    for key in ("n", "epsilons", "chains", "iter_warmup", "iter_sampling", "seed", "downscale"):
+        assert s[key] == got.meta["settings"][key], f"the paper profile's {key} changed"
+    frame = censoring.run_beta_study(s, cache_dir=None)
+    fresh = verdicts.summary_frame(censoring.beta_summary(frame, s["n"]))
+    _assert_summary_close("01_beta_censoring", fresh, got)
+
+
+@pytest.mark.slow
+def test_local_to_global_summary_has_not_drifted() -> None:
+    from dpsynth.studies import vector_weighted as vw
+    from dpsynth.studies import verdicts
+
+    got = _committed("06_local_to_global")
+    cfg = vw.settings("paper", R=R_DRIFT, n_jobs=2)
+    for key in ("n", "chains", "iter_warmup", "iter_sampling", "seed", "k"):
+        assert cfg[key] == got.meta["settings"][key], f"the paper profile's {key} changed"
+    runs = {gen: vw.local_to_global(gen, cfg, cache_dir=None) for gen in vw.GENERATORS}
+    fresh = verdicts.summary_frame(vw.contraction_values(runs))
+    _assert_summary_close("06_local_to_global", fresh, got)
