@@ -212,14 +212,26 @@ def test_beta_censoring_summary_has_not_drifted() -> None:
 
 
 @pytest.mark.slow
-def test_local_to_global_summary_has_not_drifted() -> None:
+def test_local_to_global_bounds_have_not_drifted() -> None:
+    """Appendix 6's committed tables hold the min, median and max over R = 100 databases of
+    each synthesizer's local bound: the rerun's bounds (R = 2) must fall inside the
+    committed [min, max] widened by a quarter of its spread on each side."""
     from dpsynth.studies import vector_weighted as vw
-    from dpsynth.studies import verdicts
 
     got = _committed("06_local_to_global")
     cfg = vw.settings("paper", R=R_DRIFT, n_jobs=2)
     for key in ("n", "chains", "iter_warmup", "iter_sampling", "seed", "k"):
         assert cfg[key] == got.meta["settings"][key], f"the paper profile's {key} changed"
-    runs = {gen: vw.local_to_global(gen, cfg, cache_dir=None) for gen in vw.GENERATORS}
-    fresh = verdicts.summary_frame(vw.contraction_values(runs))
-    _assert_summary_close("06_local_to_global", fresh, got)
+    checked = 0
+    for gen in vw.GENERATORS:
+        table = got.get(gen)
+        bounds, _ = vw.local_to_global(gen, cfg, cache_dir=None)
+        for name, b in bounds.groupby("synthesizer"):
+            if name not in table.index:
+                continue
+            lo, hi = float(table.at[name, "min"]), float(table.at[name, "max"])
+            pad = 0.25 * (hi - lo)
+            v = b.lipschitz.to_numpy(float)
+            assert np.all((v >= lo - pad) & (v <= hi + pad)), f"{gen} {name}: {v} vs [{lo}, {hi}]"
+            checked += 1
+    assert checked >= 4
