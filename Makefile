@@ -90,9 +90,11 @@ book-check: browser
 
 # The test command: lint (library and notebooks), unit and Stan tests, the book under the ci
 # profile (each notebook executed once), nbval on those executed notebooks, and the built
-# HTML opened in headless chromium.
+# HTML opened in headless chromium. The ci notebooks run two at a time (-j2: on 2 cores,
+# 91 s instead of 168 s, measured); the paper-scale `make book` runs them one by one, since
+# its studies use both cores themselves.
 test: lint pytest
-	$(MAKE) book-html PROFILE=ci
+	$(MAKE) -j2 book-html PROFILE=ci
 	$(MAKE) nbval
 	$(MAKE) book-check
 
