@@ -413,6 +413,9 @@ def test_interrupt_stops_the_sampler_processes_and_deletes_the_fit(signum, raise
         except psutil.NoSuchProcess:
             return False
 
+    deadline = time.monotonic() + 10.0  # stopped children are reaped asynchronously
+    while [k for k in kids if alive(k)] and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert kids and not [k.pid for k in kids if alive(k)]
     after = set(fits.glob("*")) if fits.is_dir() else set()
     assert after - before == set()
@@ -574,3 +577,13 @@ def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
     )
     assert parallel == pytest.approx(serial, rel=0, abs=0)
     assert len(set(parallel)) == 3  # distinct replicate seeds give distinct fits
+
+
+def test_request_body_encodes_the_data_once_and_round_trips():
+    """The fit requests' bodies: the payload's own keys plus the data encoded once."""
+    data = {"n": 3, "y": [0.25, 1e-300, 0.75], "alpha": [1, 0, 0.5]}
+    encoded = engine._JsonWithData(data)
+    for payload in ({}, {"function": "f", "chain": 2, "init": {}, "data": "replaced"}):
+        body = json.loads(encoded.body(payload))
+        assert body.pop("data") == data
+        assert body == {k: v for k, v in payload.items() if k != "data"}
