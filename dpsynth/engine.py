@@ -508,10 +508,10 @@ async def _httpstan_session(
     loop.set_exception_handler(lambda _loop, _context: None)
     try:
         async with stan.common.HttpstanClient() as client:
+            encoded = _JsonWithData(jdata)  # the data encoded once, for every request
             if params is None:
-                params = await _httpstan_params(client, model_name, jdata)
+                params = await _httpstan_params(client, model_name, encoded)
             operations = []
-            encoded = _JsonWithData(jdata)  # the data encoded once, for every chain
             for payload in payloads:
                 resp = await _post_encoded(client, f"/{model_name}/fits", encoded.body(payload))
                 if resp.status != 201:
@@ -559,9 +559,11 @@ async def _post_encoded(client: Any, path: str, body: bytes) -> Any:
         return stan.common.HTTPResponse(status=r.status, content=await r.read())
 
 
-async def _httpstan_params(client: Any, model_name: str, jdata: dict) -> tuple[tuple, tuple, tuple]:
+async def _httpstan_params(
+    client: Any, model_name: str, encoded: _JsonWithData
+) -> tuple[tuple, tuple, tuple]:
     """Output names, flat (constrained) names and dims, as ``stan.build`` gets them."""
-    resp = await _post_encoded(client, f"/{model_name}/params", _JsonWithData(jdata).body({}))
+    resp = await _post_encoded(client, f"/{model_name}/params", encoded.body({}))
     if resp.status != 200:
         raise _StanFailure(resp.content.decode(errors="replace"), "data")
     items = resp.json()["params"]

@@ -162,9 +162,11 @@
     }
     real tol = 1e-9 * M;
     // box bounds of t = A w - ac per block: low ends of A where w >= 0, high ends elsewhere
-    vector[nb] t_lo = block(blk, 1, 1, nb, k) * fmax(w, 0) + block(blk, 1, k + 1, nb, k) * fmin(w, 0)
+    vector[k] w_pos = fmax(w, 0);
+    vector[k] w_neg = fmin(w, 0);
+    vector[nb] t_lo = block(blk, 1, 1, nb, k) * w_pos + block(blk, 1, k + 1, nb, k) * w_neg
                       - col(blk, 3 * k + 2);
-    vector[nb] t_hi = block(blk, 1, k + 1, nb, k) * fmax(w, 0) + block(blk, 1, 1, nb, k) * fmin(w, 0)
+    vector[nb] t_hi = block(blk, 1, k + 1, nb, k) * w_pos + block(blk, 1, 1, nb, k) * w_neg
                       - col(blk, 3 * k + 1);
     array[nb] int inside;
     int n_inside = 0;

@@ -20,6 +20,17 @@ from dpsynth.studies.censoring import (
     settings,
 )
 
+# The rows of one Beta replicate: the data and the six synthesizers of Section 4.
+BETA_STUDY_MECHANISMS = {
+    "Data",
+    "Unweighted",
+    "Weighted",
+    "Weighted-e",
+    "Censor_w",
+    "Censor_uw",
+    "PH",
+}
+
 
 def test_profiles_have_the_same_keys_and_validate() -> None:
     keys = set(PROFILES["paper"])
@@ -100,15 +111,7 @@ def test_replicate_frame_layout(tiny_frame: pd.DataFrame) -> None:
     assert tuple(f.columns) == COLUMNS
     main = f[f.study == "main"]
     assert len(main) == 2 * 7  # Data, Unweighted, Weighted, Weighted-e, Censor_w, Censor_uw, PH
-    assert set(main.mechanism) == {
-        "Data",
-        "Unweighted",
-        "Weighted",
-        "Weighted-e",
-        "Censor_w",
-        "Censor_uw",
-        "PH",
-    }
+    assert set(main.mechanism) == BETA_STUDY_MECHANISMS
     assert (f.replicate == 0).all()
     fitted = f[~f.mechanism.isin(["Data", "PH"])]
     assert fitted[["lipschitz", "rhat_max", "max_ecdf", "mean"]].notna().all().all()
@@ -252,15 +255,7 @@ def test_replicate_with_the_r_script_weights_and_a_shift() -> None:
         downscale=None,
     )
     f = beta_replicate(beta_params(s), replicate=0, seed=11)
-    assert set(f.mechanism) == {
-        "Data",
-        "Unweighted",
-        "Weighted",
-        "Weighted-e",
-        "Censor_w",
-        "Censor_uw",
-        "PH",
-    }
+    assert set(f.mechanism) == BETA_STUDY_MECHANISMS
     cens = f[f.mechanism == "Censor_w"]
     assert (cens.lipschitz <= 2.0 + 1e-12).all()
     assert (f[f.mechanism == "Weighted"].n_zero_weight == 0).all()  # g = 0.1 > 0: no zero weight
