@@ -23,6 +23,12 @@ replicate order.
   computes only the missing replicates. Results are written by the parent as they arrive.
   The cache is not invalidated when ``func``'s code changes: bump a ``params`` entry (e.g. a
   version) or delete the directory.
+* Progress: when the environment variable ``DPSYNTH_PROGRESS_LOG`` names a file, each study
+  appends "replicates done / total, time left" lines to it (at most one every
+  ``PROGRESS_INTERVAL`` seconds, and when it finishes). ``make book`` sets it for every notebook
+  and prints the file as it grows, so the terminal shows a Monte Carlo study's progress while
+  papermill's kernel runs it (the kernel's own stderr goes into the notebook, not to the
+  terminal); the tqdm bar in the notebook is then left out.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import os
 import pickle
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -48,6 +55,8 @@ from dpsynth.errors import InputError
 __all__ = [
     "CACHE_ENV_VAR",
     "DEFAULT_CACHE",
+    "PROGRESS_ENV_VAR",
+    "ProgressLog",
     "START_METHOD",
     "cache_key",
     "default_cache_dir",
@@ -61,6 +70,78 @@ CACHE_ENV_VAR: Final = "DPSYNTH_CACHE_DIR"
 
 START_METHOD: Final = "spawn"
 """multiprocessing start method of the worker pool (see module docstring)."""
+
+PROGRESS_ENV_VAR: Final = "DPSYNTH_PROGRESS_LOG"
+"""Environment variable naming a file to which studies append progress lines."""
+
+PROGRESS_LABEL_ENV_VAR: Final = "DPSYNTH_PROGRESS_LABEL"
+"""Optional prefix of those lines (``make book`` sets the notebook's name)."""
+
+PROGRESS_INTERVAL: Final = 20.0
+"""Seconds between two progress lines of one study (the first and last are always written)."""
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as "42 s", "3 min 5 s" or "1 h 02 min"."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class ProgressLog:
+    """Progress lines "name: done/total replicates, elapsed, about T left" for a terminal.
+
+    Writes to the file named by :data:`PROGRESS_ENV_VAR` (nothing when it is unset). The time
+    left is extrapolated from the replicates computed so far in this call (cached ones cost
+    nothing and are counted as done from the start).
+    """
+
+    def __init__(self, name: str, total: int, cached: int, *, clock=time.monotonic) -> None:
+        self.path = os.environ.get(PROGRESS_ENV_VAR) or None
+        label = os.environ.get(PROGRESS_LABEL_ENV_VAR)
+        self.name = f"{label}: {name}" if label else name
+        self.total, self.cached, self.done = total, cached, cached
+        self.clock = clock
+        self.started = self.last = clock()
+        if cached:
+            self._write(f"{cached} of {total} replicates from the cache, {total - cached} to run")
+        else:
+            self._write(f"{total} replicates to run")
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None
+
+    def line(self) -> str:
+        """The current progress line (without the name)."""
+        elapsed = self.clock() - self.started
+        text = f"{self.done}/{self.total} replicates done, {_duration(elapsed)} elapsed"
+        computed = self.done - self.cached
+        if self.done >= self.total:
+            return text
+        if computed > 0:
+            left = elapsed / computed * (self.total - self.done)
+            text += f", about {_duration(left)} left"
+        return text
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        now = self.clock()
+        if self.done >= self.total or now - self.last >= PROGRESS_INTERVAL:
+            self.last = now
+            self._write(self.line())
+
+    def _write(self, text: str) -> None:
+        if self.path is None:
+            return
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(f"[progress] {self.name}: {text}\n")
+        except OSError:
+            self.path = None  # the terminal is a courtesy: never fail a study over it
 
 
 class _DefaultCache:
@@ -361,7 +442,8 @@ def run_replicates(
     pickle per replicate; cached replicates are not recomputed. ``n_jobs`` worker processes
     (default ``os.cpu_count()``; 1 runs serially in this process); with ``client`` (a
     ``distributed.Client`` or scheduler address) replicates run on Dask instead. A tqdm bar on
-    stderr counts replicates (cached ones included) unless ``progress`` is False.
+    stderr counts replicates (cached ones included) unless ``progress`` is False; with
+    ``DPSYNTH_PROGRESS_LOG`` set, :class:`ProgressLog` lines go to that file instead.
 
     Replicates may sample with PyStan in worker processes: httpstan's own sampler pool is
     stopped when a worker exits (see ``_mark_worker``). With 2 chains per fit on 2 cores,
@@ -398,13 +480,14 @@ def run_replicates(
             stream = _run_serial(func, params, todo)
         else:
             stream = _run_processes(func, params, todo, min(n_jobs, len(todo)))
+        log = ProgressLog(name.rsplit(".", 1)[-1], n_replicates, n_replicates - len(todo))
         bar = tqdm(
             total=n_replicates,
             initial=n_replicates - len(todo),
             desc=name.rsplit(".", 1)[-1],
             unit="rep",
             file=sys.stderr,
-            disable=not progress,
+            disable=not progress or log.enabled,
             dynamic_ncols=True,
         )
         with bar:
@@ -413,6 +496,7 @@ def run_replicates(
                 if root is not None:
                     _write_cache(paths[r], value)
                 bar.update(1)
+                log.update(1)
     return results
 
 
