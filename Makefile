@@ -15,18 +15,37 @@ PROFILE_STAMP := book/executed/.profile-$(PROFILE)
 .PHONY: venv compile test lint pytest nbval book book-html book-check browser mathjax clean
 
 $(STAMP): requirements.txt pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -r requirements.txt
-	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (dpsynth)" >/dev/null
+	@echo "[make] creating $(VENV) and installing the pinned requirements.txt (pip is quiet;" \
+	  "usually 2-4 min on a 2-core machine)" >&2
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(VENV) && \
+	$(BIN)/python -m pip install -q --upgrade pip && \
+	$(BIN)/python -m pip install -q -r requirements.txt && \
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e . && \
+	echo "[make] $(VENV) ready in $$(( $$(date +%s) - start )) s" >&2
 	touch $@
 
-venv: $(STAMP)
+# The notebooks' kernel. Its own log (on the terminal of `make book`) is limited to critical
+# messages: ipykernel otherwise warns on every start that papermill's local kernel talks over
+# TCP, and logs "KeyboardInterrupt caught in kernel" when papermill interrupts it on shutdown
+# (both harmless; cell errors still fail papermill).
+KERNEL_STAMP := $(VENV)/.kernel-stamp
+$(KERNEL_STAMP): $(STAMP)
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (dpsynth)" >/dev/null
+	$(BIN)/python -c 'import json, sys; p = sys.argv[1]; k = json.load(open(p)); \
+	  k["argv"] += ["--IPKernelApp.log_level=CRITICAL"]; json.dump(k, open(p, "w"), indent=1)' \
+	  $(VENV)/share/jupyter/kernels/python3/kernel.json
+	touch $@
+
+venv: $(STAMP) $(KERNEL_STAMP)
 
 # Compile the shipped Stan programs once, two at a time (no two processes build the same one).
 compile: venv
-	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()"
+	@echo "[make] compiling the shipped Stan programs if not cached in ~/.cache/httpstan (once:" \
+	  "about a minute per program on a quiet machine, several under load; silent meanwhile)" >&2
+	@start=$$(date +%s); \
+	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()" && \
+	echo "[make] Stan programs ready in $$(( $$(date +%s) - start )) s" >&2
 
 lint: venv
 	$(BIN)/ruff check dpsynth tests benchmarks data tools book/_ext $(NOTEBOOKS)
@@ -50,12 +69,17 @@ $(PROFILE_STAMP): | venv
 	rm -f book/executed/.profile-*
 	touch $@
 
+# Monte Carlo studies append "done/total, time left" lines to book/executed/NN.progress
+# (dpsynth.studies.runner); tail prints them here while the kernel runs.
 book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) tools/prepare_executed.py $(PROFILE_STAMP) | compile
 	@echo "[make] executing $< with profile $(PROFILE)" >&2
-	@start=$$(date +%s); \
-	$(BIN)/papermill $< $@.part -p profile $(PROFILE) --cwd notebooks -k python3 --log-level ERROR \
-	  --progress-bar && $(BIN)/python tools/prepare_executed.py $@.part --profile $(PROFILE) && \
-	  mv $@.part $@ && \
+	@start=$$(date +%s); part=book/executed/$*.part.ipynb; log=book/executed/$*.progress; \
+	: > $$log; tail -n +1 -F -s 1 $$log >&2 2>/dev/null & tailpid=$$!; \
+	DPSYNTH_PROGRESS_LOG=$(CURDIR)/$$log DPSYNTH_PROGRESS_LABEL=$* \
+	$(BIN)/papermill $< $$part -p profile $(PROFILE) --cwd notebooks -k python3 --log-level ERROR \
+	  --progress-bar && $(BIN)/python tools/prepare_executed.py $$part --profile $(PROFILE) && \
+	  mv $$part $@; status=$$?; sleep 1; kill $$tailpid; rm -f $$log; \
+	[ $$status -eq 0 ] || exit $$status; \
 	echo "[make] $* took $$(( $$(date +%s) - start )) s" | tee -a book/executed/timings.log >&2
 
 book-html: $(EXECUTED) | mathjax
