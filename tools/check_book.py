@@ -29,6 +29,9 @@ rendered page. The checks:
    requests a file the build does not have (a script, style sheet, font or image);
 6. nothing overflows horizontally: at each --widths (default 1280 and 500 px)
    the page is no wider than the browser window; the widest offenders are named;
+   and no text in a notebook output is clipped: no element of an output has content
+   wider than its box (a scroll box hiding the end of a line, or hidden overflow) or
+   taller than a box that hides it (tables may scroll inside themselves);
 7. a screenshot of the intro page is written to _build/screenshots/intro.png.
 
 It prints one summary line, `book check: N pages, M figures, K internal links,
@@ -177,6 +180,25 @@ PROBE_JS = r"""
             '.' + el.className.trim().split(/\s+/).slice(0, 3).join('.') : '');
         res.overflow.push(name + ' (right edge ' + Math.round(r.right) + ' px)');
       }
+    }
+    // Clipped output: an element of a notebook output whose content is wider than its box
+    // (a scroll box the reader must scroll to see the end of a line, or hidden overflow),
+    // or taller than a box that hides it. Tables may scroll inside themselves.
+    res.clipped = [];
+    var outs = document.querySelectorAll('.cell_output, .cell_output *, .output, .output *');
+    for (var q = 0; q < outs.length && res.clipped.length < 5; q++) {
+      var o = outs[q];
+      if (o.tagName === 'TABLE' || o.tagName === 'IMG' || o.closest('table')) continue;
+      if (o.getClientRects().length === 0) continue;
+      var cs = getComputedStyle(o);
+      var wide = cs.overflowX !== 'visible' && o.scrollWidth > o.clientWidth + 1;
+      var tall = (cs.overflowY === 'hidden' || cs.overflowY === 'clip') &&
+                 o.scrollHeight > o.clientHeight + 1;
+      if (!wide && !tall) continue;
+      var snippet = (o.textContent || '').trim().split('\n')[0].slice(0, 60);
+      res.clipped.push(o.tagName.toLowerCase() + ' ' + (wide ? 'content ' + o.scrollWidth +
+        ' px wide in a ' + o.clientWidth + ' px box' : 'content ' + o.scrollHeight +
+        ' px tall in a ' + o.clientHeight + ' px box') + ': "' + snippet + '"');
     }
     var pre = document.createElement('pre');
     pre.id = '%(result_id)s';
@@ -585,6 +607,11 @@ def check_rendering(doc: str, info: PageInfo, width: int, first: bool) -> tuple[
             problems.append(f"{doc}: broken image {src!r}")
         for src in p.get("pendingImages", [])[:5]:
             problems.append(f"{doc}: image {src!r} never finished loading")
+    for clip in p.get("clipped", []):
+        problems.append(
+            f"{at}: clipped text in an output (cut off or only reachable by "
+            f"scrolling it sideways): {clip}"
+        )
     if p.get("scrollWidth", 0) > p.get("innerWidth", width) + 1:
         culprits = "; ".join(p.get("overflow", [])) or "no single element found"
         problems.append(

@@ -20,7 +20,8 @@ from dpsynth.studies import plots
 
 
 def setup(figure_format: str = "png") -> None:
-    """Silence tqdm's "IProgress not found" warning; inline figures as ``figure_format``.
+    """Silence tqdm's "IProgress not found" warning; inline figures as ``figure_format`` in
+    the book's one plot style (:func:`dpsynth.studies.plots.use_style`).
 
     The warning comes from ``tqdm.auto``, imported by cmdstanpy, in kernels without
     ipywidgets. PyStan's event loop inside Jupyter is handled by ``dpsynth.engine``.
@@ -32,11 +33,13 @@ def setup(figure_format: str = "png") -> None:
         return
     shell = get_ipython()
     if shell is None or not hasattr(shell, "kernel"):
+        plots.use_style()
         return
     shell.run_line_magic("matplotlib", "inline")
     from matplotlib_inline.backend_inline import set_matplotlib_formats
 
     set_matplotlib_formats(figure_format)
+    plots.use_style()
 
 
 def show(fig: Any) -> None:
@@ -134,18 +137,174 @@ def utility_violins(
     )
 
 
-def print_comparison(table: Any) -> None:
-    """Print a comparison (:func:`dpsynth.studies.verdicts.compare`) as plain text.
+VERDICT_KINDS = ("agrees", "differs", "not in the paper", "not run")
+"""The kinds of verdict a comparison row can have (the badge's text and CSS class)."""
 
-    The numbers as one table (``to_string``, readable outside the book too), then one
-    numbered line per row with its verdict.
+_VERDICT_COLOURS = {
+    "agrees": ("#d7f0dc", "#14532d"),
+    "differs": ("#fde3cc", "#7c2d12"),
+    "not in the paper": ("#e5e7eb", "#374151"),
+    "not run": ("#e5e7eb", "#374151"),
+}
+_BASES = ("this run at paper scale", "this run, smaller than the paper's", "paper scale")
+
+
+def verdict_parts(text: str) -> dict[str, str]:
+    """Split a verdict sentence (:func:`dpsynth.studies.verdicts.compare`) into its parts.
+
+    Returns ``kind`` (one of :data:`VERDICT_KINDS`), ``basis`` (which numbers were judged,
+    e.g. "paper scale"), ``detail`` (the difference and its size in standard errors, short)
+    and ``cause`` (the likely cause of a difference, or "").
     """
+    text = str(text).strip()
+    for kind in ("not in the paper", "not run"):
+        if text == kind:
+            return {"kind": kind, "basis": "", "detail": "", "cause": ""}
+    basis = ""
+    for b in _BASES:
+        if text.startswith(b + ": "):
+            basis, text = b, text[len(b) + 2 :]
+            break
+    kind = "differs" if text.startswith("differs") else "agrees"
+    if not text.startswith(kind):
+        kind = next((k for k in VERDICT_KINDS if k in text), "differs")
+    rest = text[len(kind) :] if text.startswith(kind) else text
+    detail, _, cause = rest.partition("; likely cause: ")
+    detail = detail.strip().lstrip(":").strip()
+    if detail.startswith("(") and detail.endswith(")"):
+        detail = detail[1:-1]
+    detail = (
+        detail.replace("standard errors", "SE")
+        .replace("within Monte Carlo error", "within MC error")
+        .replace("every replicate gave the same value", "no spread over replicates")
+    )
+    return {"kind": kind, "basis": basis, "detail": detail, "cause": cause.strip()}
+
+
+def _number_html(text: Any) -> str:
+    """A table cell's value; the "± SE" part set in a smaller, grey span."""
+    from html import escape
+
+    value, sep, se = str(text).partition(" ± ")
+    if not sep:
+        cls = ' class="dpsynth-missing"' if value in ("not in the paper", "not run") else ""
+        return f"<span{cls}>{escape(value)}</span>"
+    return (
+        f'<span class="dpsynth-value">{escape(value)}</span> '
+        f'<span class="dpsynth-se" title="Monte Carlo standard error">± {escape(se)}</span>'
+    )
+
+
+def _badge(kind: str) -> str:
+    bg, fg = _VERDICT_COLOURS.get(kind, _VERDICT_COLOURS["not run"])
+    css = "dpsynth-verdict-" + kind.replace(" ", "-")
+    return f'<span class="dpsynth-verdict {css}" style="background:{bg};color:{fg}">{kind}</span>'
+
+
+def comparison_summary(table: Any) -> str:
+    """Two or three sentences computed from a comparison's verdicts (how many agree, which
+    differ, on what basis), for the close of a reproduction chapter."""
+    parts = [verdict_parts(v) for v in table["verdict"]]
+    kinds = [p["kind"] for p in parts]
+    judged = kinds.count("agrees") + kinds.count("differs")
+    differ = [q for q, p in zip(table["quantity"], parts, strict=True) if p["kind"] == "differs"]
+    bases = sorted({p["basis"] for p in parts if p["basis"]})
+    on = f" (judged on {' and '.join(bases)})" if bases else ""
+    agree = kinds.count("agrees")
+    if judged == 0:
+        text = "None of these quantities is reported by the paper, so none is judged."
+    elif not differ:
+        text = f"All {judged} quantities the paper reports agree with it{on}."
+    else:
+        text = (
+            f"Of the {judged} quantities the paper reports, {agree} "
+            f"{'agrees' if agree == 1 else 'agree'} with it and {len(differ)} "
+            f"{'differs' if len(differ) == 1 else 'differ'}{on}: {'; '.join(differ)}."
+        )
+    own, missing = kinds.count("not in the paper"), kinds.count("not run")
+    extra = []
+    if own:
+        extra.append(f"{own} {'is' if own == 1 else 'are'} dpsynth's own (not in the paper)")
+    if missing:
+        extra.append(f"{missing} {'was' if missing == 1 else 'were'} not run")
+    if extra:
+        text += " " + " and ".join(extra).capitalize() + "."
+    return text
+
+
+def comparison_html(table: Any, note: str = "") -> str:
+    """A comparison as an HTML table that wraps within the book's column.
+
+    One row per quantity: the paper's number, dpsynth's numbers (each "value ± Monte Carlo
+    standard error" where known) and a short verdict coloured by kind (agrees / differs / not
+    in the paper / not run) with the difference in standard errors; a difference's likely
+    cause folds out under it. ``note`` (e.g. where the committed numbers come from) and the
+    computed summary (:func:`comparison_summary`) go above and below.
+    """
+    from html import escape
+
+    columns = [c for c in table.columns if c not in ("quantity", "verdict")]
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in ["", "quantity", *columns, "verdict"])
+    rows = []
+    for i, (_, row) in enumerate(table.iterrows(), 1):
+        parts = verdict_parts(row["verdict"])
+        cells = [f'<td class="dpsynth-index">{i}</td>', f"<td>{escape(str(row['quantity']))}</td>"]
+        cells += [f'<td class="dpsynth-number">{_number_html(row[c])}</td>' for c in columns]
+        verdict = _badge(parts["kind"])
+        if parts["detail"]:
+            verdict += f' <span class="dpsynth-detail">{escape(parts["detail"])}</span>'
+        if parts["basis"]:
+            verdict += f'<div class="dpsynth-basis">on {escape(parts["basis"])}</div>'
+        if parts["cause"]:
+            verdict += (
+                '<details class="dpsynth-cause"><summary>likely cause</summary>'
+                f"{escape(parts['cause'])}</details>"
+            )
+        cells.append(f'<td class="dpsynth-verdict-cell">{verdict}</td>')
+        rows.append(
+            f'<tr class="dpsynth-row-{parts["kind"].replace(" ", "-")}">{"".join(cells)}</tr>'
+        )
+    note_html = f'<p class="dpsynth-note">{escape(note)}</p>' if note else ""
+    summary = f'<p class="dpsynth-summary">{escape(comparison_summary(table))}</p>'
+    return (
+        f'<div class="dpsynth-comparison-block">{note_html}'
+        f'<table class="dpsynth-comparison"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>{summary}</div>"
+    )
+
+
+def comparison_text(table: Any, note: str = "") -> str:
+    """The same comparison as plain text (terminals, ``text/plain``): the numbers as one
+    table, then one numbered line per row with its verdict, then the summary."""
     frame = table.drop(columns=["verdict"]).copy()
     frame.index = range(1, len(frame) + 1)
-    print(frame.to_string())
-    print()
+    lines = [note, ""] if note else []
+    lines.append(frame.to_string())
+    lines.append("")
     for i, (quantity, text) in enumerate(zip(table["quantity"], table["verdict"], strict=True), 1):
-        print(f"[{i}] {quantity}: {text}")
+        lines.append(f"[{i}] {quantity}: {text}")
+    lines += ["", comparison_summary(table)]
+    return "\n".join(lines)
+
+
+def print_comparison(table: Any, note: str = "") -> None:
+    """Show a comparison (:func:`dpsynth.studies.verdicts.compare`): an HTML table in a
+    notebook (:func:`comparison_html`), plain text elsewhere (:func:`comparison_text`)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython ships with the notebook tools
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        display(
+            {
+                "text/html": comparison_html(table, note),
+                "text/plain": comparison_text(table, note),
+            },
+            raw=True,
+        )
+    else:
+        print(comparison_text(table, note))
 
 
 def closing_comparison(
@@ -165,14 +324,13 @@ def closing_comparison(
     the paper's values and tolerances (:func:`dpsynth.studies.verdicts.compare`). Under the
     ``paper`` profile the summary and ``tables`` are written to ``results/<stem>/``; otherwise
     the committed ones are read back and shown beside this run (or one line says there are
-    none yet). Prints the table and the verdicts; returns the comparison frame.
+    none yet). Shows the table, the verdicts and their summary (:func:`print_comparison`);
+    returns the comparison frame.
     """
     from dpsynth.studies import results, verdicts
 
     summary = verdicts.summary_frame(values)
     committed = results.paper_scale(stem, {"summary": summary, **(tables or {})}, cfg, profiles)
-    print(committed.note)
-    print()
     shown = committed.get("summary") if committed.available and not committed.written else None
     table = verdicts.compare(
         list(specs),
@@ -183,5 +341,5 @@ def closing_comparison(
         committed_label=committed.label,
         run_is_paper_scale=committed.written,
     )
-    print_comparison(table)
+    print_comparison(table, committed.note)
     return table

@@ -5,6 +5,12 @@ w, one panel per scenario.
 
 Each function takes a tidy ``pandas.DataFrame`` (one row per replicate x setting)
 or arrays, draws on a new figure and returns it, so a notebook cell is one call.
+
+One style for the whole book (:data:`STYLE`, applied by :func:`use_style`, which
+``dpsynth.studies.notebook.setup`` calls): every figure is :data:`WIDTH` inches wide at 100
+pixels per inch, at least the book's column at 1280 px, so it is shown at column width; its
+smallest text (tick labels, legends) is 11 pt, which stays at 10 pt or more on the page
+when the column is 700 px or wider.
 """
 
 from __future__ import annotations
@@ -15,6 +21,37 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+
+WIDTH = 8.0
+"""Width of every figure in inches (800 px at 100 dpi: scaled to the book's column)."""
+
+STYLE = {
+    "figure.dpi": 100,
+    "figure.figsize": (WIDTH, 4.0),
+    "figure.facecolor": "white",
+    "savefig.facecolor": "white",
+    "font.size": 12,
+    "axes.titlesize": 13,
+    "axes.labelsize": 12,
+    "xtick.labelsize": 11,
+    "ytick.labelsize": 11,
+    "legend.fontsize": 11,
+    "legend.title_fontsize": 11,
+    "legend.frameon": False,
+    "figure.titlesize": 14,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.6,
+}
+"""matplotlib rcParams of the book's figures (sizes in points)."""
+
+
+def use_style() -> None:
+    """Apply :data:`STYLE` to matplotlib's rcParams (the notebooks' ``setup()`` calls it)."""
+    plt.rcParams.update(STYLE)
+
 
 PALETTE = {
     "Data": "#4d4d4d",
@@ -45,18 +82,18 @@ MAX_COLUMNS = 2
 def panel_axes(
     n: int,
     *,
-    width: float = 4.0,
-    height: float = 3.2,
+    height: float = 3.6,
     sharex: bool = False,
     sharey: bool = False,
 ) -> tuple[Figure, list]:
-    """A figure of ``n`` panels, at most :data:`MAX_COLUMNS` per row; unused axes hidden."""
+    """A figure of ``n`` panels, at most :data:`MAX_COLUMNS` per row, :data:`WIDTH` wide;
+    ``height`` inches per row; unused axes hidden."""
     cols = min(n, MAX_COLUMNS)
     rows = -(-n // cols)
     fig, grid = plt.subplots(
         rows,
         cols,
-        figsize=(width * cols, height * rows),
+        figsize=(WIDTH, height * rows),
         squeeze=False,
         sharex=sharex,
         sharey=sharey,
@@ -86,7 +123,7 @@ def violins(
     """
     panels = [None] if panel is None else list(dict.fromkeys(frame[panel]))
     groups = list(order) if order is not None else list(dict.fromkeys(frame[group]))
-    fig, axes = panel_axes(len(panels), width=max(4.0, 0.7 * len(groups)), sharey=True)
+    fig, axes = panel_axes(len(panels), sharey=True)
     for ax, p in zip(axes, panels, strict=True):
         sub = frame if p is None else frame[frame[panel] == p]
         present = [g for g in groups if (sub[group] == g).any()]
@@ -145,7 +182,7 @@ def densities(
     title: str | None = None,
 ) -> Figure:
     """Overlaid density (normalized histogram outlines) of confidential and synthetic data."""
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    fig, ax = plt.subplots(figsize=(WIDTH, 4.2))
     all_values = np.concatenate([np.asarray(v, float).ravel() for v in samples.values()])
     lo, hi = range_ or (np.quantile(all_values, 0.001), np.quantile(all_values, 0.999))
     edges = np.linspace(lo, hi, bins + 1)
@@ -161,7 +198,7 @@ def densities(
         )
     ax.set_xlabel(xlabel)
     ax.set_ylabel("density")
-    ax.legend(frameon=False, fontsize=8)
+    ax.legend()
     if title:
         ax.set_title(title)
     fig.tight_layout()
@@ -197,7 +234,7 @@ def lines(
             ax.set_title(f"{panel} = {p}")
     for ax in axes[:: min(len(axes), MAX_COLUMNS)]:
         ax.set_ylabel(ylabel or y)
-    axes[-1].legend(frameon=False, fontsize=8)
+    axes[-1].legend()
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -250,11 +287,11 @@ def metric_grid(
     groups = list(dict.fromkeys(frame[group]))
     known = list(MODIPS_COLORS)
     groups.sort(key=lambda g: known.index(g) if g in known else len(known))
-    height = 2.3 * len(metrics) + 0.5
+    height = 2.6 * len(metrics) + 0.7
     fig, axes = plt.subplots(
         len(metrics),
         len(panels),
-        figsize=(min(2.7 * len(panels) + 0.6, 8.5), height),
+        figsize=(WIDTH, height),
         squeeze=False,
         sharex=True,
     )
@@ -291,23 +328,17 @@ def metric_grid(
             if logx:
                 ax.set_xscale("log")
             if i == 0:
-                ax.set_title(str(p), fontsize=9)
+                ax.set_title(str(p))
             if j == 0:
-                ax.set_ylabel(MODIPS_LABELS.get(metric, metric), fontsize=9)
+                ax.set_ylabel(MODIPS_LABELS.get(metric, metric))
             if i == len(metrics) - 1:
                 ax.set_xlabel(xlabel or x)
-            ax.tick_params(labelsize=8)
     handles, labels = axes[0][-1].get_legend_handles_labels()
-    fig.legend(
-        handles,
-        labels,
-        loc="upper center",
-        ncol=min(len(labels), 6),
-        frameon=False,
-        fontsize=8,
-        bbox_to_anchor=(0.5, 1.0),
-    )
+    ncol = min(len(labels), 3) or 1
+    fig.tight_layout()
+    # Legend and title above the panels (the book saves figures with bbox_inches="tight").
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 1.0))
     if title:
-        fig.suptitle(title, y=1 + 0.25 / height, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.3 / height))
+        rows = -(-len(labels) // ncol)
+        fig.suptitle(title, y=1 + (0.32 * rows + 0.1) / height, va="bottom")
     return fig
