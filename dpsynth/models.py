@@ -1,6 +1,6 @@
 """Which ``.stan`` program a model name means, how its data are built, scaled and checked.
 
-The four shipped synthesizers follow the dpsynth Stan convention (see
+The shipped synthesizers follow the dpsynth Stan convention (see
 ``book/stan_convention.md``); so can any user program (``Model.from_stan_file``).
 The names are the same in Stan, Python and the book: ``record_log_lik`` is the
 unweighted per-record log-likelihood ll_i, ``contrib_uncensored`` is alpha_i ll_i
@@ -46,7 +46,7 @@ RecordLogLik = Callable[[Draws, dict[str, Any]], np.ndarray]
 Simulate = Callable[[Draw, Mapping[str, Any], int, np.random.Generator], np.ndarray]
 LogLik = RecordLogLik  # former name, kept for imports
 
-OUTCOMES = ("unit", "count", "real")
+OUTCOMES = ("unit", "count", "real", "positive")
 
 # Stan's poisson_rng (and so poisson_log_rng, neg_binomial_2_log_rng) rejects rates >= 2^30.
 _POISSON_MAX_RATE = 2.0**30
@@ -56,8 +56,9 @@ _POISSON_MAX_RATE = 2.0**30
 class Model:
     """A synthesizer: its Stan program, outcome type and optional numpy mirrors.
 
-    ``outcome`` is ``"unit"`` (0 < y < 1), ``"count"`` (non-negative integers) or
-    ``"real"`` (any finite value; user programs).
+    ``outcome`` is ``"unit"`` (0 < y < 1), ``"count"`` (non-negative integers),
+    ``"positive"`` (y > 0, or y in public bounds [lo, hi]: the log-normal and gamma models)
+    or ``"real"`` (any finite value; user programs).
 
     ``centred`` says the program declares the data vector ``centre`` (centred censoring,
     dpsynth's extension: see :func:`record_centre`); every shipped program does.
@@ -93,7 +94,7 @@ class Model:
         if not p.is_file():
             raise InputError("stan_file", f"no such file: {p}")
         if outcome not in OUTCOMES:
-            raise InputError("outcome", f"must be unit, count or real (got {outcome!r})")
+            raise InputError("outcome", f"must be one of {', '.join(OUTCOMES)} (got {outcome!r})")
         text = p.read_text()
         return cls(
             p.stem,
@@ -116,10 +117,13 @@ class Model:
         ``unit`` outcomes must satisfy 0 < y < 1 unless public ``bounds`` (lo, hi)
         are given, in which case y must lie in [lo, hi] and is mapped to
         (y - lo + 0.5) / (hi - lo + 1) (``dpsynth.data.scale_to_unit``; never bounds
-        read from the data). Counts must be non-negative integers and come back as
-        int64. ``bounds`` only apply to ``unit`` outcomes (otherwise they are checked
-        but not used). Raises :class:`~dpsynth.errors.InputError` naming ``"y"`` or
-        ``"bounds"``.
+        read from the data). ``positive`` outcomes (log-normal, gamma) are mapped the same
+        way with public bounds, so a record at the lower bound (an income of 0 with bounds
+        [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite; without bounds they
+        must satisfy y > 0 and are used as they are. Counts must be non-negative integers
+        and come back as int64. ``bounds`` only apply to ``unit`` and ``positive`` outcomes
+        (otherwise they are checked but not used). Raises
+        :class:`~dpsynth.errors.InputError` naming ``"y"`` or ``"bounds"``.
         """
         try:
             arr = np.asarray(y, dtype=float).ravel()
@@ -129,7 +133,7 @@ class Model:
             raise InputError("y", "the data are empty")
         _first_bad("y", ~np.isfinite(arr), "is missing or infinite")
         lohi = _check_bounds(bounds)
-        if self.outcome == "unit":
+        if self.outcome in ("unit", "positive"):
             if lohi is not None:
                 from dpsynth.data import scale_to_unit
 
@@ -138,6 +142,14 @@ class Model:
                     "y", (arr < lo) | (arr > hi), f"lies outside the public bounds [{lo}, {hi}]"
                 )
                 return np.asarray(scale_to_unit(arr, lo, hi), float)
+            if self.outcome == "positive":
+                _first_bad(
+                    "y",
+                    arr <= 0,
+                    f"is not positive, which model {self.name!r} needs; give public bounds "
+                    "(a record at the lower bound is then modelled at half a unit above it)",
+                )
+                return arr
             _first_bad(
                 "y",
                 (arr <= 0) | (arr >= 1),
@@ -155,11 +167,17 @@ class Model:
         """Inverse of :meth:`to_stan_scale` for synthetic records (same shape).
 
         ``unit`` outcomes with public ``bounds`` go back through
-        ``dpsynth.data.unscale_from_unit`` (into (lo - 0.5, hi + 0.5)); counts come
-        back as int64; anything else is returned as floats unchanged.
+        ``dpsynth.data.unscale_from_unit`` (into (lo - 0.5, hi + 0.5)); ``positive``
+        outcomes too, then clipped to [lo, hi] (a log-normal or gamma draw has no upper
+        limit; clipping to public bounds is post-processing); counts come back as int64;
+        anything else is returned as floats unchanged.
         """
         arr = np.asarray(y, dtype=float)
         lohi = _check_bounds(bounds)
+        if self.outcome == "positive" and lohi is not None:
+            from dpsynth.data import unscale_from_unit
+
+            return np.clip(np.asarray(unscale_from_unit(arr, *lohi), dtype=float), *lohi)
         if self.outcome == "unit" and lohi is not None:
             from dpsynth.data import unscale_from_unit
 
@@ -263,6 +281,59 @@ def _beta_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
     return (a - 1) * np.log(y) + (b - 1) * np.log1p(-y) - betaln(a, b)
 
 
+def _lognormal_statistics(data: Mapping[str, Any]) -> np.ndarray:
+    """lognormal.stan's ``lognormal_design``: rows [log(y_i)^2, log y_i, 1]."""
+    u = np.log(np.asarray(data["y"], float))
+    return np.stack([u**2, u, np.ones_like(u)], axis=1)
+
+
+def _lognormal_coefficients(draws: Draws) -> np.ndarray:
+    """lognormal.stan's ``lognormal_coefficients``, p = 1 / sigma^2:
+
+    rows [-p / 2, mu p, -mu^2 p / 2 - log sigma - log(2 pi) / 2].
+    """
+    mu, sigma = np.asarray(draws["mu"], float), np.asarray(draws["sigma"], float)
+    p = 1.0 / sigma**2
+    const = -0.5 * mu**2 * p - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+    return np.stack([-0.5 * p, mu * p, const], axis=1)
+
+
+_lognormal_ll = LinearForm(_lognormal_statistics, _lognormal_coefficients)
+"""``record_log_lik`` of lognormal.stan: normal_lpdf(log y_i | mu, sigma), S x n."""
+
+
+def _gamma_statistics(data: Mapping[str, Any]) -> np.ndarray:
+    """gamma.stan's ``gamma_design``: rows [log y_i, y_i, 1]."""
+    y = np.asarray(data["y"], float)
+    return np.stack([np.log(y), y, np.ones_like(y)], axis=1)
+
+
+def _gamma_coefficients(draws: Draws) -> np.ndarray:
+    """gamma.stan's ``gamma_coefficients``: rows [a, -b, a log b - lgamma(a)], b = a e^-log_mean."""
+    a = np.asarray(draws["shape"], float)
+    log_rate = np.log(a) - np.asarray(draws["log_mean"], float)
+    return np.stack([a, -np.exp(log_rate), a * log_rate - gammaln(a)], axis=1)
+
+
+_gamma_ll = LinearForm(_gamma_statistics, _gamma_coefficients)
+"""``record_log_lik`` of gamma.stan: gamma_lpdf(y_i | a, b) + log y_i, S x n."""
+
+
+def _lognormal_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of lognormal_regression.stan: normal_lpdf(log y_i | X_i beta, sigma)."""
+    u = np.log(np.asarray(data["y"], float))
+    sigma = np.asarray(draws["sigma"], float)[:, None]
+    return -0.5 * ((u - _eta(draws, data)) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+
+
+def _gamma_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of gamma_regression.stan: gamma_lpdf(y_i | a, a / mu_i) + log y_i."""
+    y = np.asarray(data["y"], float)
+    eta = _eta(draws, data)
+    a = np.asarray(draws["shape"], float)[:, None]
+    return a * (np.log(a) - eta + np.log(y)) - gammaln(a) - a * y * np.exp(-eta)
+
+
 # --- numpy mirrors of the shipped programs' y_rep -----------------------------------
 
 
@@ -364,6 +435,36 @@ def _beta_regression_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: n
     mu = expit(_linear_predictor(draw, data))
     kappa = _scalar(draw, "kappa")
     return _beta_rng(mu * kappa, (1 - mu) * kappa, rng)
+
+
+def _lognormal_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of lognormal.stan: y = exp(Normal(mu, sigma)), ``n_out`` records."""
+    n_out = _records(data, n_out, covariates=False)
+    return np.exp(rng.normal(_scalar(draw, "mu"), _scalar(draw, "sigma"), n_out))
+
+
+def _gamma_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of gamma.stan: y ~ Gamma(shape, rate shape / exp(log_mean))."""
+    n_out = _records(data, n_out, covariates=False)
+    a = _scalar(draw, "shape")
+    return rng.gamma(a, np.exp(_scalar(draw, "log_mean")) / a, n_out)
+
+
+def _lognormal_regression_sim(
+    draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator
+):
+    """``y_rep`` of lognormal_regression.stan: y_i = exp(Normal(X_i beta, sigma))."""
+    _records(data, n_out, covariates=True)
+    return np.exp(rng.normal(_linear_predictor(draw, data), _scalar(draw, "sigma")))
+
+
+def _gamma_regression_sim(
+    draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator
+):
+    """``y_rep`` of gamma_regression.stan: y_i ~ Gamma(shape, shape / mu_i), mu = exp(X beta)."""
+    _records(data, n_out, covariates=True)
+    a = _scalar(draw, "shape")
+    return rng.gamma(a, np.exp(_linear_predictor(draw, data)) / a)
 
 
 # --- centred censoring (dpsynth's extension, beyond the papers) ----------------------
@@ -474,11 +575,45 @@ MODELS: dict[str, Model] = {
         _beta_regression_sim,
         centred=True,
     ),
+    # Positive skewed outcomes (dpsynth's models): ll is the log density of log y, free of
+    # the scale of y (the programs' headers); public bounds map y into (0, 1) as for beta.
+    "lognormal": Model(
+        "lognormal",
+        STAN_DIR / "lognormal.stan",
+        "positive",
+        False,
+        _lognormal_ll,
+        _lognormal_sim,
+        centred=True,
+    ),
+    "gamma": Model(
+        "gamma", STAN_DIR / "gamma.stan", "positive", False, _gamma_ll, _gamma_sim, centred=True
+    ),
+    "lognormal-regression": Model(
+        "lognormal-regression",
+        STAN_DIR / "lognormal_regression.stan",
+        "positive",
+        True,
+        _lognormal_regression_ll,
+        _lognormal_regression_sim,
+        centred=True,
+    ),
+    "gamma-regression": Model(
+        "gamma-regression",
+        STAN_DIR / "gamma_regression.stan",
+        "positive",
+        True,
+        _gamma_regression_ll,
+        _gamma_regression_sim,
+        centred=True,
+    ),
 }
 
 
 def get_model(model: str | Model) -> Model:
-    """Look a model up by name (``beta``, ``poisson``, ``negbin``, ``beta-regression``)."""
+    """Look a model up by name (a key of :data:`MODELS`: ``beta``, ``poisson``, ``negbin``,
+    ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
+    ``gamma-regression``)."""
     if isinstance(model, Model):
         return model
     if model not in MODELS:

@@ -22,7 +22,13 @@ USER_PROGRAM = Path(__file__).parent / "stan" / "normal_known_sd.stan"
 KS_ALPHA = 0.001  # every distributional test: fixed seed, reject at p < 0.001
 
 
+POSITIVE = ("lognormal", "gamma", "lognormal-regression", "gamma-regression")
+
+
 def _data(name, rng, n=30):
+    if name in POSITIVE:  # positive, skewed, on the unit scale's order of magnitude
+        y = rng.lognormal(-2.0, 0.8, n)
+        return y, (rng.normal(size=(n, 2)) if name.endswith("regression") else None)
     if name == "beta":
         return rng.beta(0.5, 3, n).clip(1e-6, 1 - 1e-6), None
     if name == "beta-regression":
@@ -87,7 +93,7 @@ def test_outcome_support_checks():
     with pytest.raises(InputError, match="^y: .*numeric"):
         pois.to_stan_scale(["a", "b"])
     with pytest.raises(InputError, match="^model:"):
-        get_model("lognormal")
+        get_model("weibull")
     with pytest.raises(InputError, match="^stan_file:"):
         Model.from_stan_file("no/such/program.stan")
     # check_outcome is the former name of to_stan_scale
@@ -103,6 +109,54 @@ def test_scale_round_trip():
     assert np.array_equal(beta.from_stan_scale(u), u)  # no bounds: the Stan scale is the scale
     counts = get_model("negbin").from_stan_scale(np.array([[1.0, 4.0], [0.0, 2.0]]))
     assert counts.dtype == np.int64 and counts.shape == (2, 2)
+
+
+@pytest.mark.parametrize("name", POSITIVE)
+def test_positive_outcomes_zero_at_the_lower_bound(name):
+    """A positive model maps public bounds [lo, hi] as the beta model does, so a record at
+    the lower bound (an income of 0) lands at 0.5 / (hi - lo + 1) > 0 and its ll is finite;
+    without bounds a record <= 0 is refused, naming its position, never its value; synthetic
+    records come back clipped to the bounds."""
+    model = get_model(name)
+    y = np.array([0.0, 250.0, 1000.0])
+    z = model.to_stan_scale(y, bounds=(0.0, 1000.0))
+    assert np.allclose(z, (y + 0.5) / 1001)
+    assert np.allclose(model.from_stan_scale(z, bounds=(0.0, 1000.0)), y)
+    with pytest.raises(InputError, match=r"^y: record 2 \(and 1 more\) is not positive") as err:
+        model.to_stan_scale([3.0, 0.0, -7.5])
+    assert "7.5" not in str(err.value)
+    with pytest.raises(InputError, match="^y: record 3 lies outside the public bounds"):
+        model.to_stan_scale([1.0, 2.0, 1001.0], bounds=(0.0, 1000.0))
+    assert np.array_equal(model.to_stan_scale([0.2, 3.0]), [0.2, 3.0])  # no bounds: as given
+    back = model.from_stan_scale(np.array([1e-9, 0.5, 1.7, 40.0]), bounds=(0.0, 1000.0))
+    assert back.min() == 0.0 and back.max() == 1000.0 and back[1] == pytest.approx(500.0)
+    X = np.random.default_rng(1).normal(size=(3, 2)) if model.covariates else None
+    data = stan_data(model, z, np.ones(3), X=X)
+    draws = _reference_point(model)
+    ll = model.record_log_lik({k: np.asarray(v, float)[None] for k, v in draws.items()}, data)
+    assert ll.shape == (1, 3) and np.all(np.isfinite(ll))
+
+
+@pytest.mark.parametrize("name", ["lognormal", "gamma"])
+def test_positive_log_likelihood_is_free_of_the_scale(name):
+    """ll is the log density of log y (no Jacobian term): rescaling y by c with the location
+    moved by log c leaves every record's ll unchanged, so a wide public upper bound does not
+    move ll relative to the censoring bound M."""
+    model = get_model(name)
+    y = np.random.default_rng(2).lognormal(-3.0, 1.0, 50)
+    point = _reference_point(model)
+    loc = "mu" if name == "lognormal" else "log_mean"
+    c = 1e-3
+    draws = {k: np.asarray([v], float) for k, v in point.items()}
+    moved = dict(draws, **{loc: draws[loc] + np.log(c)})
+    ll = model.record_log_lik(draws, {"y": y})
+    ll_scaled = model.record_log_lik(moved, {"y": c * y})
+    assert np.allclose(ll, ll_scaled, rtol=1e-9, atol=1e-9)
+    # and it is not the plain density of y, which moves by -log c
+    plain = stats.lognorm if name == "lognormal" else None
+    if plain is not None:
+        dens = stats.lognorm(s=point["sigma"], scale=np.exp(point["mu"])).logpdf(y)
+        assert np.allclose(ll, dens + np.log(y))
 
 
 def test_weights_outside_unit_interval_rejected():
@@ -218,6 +272,46 @@ def test_simulate_negbin_matches_nb2(mu, phi):
     assert np.var(y) == pytest.approx(mu + mu**2 / phi, rel=0.1)
 
 
+@pytest.mark.parametrize(("mu", "sigma"), [(-3.0, 0.4), (-1.0, 1.5)])
+def test_simulate_lognormal_matches_lognormal_distribution(mu, sigma):
+    y = get_model("lognormal").simulate(
+        {"mu": mu, "sigma": sigma}, {}, 20_000, np.random.default_rng(4)
+    )
+    assert y.shape == (20_000,) and np.all(y > 0)
+    assert stats.kstest(y, stats.lognorm(s=sigma, scale=np.exp(mu)).cdf).pvalue > KS_ALPHA
+
+
+@pytest.mark.parametrize(("log_mean", "shape"), [(-3.0, 0.6), (-1.0, 8.0)])
+def test_simulate_gamma_matches_gamma_distribution(log_mean, shape):
+    y = get_model("gamma").simulate(
+        {"log_mean": log_mean, "shape": shape}, {}, 20_000, np.random.default_rng(5)
+    )
+    dist = stats.gamma(shape, scale=np.exp(log_mean) / shape)  # mean exp(log_mean)
+    assert y.shape == (20_000,) and np.all(y > 0)
+    assert stats.kstest(y, dist.cdf).pvalue > KS_ALPHA
+
+
+def test_simulate_positive_regressions_follow_the_rows_of_x():
+    rng = np.random.default_rng(7)
+    n = 20_000
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    beta = np.array([-2.0, 0.6])
+    eta = X @ beta
+    y = get_model("lognormal-regression").simulate(
+        {"beta": beta, "sigma": 0.7}, {"X": X}, n, np.random.default_rng(8)
+    )
+    u = stats.norm(eta, 0.7).cdf(np.log(y))
+    assert stats.kstest(u, "uniform").pvalue > KS_ALPHA
+    y = get_model("gamma-regression").simulate(
+        {"beta": beta, "shape": 2.5}, {"X": X}, n, np.random.default_rng(9)
+    )
+    u = stats.gamma(2.5, scale=np.exp(eta) / 2.5).cdf(y)
+    assert stats.kstest(u, "uniform").pvalue > KS_ALPHA
+    # power: the PIT under the wrong slope is not uniform
+    wrong = stats.gamma(2.5, scale=np.exp(X @ np.array([-2.0, 0.3])) / 2.5).cdf(y)
+    assert stats.kstest(wrong, "uniform").pvalue < KS_ALPHA
+
+
 def test_simulate_covariate_models_follow_the_rows_of_x():
     """With covariates the records differ in distribution; the probability integral
     transform of each record under its own distribution is uniform."""
@@ -276,6 +370,10 @@ def test_simulate_matches_stan_y_rep(name):
     # the test has power: a clearly different parameter is rejected
     if name == "beta":
         other = dict(draw, beta1=draw["beta1"] * 1.5)
+    elif name == "lognormal":
+        other = dict(draw, mu=draw["mu"] + 0.5)
+    elif name == "gamma":
+        other = dict(draw, log_mean=draw["log_mean"] + 0.5)
     elif name == "beta-regression":
         other = dict(draw, beta=draw["beta"] + np.r_[0.5, np.zeros(len(draw["beta"]) - 1)])
     else:
@@ -298,6 +396,10 @@ def test_simulate_matches_stan_y_rep(name):
         ("negbin", "covariate"),
         ("poisson", "grouped"),
         ("negbin", "grouped"),
+        ("lognormal", None),
+        ("gamma", None),
+        ("lognormal-regression", None),
+        ("gamma-regression", None),
     ],
 )
 def test_stan_target_equals_sum_of_mirror_contributions(name, design):
@@ -342,13 +444,23 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
 # --- centred censoring (dpsynth's extension) ------------------------------------------
 
 
+def _reference_point(model):
+    """A public parameter value per model without a finite saturated log-likelihood."""
+    return {
+        "beta": {"beta1": 0.6, "beta2": 2.5},
+        "beta-regression": {"beta": [-0.9, 0.2, -0.1], "kappa": 6.0},
+        "lognormal": {"mu": -2.1, "sigma": 0.6},
+        "gamma": {"log_mean": -1.7, "shape": 1.8},
+        "lognormal-regression": {"beta": [-2.1, 0.2, -0.1], "sigma": 0.6},
+        "gamma-regression": {"beta": [-1.7, 0.2, -0.1], "shape": 1.8},
+    }[model.name]
+
+
 def _centring_for(model, data):
     """A record-only centre per model: saturated where finite, else a public point."""
     if model.saturated is not None:
         return record_centre(model, data, "saturated")
-    if model.name == "beta":
-        return record_centre(model, data, {"beta1": 0.6, "beta2": 2.5})
-    return record_centre(model, data, {"beta": [-0.9, 0.2, -0.1], "kappa": 6.0})
+    return record_centre(model, data, _reference_point(model))
 
 
 @pytest.mark.slow
@@ -416,6 +528,25 @@ def test_zero_centre_is_the_uncentred_program(name):
 # --- the beta program's blocked censored sum (sub-linear per gradient) ------------------
 
 
+def _blocked_case(name, rng, n):
+    """Outcomes (with extreme records) and 12 random parameter values of a blocked program."""
+    if name == "beta":
+        y = np.concatenate([rng.beta(0.5, 3.0, n - 2), [1e-9, 1 - 1e-9]])
+        params = [
+            {"phi": float(p), "lambda": float(lam)}
+            for p, lam in zip(rng.uniform(0.02, 0.98, 12), np.exp(rng.uniform(-2.0, 3.5, 12)))
+        ]
+        draws = {k: np.array([p[k] for p in params]) for k in ("phi", "lambda")}
+        draws["beta1"] = draws["lambda"] * draws["phi"]
+        draws["beta2"] = draws["lambda"] * (1.0 - draws["phi"])
+        return y, params, draws
+    y = np.concatenate([rng.lognormal(-3.0, 1.0, n - 2), [1e-7, 1 - 1e-7]])
+    loc, spread = ("mu", "sigma") if name == "lognormal" else ("log_mean", "shape")
+    locs, spreads = rng.uniform(-6.0, 0.0, 12), np.exp(rng.uniform(-1.5, 1.5, 12))
+    params = [{loc: float(a), spread: float(b)} for a, b in zip(locs, spreads)]
+    return y, params, {loc: locs, spread: spreads}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("weights", ["equal", "smooth-in-y", "random"])
 def test_beta_blocked_censored_sum_equals_record_by_record(weights):
@@ -423,24 +554,29 @@ def test_beta_blocked_censored_sum_equals_record_by_record(weights):
     bounds: dpsynth_blocked_censored_sum) equals sum_i clip(alpha_i (ll_i - c_i), -M, M),
     computed record by record in numpy, to 1e-8 relative, at 12 random parameter values and
     bounds M from 'everything clamped' to 'nothing clamped', with and without centring."""
+    _check_blocked_sum("beta", weights)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["lognormal", "gamma"])
+@pytest.mark.parametrize("weights", ["equal", "smooth-in-y", "random"])
+def test_positive_blocked_censored_sum_equals_record_by_record(name, weights):
+    """The same check for the intercept-only log-normal and gamma programs."""
+    _check_blocked_sum(name, weights)
+
+
+def _check_blocked_sum(name, weights):
     from dpsynth.program_checks import log_density
 
     rng = np.random.default_rng(31)
-    model = get_model("beta")
+    model = get_model(name)
     n = 700  # B = 27: 26 blocks, the last one short
-    y = np.concatenate([rng.beta(0.5, 3.0, n - 2), [1e-9, 1 - 1e-9]])
+    y, params, draws = _blocked_case(name, rng, n)
     alpha = {
         "equal": np.ones(n),
         "smooth-in-y": 0.2 + 0.8 / (1.0 + 5.0 * y),
         "random": rng.uniform(0.0, 1.0, n),
     }[weights]
-    params = [
-        {"phi": float(p), "lambda": float(lam)}
-        for p, lam in zip(rng.uniform(0.02, 0.98, 12), np.exp(rng.uniform(-2.0, 3.5, 12)))
-    ]
-    draws = {k: np.array([p[k] for p in params]) for k in ("phi", "lambda")}
-    draws["beta1"] = draws["lambda"] * draws["phi"]
-    draws["beta2"] = draws["lambda"] * (1.0 - draws["phi"])
     for centre in (np.zeros(n), rng.normal(0.0, 2.0, n)):
         base = stan_data(model, y, alpha, centre=centre)
         ll = model.record_log_lik(draws, base)  # (12, n), numpy mirror (tested above)
