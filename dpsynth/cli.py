@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import csv
 import os
+import re
 import signal
 import sys
 import warnings
@@ -63,6 +64,7 @@ FLAGS = {
     "reweight": "--reweight",
     "downscale": "--downscale",
     "centring": "--centring",
+    "truncation": "--truncation",
     "target_lipschitz": "--target-lipschitz",
     "n_bins": "--n-bins",
     "integer": "--integer",
@@ -79,6 +81,7 @@ FLAGS = {
     "iter_warmup": "--iter-warmup",
     "iter_sampling": "--iter-sampling",
     "sampler": "--allow-unconverged",
+    "allow_unconverged": "--allow-unconverged",
     "estimand": "--estimand",
     "rule": "--rule",
     "set_column": "--set-column",
@@ -241,8 +244,24 @@ def _add_synthesize(sub: Any) -> None:
     t.add_argument("--c", type=float, default=None, help="weight scale c (Algorithms 1-2)")
     t.add_argument("--g", type=float, default=None, help="weight shift g (Algorithms 1-2)")
     t.add_argument("--radius", type=float, default=None, help="CW radius r (Algorithm 2)")
-    t.add_argument("--reweight", action="store_true", help="re-weighting (Algorithm 3), lw/cw")
-    t.add_argument("--k", type=float, default=None, help="starting k of the re-weighting search")
+    t.add_argument(
+        "--reweight",
+        action="store_true",
+        help="re-weighting (Algorithm 3): lw/cw (k searched), censor-w (fixed k, Eq. 6)",
+    )
+    t.add_argument(
+        "--k",
+        type=float,
+        default=None,
+        help="re-weighting k: starting value of the search (lw/cw), the k used (censor-w)",
+    )
+    t.add_argument(
+        "--truncation",
+        choices=("weighted-fit", "lw-bound"),
+        default=None,
+        help="weighted-e: record bound compared with M: max over the Weighted fit's draws "
+        "(default) or alpha_i f_i from the Unweighted fit (reproduces the paper's Table 1)",
+    )
     t.add_argument(
         "--downscale",
         type=float,
@@ -372,8 +391,23 @@ def flag_message(exc: InputError) -> str:
     text = str(exc)
     flag = FLAGS.get(exc.param, exc.param)
     prefix = f"{exc.param}: "
-    message = f"{flag}: {text[len(prefix) :]}" if text.startswith(prefix) else f"{flag}: {text}"
-    return one_line(message)
+    body = text[len(prefix) :] if text.startswith(prefix) else text
+    return one_line(f"{flag}: {api_words_as_flags(body)}")
+
+
+def api_words_as_flags(text: str) -> str:
+    """Library words in a message as CLI flags: ``allow_unconverged=True`` and parameter
+    names in parentheses, ``(centring)`` or ``(iter_warmup, iter_sampling)``."""
+
+    def flag(name: str) -> str:
+        return FLAGS.get(name, name)
+
+    text = re.sub(r"\b([a-z][a-z_]*)=True\b", lambda m: flag(m[1]) if m[1] in FLAGS else m[0], text)
+    return re.sub(
+        r"\(([a-z][a-z_]*(?:, [a-z][a-z_]*)*)\)",
+        lambda m: "(" + ", ".join(flag(w) for w in m[1].split(", ")) + ")",
+        text,
+    )
 
 
 def one_line(text: str) -> str:
@@ -436,6 +470,7 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         "k": args.k,
         "downscale": args.downscale,
         "centring": args.centring,
+        "truncation": args.truncation,
         "target_lipschitz": args.target_lipschitz,
         "n_bins": args.n_bins,
         "integer": args.integer,

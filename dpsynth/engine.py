@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,6 +300,50 @@ def generate(
         return _withheld(lambda: _generate_cmdstanpy(code, gq_data, dict(params), seed, quiet))
 
 
+def log_density(
+    stan_file: str | Path,
+    data: Mapping[str, Any],
+    params: Sequence[Mapping[str, Any]],
+    *,
+    backend: str | None = None,
+) -> np.ndarray:
+    """The program's target log p(theta | data), without the Jacobian, at each of ``params``.
+
+    ``params`` are constrained values of the parameters block (as :meth:`StanFit.draw`
+    gives them). PyStan: the compiled model's own ``log_prob`` in this process; cmdstanpy:
+    CmdStan's ``log_prob`` method at 18 significant digits. Output the program prints is
+    discarded; Stan's errors are withheld as in :func:`fit`.
+    """
+    name = choose_backend(backend)
+    code = program_code(stan_file)
+    with _silenced(True):
+        if name == "pystan":
+            return _withheld(lambda: _log_density_pystan(code, dict(data), list(params)))
+        return _withheld(lambda: _log_density_cmdstanpy(code, dict(data), list(params)))
+
+
+def outputs_at(
+    stan_file: str | Path,
+    data: Mapping[str, Any],
+    params: Sequence[Mapping[str, Any]],
+    *,
+    backend: str | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """Transformed parameters and generated quantities at each of ``params``, one dict each.
+
+    The random number generator of the generated quantities starts from the same fixed
+    seed for every call, so two calls that differ only in ``data`` differ only where the
+    program's outputs depend on those data (what :mod:`dpsynth.program_checks` tests).
+    Not for synthesis (use :func:`generate`, which takes a fresh seed).
+    """
+    name = choose_backend(backend)
+    code = program_code(stan_file)
+    with _silenced(True):
+        if name == "pystan":
+            return _withheld(lambda: _outputs_pystan(code, dict(data), list(params)))
+        return _withheld(lambda: _outputs_cmdstanpy(code, dict(data), list(params)))
+
+
 def convergence_diagnostics(
     chain_arrays: Mapping[str, np.ndarray], *, divergences: int | None = None
 ) -> dict[str, float]:
@@ -384,6 +429,51 @@ def _generate_pystan(code: str, data: dict, params: dict, seed: int, quiet: bool
     return np.asarray(out["y_rep"])[..., 0]
 
 
+def _services_module(code: str) -> Any:
+    """The compiled program's ``stan::services`` extension module, loaded in this process."""
+    import httpstan.models
+
+    return httpstan.models.import_services_extension_module(_compile_httpstan(code, True))
+
+
+def _log_density_pystan(code: str, data: dict, params: list[dict]) -> np.ndarray:
+    module = _services_module(code)
+    jdata = _jsonable(data)
+    out = []
+    for p in params:
+        try:
+            unconstrained = module.transform_inits(jdata, _jsonable(p))
+            out.append(module.log_prob(jdata, unconstrained, False))
+        except (RuntimeError, ValueError, IndexError) as exc:
+            raise _StanFailure(str(exc), "data") from None
+    return np.asarray(out, dtype=float)
+
+
+def _outputs_pystan(code: str, data: dict, params: list[dict]) -> list[dict[str, np.ndarray]]:
+    module = _services_module(code)
+    jdata = _jsonable(data)
+    try:
+        names, dims = module.get_param_names(jdata), module.get_dims(jdata)
+    except (RuntimeError, ValueError, IndexError) as exc:
+        raise _StanFailure(str(exc), "data") from None
+    params_block = set(_parameters_block_names(code, tuple(names)))
+    out = []
+    for p in params:
+        try:
+            unconstrained = module.transform_inits(jdata, _jsonable(p))
+            flat = np.asarray(module.write_array(jdata, unconstrained, True, True), dtype=float)
+        except (RuntimeError, ValueError, IndexError) as exc:
+            raise _StanFailure(str(exc), "data") from None
+        values, start = {}, 0
+        for name, dim in zip(names, dims, strict=True):
+            size = int(np.prod(dim)) if dim else 1
+            if name not in params_block:  # Stan writes arrays column-major
+                values[name] = flat[start : start + size].reshape(tuple(dim), order="F")
+            start += size
+        out.append(values)
+    return out
+
+
 def _chains_stacked(values: np.ndarray, dims: Sequence[int], chains: int) -> np.ndarray:
     """PyStan's ``fit[name]`` ``(*dims, draws * chains)`` -> ``(chains * draws, *dims)``.
 
@@ -453,6 +543,7 @@ def _run_httpstan(
     # waits for httpstan's answer (see _immediate_keyboard_interrupt)
     fit_names = [_expected_fit_name(model_name, payload) for payload in payloads]
     _ensure_event_loop_ok()
+    _bind_sampler_pool()
     try:
         with _logger_disabled("httpstan"), _immediate_keyboard_interrupt():
             params, outputs = asyncio.run(
@@ -595,18 +686,44 @@ async def _wait_for(client: Any, operations: list[dict], quiet: bool) -> None:
             print(f"Sampling: {10 * tenth:3d}%", file=sys.stderr, flush=True)
 
 
+_MESSAGE_KINDS = (
+    ("rejected proposals", "Informational Message", "usual during warm-up; harmless if rare"),
+    ("warnings", "warn:", "often a parameter at the edge of its support"),
+    ("errors", "error:", "the model failed to evaluate at some parameter values"),
+)
+"""How Stan's withheld messages are summarised: (kind, how the line starts or reads, hint)."""
+
+
+def message_summary(texts: Sequence[str]) -> dict[str, int]:
+    """Stan's messages counted by kind (:data:`_MESSAGE_KINDS`); their text is dropped."""
+    counts = {kind: 0 for kind, _, _ in _MESSAGE_KINDS}
+    for text in texts:
+        for kind, marker, _ in _MESSAGE_KINDS:
+            if marker in text if kind == "rejected proposals" else text.startswith(marker):
+                counts[kind] += 1
+                break
+    return counts
+
+
 def _report_messages(outputs: Sequence[bytes]) -> None:
-    """Count Stan's rejections, warnings and errors while sampling; their text is withheld."""
-    count = 0
+    """Summarise Stan's rejections, warnings and errors while sampling; their text is withheld.
+
+    The counts come from the fit to the confidential data, so the line is marked
+    confidential (it reaches the curator's terminal only, never a file).
+    """
+    texts = []
     for output in outputs:
         for line in output.splitlines():
             if b'"logger"' in line:
-                text = json.loads(line)["values"][0]
-                count += "Informational Message" in text or text.startswith(("warn:", "error:"))
-    if count:
+                texts.append(json.loads(line)["values"][0])
+    counts = message_summary(texts)
+    if any(counts.values()):
+        hints = {kind: hint for kind, _, hint in _MESSAGE_KINDS}
+        parts = [f"{c} {kind} ({hints[kind]})" for kind, c in counts.items() if c]
         print(
-            f"Stan sent {count} warning(s) or rejection notice(s) while sampling;"
-            " their text is withheld because it can contain data values.",
+            "[dpsynth] CONFIDENTIAL (from the fit to the confidential data): Stan sent "
+            + "; ".join(parts)
+            + ". Their text is withheld because it can contain data values.",
             file=sys.stderr,
         )
 
@@ -630,23 +747,78 @@ def _delete_fits(fit_names: Sequence[str]) -> None:
             httpstan.cache.delete_fit(fit_name)
 
 
+def _sampler_pool(stub: Any) -> Any:
+    """httpstan's sampler pool ("fork" workers), each worker bound to this process's life.
+
+    If dpsynth is killed, even with SIGKILL, no sampler process lives on holding the data
+    (:func:`bind_to_parent`). The pool forks its workers from the thread that first
+    submits a chain: the one running :func:`_run_httpstan`'s event loop.
+    """
+    import concurrent.futures
+    import multiprocessing
+
+    main = threading.current_thread() is threading.main_thread()
+    pool = concurrent.futures.ProcessPoolExecutor(
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_init_sampler_worker,
+        initargs=(os.getpid(), main, stub.init_worker),
+    )
+    pool._dpsynth_bound = True  # type: ignore[attr-defined]
+    return pool
+
+
+def _init_sampler_worker(parent: int, kernel_signal: bool, init_worker: Callable[[], None]) -> None:
+    """Die with the parent (see :func:`bind_to_parent`), then httpstan's own initializer."""
+    bind_to_parent(parent, kernel_signal=kernel_signal)
+    init_worker()
+
+
+def bind_to_parent(parent: int, *, kernel_signal: bool = True, poll: float = 0.2) -> None:
+    """End this (forked) process when ``parent`` ends, however it ends.
+
+    Two guards: on Linux, ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` has the kernel kill this
+    process the moment the thread that forked it ends (only asked for when that thread
+    is the parent's main thread, ``kernel_signal``); and a daemon thread that checks
+    every ``poll`` seconds whether the parent is still this process's parent (Stan's
+    sampler releases the GIL, so the check runs while a chain samples).
+    """
+    import ctypes
+
+    if kernel_signal:
+        with contextlib.suppress(OSError, AttributeError):  # not Linux: the thread remains
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="dpsynth-parent-watch", daemon=True).start()
+
+
+def _bind_sampler_pool() -> None:
+    """Put a :func:`_sampler_pool` in place of httpstan's own before any chain starts."""
+    import httpstan.services_stub as stub
+
+    if not getattr(stub.executor, "_dpsynth_bound", False):
+        old, stub.executor = stub.executor, _sampler_pool(stub)
+        old.shutdown(wait=False)
+
+
 def _stop_sampler_pool() -> None:
     """Kill httpstan's sampler processes (a chain keeps running after its caller is gone).
 
     httpstan samples in a module-level "fork" process pool whose workers ignore SIGINT;
     they are killed and waited for, and a fresh pool is put in place for later fits.
     """
-    import concurrent.futures
-    import multiprocessing
-
     stub = sys.modules.get("httpstan.services_stub")
     if stub is None:
         return
     old = stub.executor
     processes = list((getattr(old, "_processes", None) or {}).values())
-    stub.executor = concurrent.futures.ProcessPoolExecutor(
-        mp_context=multiprocessing.get_context("fork"), initializer=stub.init_worker
-    )
+    stub.executor = _sampler_pool(stub)
     for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
@@ -781,6 +953,34 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
         )
         out.draws()  # read every CSV while the folder still exists
         return out
+
+
+def _log_density_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
+    code: str, data: dict, params: list[dict]
+) -> np.ndarray:
+    model = _cmdstan_model(code)
+    with _cmdstan_run(model, data, True) as (data_file, _folder):
+        values = []
+        for p in params:
+            try:
+                frame = model.log_prob(
+                    params=_jsonable(p), data=data_file, jacobian=False, sig_figs=18
+                )
+            except (RuntimeError, ValueError) as exc:
+                raise _StanFailure(str(exc), "data") from None
+            values.append(float(frame.iloc[0, 0]))
+    return np.asarray(values, dtype=float)
+
+
+def _outputs_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
+    code: str, data: dict, params: list[dict]
+) -> list[dict[str, np.ndarray]]:
+    out = []
+    for p in params:
+        fit = _cmdstan_sample(code, data, 1, _jsonable(p), True, fixed_param=True, iter_sampling=1)
+        names = set(_parameters_block_names(code, tuple(fit.stan_variables())))
+        out.append({k: np.asarray(v)[0] for k, v in fit.stan_variables().items() if k not in names})
+    return out
 
 
 @contextlib.contextmanager

@@ -7,8 +7,10 @@ Mechanisms (``MECHANISMS``):
                   the censoring paper's "Weighted" (aDP).
 * ``cw``          count-weighted pseudo posterior, Algorithm 2 (aDP).
 * ``sw``          one scalar weight reaching a target Delta: the exponential mechanism (aDP).
-* ``weighted-e``  LW, then alpha_i = 0 where Delta_i > eps/2, then refit (censoring paper 2.2, aDP).
-* ``censor-w``    LW weights (optionally downscaled, Section 4.4) in the censored likelihood
+* ``weighted-e``  LW, then alpha_i = 0 where Delta_i > eps/2, then refit (censoring paper 2.2, aDP);
+                  Delta_i from the Weighted fit or alpha_i f_i (``truncation``).
+* ``censor-w``    LW weights (optionally re-weighted by Eq. 6 of the vector-weighted paper,
+                  optionally downscaled, Section 4.4) in the censored likelihood
                   with M = eps/2 (Eq. 3.5). Strict eps-DP only when the weights are fixed
                   without the confidential data (``alpha`` from a reference database,
                   Section 4.5); with weights from the confidential fit, no guarantee.
@@ -20,7 +22,8 @@ The perturbed histogram lives in :mod:`dpsynth.histogram`, modips in :mod:`dpsyn
 Every ``epsilon`` here is the budget of **one posterior draw**, and ``neighbours``
 defaults to the papers' add/remove definition (M = eps/2); the release path passes
 eps/m and the user's definition (:func:`dpsynth.privacy.censor_bound`).
-``lw`` and ``cw`` accept ``reweight=True`` for Algorithm 3 (re-weighting).
+``lw`` and ``cw`` accept ``reweight=True`` for Algorithm 3 (re-weighting, k searched);
+``censor-w`` accepts it with a fixed k (Eq. 6 before censoring).
 A :class:`Synthesizer` shares the fits that several mechanisms need (the unweighted
 fit, the LW-weighted fit), which the Monte Carlo studies rely on.
 """
@@ -76,6 +79,32 @@ class Sampler:
 
 CHUNK_ELEMENTS = 2**22
 """Draws x records evaluated at once when scanning a fit (32 MB of doubles per chunk)."""
+
+
+PLACEHOLDERS: dict[str, tuple[float, ...]] = {
+    "unit": (0.5, 0.25, 0.75),
+    "count": (0, 1, 3),
+    "real": (0.0, 1.0, -1.0, 0.5, 2.0),
+}
+"""Public stand-ins for the outcome, per outcome type, tried in order (on the Stan scale)."""
+
+
+def public_data(data: dict[str, Any], value: float, n_out: int) -> dict[str, Any]:
+    """The Stan data of a synthesis step: every input that may hold confidential data replaced.
+
+    ``y`` becomes ``n_out`` copies of the public placeholder ``value``; the weights and
+    record centres (functions of the data or of a fit to them) become zeros; the
+    public inputs stay (``M``, ``censor``, the covariates ``X``: a regression keeps
+    ``n_out = n``). ``want_contrib = 0``, ``want_rep = 1``.
+    """
+    if "X" in data and n_out != int(data["n"]):
+        raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
+    kind = int if np.asarray(data["y"]).dtype.kind in "iu" else float
+    out = dict(data, n=n_out, y=np.full(n_out, kind(value)), alpha=np.zeros(n_out))
+    out.update(want_contrib=0, want_rep=1)
+    if "centre" in data:
+        out["centre"] = np.zeros(n_out)
+    return out
 
 
 @dataclass
@@ -236,6 +265,8 @@ class Synthesizer:
         self.sampler = sampler or Sampler()
         self.progress = progress
         self._fits: dict[tuple, WeightedFit] = {}
+        self._reference: tuple[np.ndarray, Synthesizer, float, float] | None = None
+        self._placeholder: float | None = None
 
     @property
     def n(self) -> int:
@@ -323,7 +354,29 @@ class Synthesizer:
         probe = WeightedFit(
             ref_fit.stan_fit, np.ones(self.n), self.model.record_log_lik, None, data
         )
-        return weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)
+        alpha = weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)
+        self._reference = (alpha, ref, c, g)
+        return alpha
+
+    def _reference_reweighted(self, alpha: np.ndarray, k: float) -> np.ndarray:
+        """Re-weighting (Eq. 6) of reference weights on the reference only (Section 4.5).
+
+        ``alpha`` must be the array :meth:`reference_lw_alpha` returned. The reference is
+        fitted with its own LW weights; Delta is that fit's Weighted bound (over reference
+        records) and each confidential record's Delta_i = max_s |alpha_i f_theta_s(x_i)| at
+        that fit's draws, so alpha^w_i depends on record i and public data only.
+        """
+        if self._reference is None or self._reference[0] is not alpha:
+            raise InputError(
+                "reweight",
+                "re-weighting given weights needs their reference database: "
+                "compute them with reference_lw_alpha",
+            )
+        _, ref, c, g = self._reference
+        ref_lw = ref.fit(ref.lw_alpha(c, g), tag="lw")
+        data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
+        probe = WeightedFit(ref_lw.stan_fit, alpha, self.model.record_log_lik, None, data)
+        return weights.reweighted(alpha, probe.record_bounds, k, delta=ref_lw.lipschitz)
 
     # -- mechanisms ----------------------------------------------------------
 
@@ -360,16 +413,40 @@ class Synthesizer:
         )
 
     def weighted_e(
-        self, epsilon: float, c: float = 1.0, g: float = 0.0, neighbours: str = "add-remove"
+        self,
+        epsilon: float,
+        c: float = 1.0,
+        g: float = 0.0,
+        neighbours: str = "add-remove",
+        truncation: str = "weighted-fit",
+        downscale: float | None = None,
     ) -> Result:
-        """Weighted-e: LW fit, zero the weights of records with Delta_i > M (eps/2), refit."""
+        """Weighted-e (censoring paper, Section 2.2): zero the weights of records whose bound
+        exceeds M (eps/2 under add/remove), refit.
+
+        ``truncation`` (:data:`dpsynth.weights.WEIGHTED_E_RULES`) names the record bound:
+        ``weighted-fit`` max_s |alpha_i f_theta_s(x_i)| over the Weighted fit's draws,
+        ``lw-bound`` alpha_i f_i with the Unweighted fit's f_i that built the LW weights (the
+        reading that reproduces Table 1). ``downscale`` multiplies the LW weights first
+        (Section 4.4); the ``weighted-fit`` rule then reads the downscaled Weighted fit.
+        """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
-        lw = self.fit(self.lw_alpha(c, g), tag="lw")
+        require_choice("truncation", truncation, weights.WEIGHTED_E_RULES)
+        alpha = self.lw_alpha(c, g)
+        if downscale is not None:
+            alpha = weights.downscaled(alpha, downscale)
+        if truncation == "lw-bound":
+            bounds = weights.lw_truncation_bounds(alpha, self.unweighted_fit().record_bounds)
+        else:
+            tag = "lw" if downscale is None else f"lw-downscaled-{downscale}"
+            bounds = self.fit(alpha, tag=tag).record_bounds
         bound = privacy.censor_bound(epsilon, neighbours)
-        alpha = weights.weighted_e_weights(lw.alpha, lw.record_bounds, 2 * bound)
-        wf = self.fit(alpha, tag=f"weighted-e-{bound}")
-        tuning = {"c": c, "g": g}
-        return Result("weighted-e", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
+        alpha_e = weights.weighted_e_weights(alpha, bounds, 2 * bound)
+        wf = self.fit(alpha_e, tag=f"weighted-e-{bound}")
+        tuning = {"c": c, "g": g, "truncation": truncation}
+        if downscale is not None:
+            tuning["downscale"] = downscale
+        return Result("weighted-e", wf, epsilon, tuning, int((alpha_e == 0).sum()), neighbours)
 
     def censor_w(
         self,
@@ -380,23 +457,40 @@ class Synthesizer:
         neighbours: str = "add-remove",
         alpha: np.ndarray | None = None,
         centring: Any = "none",
+        reweight: bool = False,
+        k: float = 0.95,
     ) -> Result:
         """Censor_w: LW weights (x ``downscale``) in the likelihood censored at M (Eq. 3.5).
 
         ``alpha`` given (e.g. :meth:`reference_lw_alpha`) replaces the weights computed
         from the confidential unweighted fit, which the DP proof does not cover.
+        ``reweight``: the weights are first re-weighted by Eq. (6) of the vector-weighted
+        paper with this fixed ``k`` (no search), alpha^w_i = k alpha_i Delta / Delta_i clipped
+        to [0, 1], Delta_i and Delta from the Weighted (LW) fit; with reference weights, from
+        the reference's own Weighted fit (:meth:`_reference_reweighted`). This is the reading
+        that reproduces Table 1's Censor_w row (the censoring paper does not mention it).
+        ``downscale`` then multiplies the (re-weighted) weights (Section 4.4).
         ``centring`` (dpsynth's extension): clamp alpha_i (ll_i - c(x_i)) instead, with c
         from :func:`dpsynth.models.record_centre` (``"none"`` is the paper).
         """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
         bound = privacy.censor_bound(epsilon, neighbours)
         tag = "censor-w-ref" if alpha is not None else "censor-w"
-        alpha = self.lw_alpha(c, g) if alpha is None else np.asarray(alpha, dtype=float)
+        if alpha is None:
+            alpha = self.lw_alpha(c, g)
+            if reweight:
+                lw = self.fit(alpha, tag="lw")
+                alpha = weights.reweighted(alpha, lw.record_bounds, k)
+        elif reweight:
+            alpha = self._reference_reweighted(alpha, k)
+        alpha = np.asarray(alpha, dtype=float)
         if downscale is not None:
             alpha = weights.downscaled(alpha, downscale)
         centre = self._centre(centring)
         wf = self.fit(alpha, censor_bound=bound, tag=f"{tag}-{downscale}", centre=centre)
         tuning = {"c": c, "g": g, "downscale": downscale, "centring": centring}
+        if reweight:
+            tuning.update(reweight=True, k=k)
         return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
     def censor_uw(
@@ -481,9 +575,10 @@ class Synthesizer:
             result.neighbours = neighbours
             return result
         if mechanism == "weighted-e":
-            return self.weighted_e(epsilon, neighbours=neighbours, **_pick(tuning, "c", "g"))
+            kw = _pick(tuning, "c", "g", "truncation")
+            return self.weighted_e(epsilon, neighbours=neighbours, **kw)
         if mechanism == "censor-w":
-            kw = _pick(tuning, "c", "g", "downscale")
+            kw = _pick(tuning, "c", "g", "downscale", "reweight", "k")
             return self.censor_w(
                 epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **kw
             )
@@ -517,25 +612,55 @@ class Synthesizer:
         return np.vstack(sets)
 
     def _stan_y_rep(self, wf: WeightedFit, s: int, j: int, n_out: int) -> np.ndarray:
-        """Stan's ``y_rep`` at draw ``s``, repeated from the same draw until N records."""
-        out: list[np.ndarray] = []
-        rep = 0
-        while sum(len(x) for x in out) < n_out:
-            out.append(
-                np.asarray(
-                    engine.generate(
-                        self.model.stan_file,
-                        wf.data,
-                        wf.stan_fit.draw(s),
-                        seed=self._seed(f"rep-{j}-{rep}"),
-                        backend=self.sampler.backend,
-                        quiet=self.sampler.quiet,
-                    ),
-                    dtype=float,
+        """Stan's ``y_rep`` at draw ``s``, from the draw and public inputs only.
+
+        The program's generated quantities run on :func:`public_data` (the outcome
+        replaced by a public placeholder, zero weights and centres, ``n_out`` records),
+        never on the data of the fit: whatever a user program writes into ``y_rep``, no
+        confidential value can reach the synthetic set.
+        """
+        draw = wf.stan_fit.draw(s)
+        value = self.placeholder(wf.data, draw)
+        return np.asarray(
+            engine.generate(
+                self.model.stan_file,
+                public_data(wf.data, value, n_out),
+                draw,
+                seed=self._seed(f"rep-{j}"),
+                backend=self.sampler.backend,
+                quiet=self.sampler.quiet,
+            ),
+            dtype=float,
+        )[:n_out]
+
+    def placeholder(self, data: dict[str, Any], draw: dict[str, Any]) -> float:
+        """The first public placeholder outcome (:data:`PLACEHOLDERS`) the program accepts.
+
+        Tried at one draw through the program's generated quantities; a value its declared
+        constraints on ``y`` reject is skipped. Raises InputError(``stan_file``) if none fits.
+        """
+        if self._placeholder is not None:
+            return self._placeholder
+        for value in PLACEHOLDERS.get(self.model.outcome, PLACEHOLDERS["real"]):
+            try:
+                engine.outputs_at(
+                    self.model.stan_file,
+                    public_data(data, value, int(data["n"])),
+                    [draw],
+                    backend=self.sampler.backend,
                 )
-            )
-            rep += 1
-        return np.concatenate(out)[:n_out]
+            except InputError as exc:
+                if exc.param == "y":
+                    continue
+                raise
+            self._placeholder = value
+            return value
+        raise InputError(
+            "stan_file",
+            "the program's declared constraints on y reject every public placeholder "
+            f"({', '.join(map(str, PLACEHOLDERS.get(self.model.outcome, ())))}) used to run "
+            "its generated quantities without the confidential data",
+        )
 
     def _to_original_scale(self, y: np.ndarray) -> np.ndarray:
         from_stan = getattr(self.model, "from_stan_scale", None)

@@ -37,6 +37,11 @@ GUARANTEES = {
         "epsilon is in the confidential diagnostics file)"
     ),
     "none": "no differential privacy guarantee",
+    "not private (known seed)": (
+        "no privacy: the release was made with a user-supplied seed, so anyone who has the "
+        "seed can reproduce its noise and draws; the same mechanism with seeds from the "
+        "operating system gives the guarantee stated under guarantee_if_unseeded"
+    ),
     "not established": (
         "strict DP not established: the mechanism clamps every contribution, but the MCMC "
         "diagnostics failed, and the proof assumes exact posterior draws"
@@ -66,6 +71,7 @@ PUBLIC_TUNING = frozenset(
         "n_bins",
         "integer",
         "centring",
+        "truncation",
     }
 )
 """Tuning values set by the user (publishable); values searched on the data are not."""

@@ -1,69 +1,215 @@
-"""Checks that a user's Stan program really is the censored mechanism it claims to be.
+"""Checks that a user's Stan program really is the mechanism it claims to be.
 
-The censoring proof (Hu, Williams & Savitsky, Section 3) needs two facts of the program:
-every per-record contribution it adds to the target lies in [-M, M], and the target is
-the prior plus the sum of those contributions and nothing else that depends on the data.
-The shipped programs are checked once by the test suite; a ``--stan-file`` program is
-checked on its own fitted draws before a release is labelled DP (:func:`check_censored`).
+A user program (``--stan-file``) can write anything in its target and its generated
+quantities, so before a release is labelled DP dpsynth tests it, by differential
+evaluation of the compiled program (:func:`check_program`):
+
+* ``outputs``: synthesis reads no data. Its outputs other than the per-record
+  contributions (``y_rep``, transformed parameters, other generated quantities) are
+  unchanged when the outcome, weights and centres are replaced by public stand-ins
+  (:func:`dpsynth.mechanisms.public_data`). Synthesis always runs on those stand-ins
+  anyway: a program that fails this check could not copy data into a release, but it
+  is not the program it claims to be.
+
+For a censored release (Hu, Williams & Savitsky, Section 3: every per-record term in
+[-M, M], the target the prior plus the sum of those terms and nothing else that depends
+on the data), at retained posterior draws and at draws of the program's own prior:
+
+* ``prior``: the target at alpha = 0 does not change when the outcome is replaced (by the
+  placeholder, and one record at a time): no data-dependent prior, no unweighted or
+  unclamped likelihood term, no transformed data of ``y`` in the target;
+* ``locality``: changing record j changes no ``contrib[k]`` for k != j;
+* ``clamp``: every ``contrib`` lies in [-M, M];
+* ``sum``: target - target(alpha = 0) = sum of ``contrib``, for the data and for each
+  data set with one record changed.
+
+These are tests at finitely many parameter values and records, not a proof: a program
+built to pass them could still break the guarantee elsewhere. The shipped programs are
+checked by the test suite; the report of a user program's release names the checks run.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from dpsynth import engine
+from dpsynth.engine import log_density, outputs_at
 from dpsynth.errors import InputError
+from dpsynth.mechanisms import PLACEHOLDERS, public_data
 
 RTOL = 1e-6
 """Relative tolerance of the target identity (Stan's log density is computed in doubles)."""
+PRIOR_RTOL = 1e-9
+"""Relative tolerance of the alpha = 0 target under a replaced outcome (it should not move)."""
+N_POINTS = 4
+"""Parameter values tested: this many retained posterior draws, and as many prior draws."""
+RECORDS = 3
+"""Records changed one at a time in the locality test (first, middle, last position)."""
+PRIOR_SAMPLER = {"chains": 1, "iter_warmup": 300, "iter_sampling": 200}
+"""The short NUTS run of the program at alpha = 0 on public stand-in data (its prior)."""
+
+CHECKS = {
+    "outputs": "outputs other than the per-record contributions (y_rep included) are "
+    "unchanged when the outcome, weights and centres are replaced by public stand-ins",
+    "prior": "the target at alpha = 0 is unchanged when the outcome is replaced",
+    "locality": "changing record j changes only contrib[j]",
+    "clamp": "every contrib lies in [-M, M]",
+    "sum": "target - target(alpha = 0) equals the sum of contrib",
+}
+"""The differential tests of :func:`check_program`, by name (the report lists those run)."""
 
 
-def check_censored(
-    stan_file: str | Path,
+def _refuse(check: str, detail: str) -> InputError:
+    return InputError(
+        "stan_file",
+        f"the program fails the check '{check}' ({CHECKS[check]}): {detail}; see the "
+        "book's page on the Stan convention",
+    )
+
+
+def check_program(
+    synthesizer: Any,
     data: Mapping[str, Any],
     fit: engine.StanFit,
-    censor_bound: float,
+    censor_bound: float | None,
     *,
-    n_draws: int = 4,
-    backend: str | None = None,
-) -> None:
-    """Raise InputError(``stan_file``) unless the program clamps and targets as it should.
+    seed: int,
+) -> dict[str, Any]:
+    """Run the differential tests on a user program; return what the public report states.
 
-    1. ``contrib`` (S x n) is written and every entry lies in [-M, M];
-    2. at ``n_draws`` retained draws, log p(theta | data) - log p(theta | alpha = 0)
-       equals the sum of that draw's contributions (the alpha = 0 density is the prior:
-       every contribution of a zero-weight record is 0).
+    ``synthesizer`` (a :class:`dpsynth.mechanisms.Synthesizer`) gives the program, the
+    backend and the public placeholder outcome; ``data`` and ``fit`` are the fit's Stan
+    data and draws. ``censor_bound`` M (None: not a censored release, only ``outputs``
+    runs). Raises InputError(``stan_file``) naming the first failed check; no value is
+    ever shown.
     """
-    contrib = getattr(fit, "contrib", None)
+    stan_file, backend = synthesizer.model.stan_file, synthesizer.sampler.backend
+    data = dict(data)
     n = int(data["n"])
-    if contrib is None or np.ndim(contrib) != 2 or np.shape(contrib)[1] != n:
+    picks = np.unique(np.linspace(0, fit.n_draws - 1, min(N_POINTS, fit.n_draws)).astype(int))
+    posterior = [fit.draw(int(s)) for s in picks]
+    value = synthesizer.placeholder(data, posterior[0])
+    _check_outputs(stan_file, data, public_data(data, value, n), posterior, backend)
+    run = ["outputs"]
+    points = {"posterior_draws": len(posterior), "prior_draws": 0, "records_changed": 0}
+    if censor_bound is not None:
+        prior = _prior_draws(stan_file, public_data(data, value, n), fit, seed, backend)
+        params = posterior + prior
+        records = sorted({0, n // 2, n - 1})[:RECORDS]
+        values = (value, *PLACEHOLDERS.get(synthesizer.model.outcome, PLACEHOLDERS["real"]))
+        _check_censored(stan_file, data, params, float(censor_bound), records, values, backend)
+        run += ["prior", "locality", "clamp", "sum"]
+        points.update(prior_draws=len(prior), records_changed=len(records))
+    return {
+        "checks": {name: CHECKS[name] for name in run},
+        **points,
+        "note": (
+            "differential tests of the compiled program at these parameter values and "
+            "records, not a proof that the program is the mechanism it claims to be"
+        ),
+    }
+
+
+def _check_outputs(stan_file, data, public, params, backend) -> None:
+    full = dict(data, want_contrib=0, want_rep=1)
+    with_data = outputs_at(stan_file, full, params, backend=backend)
+    without = outputs_at(stan_file, public, params, backend=backend)
+    for a, b in zip(with_data, without, strict=True):
+        for name in a:
+            if name in engine.RECORD_OUTPUTS:
+                continue
+            same = name in b and np.shape(a[name]) == np.shape(b[name])
+            if not same or not np.array_equal(a[name], b[name], equal_nan=True):
+                raise _refuse("outputs", f"`{name}` depends on the confidential data")
+
+
+def _prior_draws(stan_file, public, fit, seed, backend) -> list[dict[str, Any]]:
+    """Draws of the program's prior: NUTS at alpha = 0 on the public stand-in data."""
+    prior_data = dict(public, want_rep=0)
+    try:
+        prior = engine.fit(
+            stan_file,
+            prior_data,
+            seed=seed % (2**31),
+            backend=backend,
+            **PRIOR_SAMPLER,
+        )
+    except InputError:
+        raise _refuse_prior() from None
+    picks = np.linspace(0, prior.n_draws - 1, N_POINTS).astype(int)
+    draws = [prior.draw(int(s)) for s in picks]
+    values = log_density(stan_file, dict(prior_data, want_rep=0), draws, backend=backend)
+    finite = [d for d, v in zip(draws, values, strict=True) if np.isfinite(v)]
+    if len(finite) < 2:
+        raise _refuse_prior()
+    return finite
+
+
+def _refuse_prior() -> InputError:
+    return InputError(
+        "stan_file",
+        "the program's prior (its target at alpha = 0) could not be sampled; a censored "
+        "posterior needs a proper prior that does not depend on the data",
+    )
+
+
+def _changed(data: dict, j: int, values: tuple[float, ...]) -> dict:
+    """The data with record j's outcome replaced by the first public value it does not equal."""
+    y = np.array(data["y"], copy=True)
+    y[j] = next(v for v in values if v != y[j])
+    return dict(data, y=y)
+
+
+def _check_censored(stan_file, data, params, M, records, values, backend) -> None:
+    n = int(data["n"])
+    full = dict(data, want_contrib=1, want_rep=0)
+    zero = dict(full, alpha=np.zeros(n))
+    t0 = log_density(stan_file, zero, params, backend=backend)
+    tol0 = PRIOR_RTOL * (1 + np.abs(t0))
+    replaced = dict(zero, y=np.full(n, np.asarray(data["y"]).dtype.type(values[0])))
+    variants = [("the outcome replaced by a placeholder", replaced)] + [
+        (f"record {j + 1} changed", _changed(zero, j, values)) for j in records
+    ]
+    for what, alt in variants:
+        if not np.all(np.abs(log_density(stan_file, alt, params, backend=backend) - t0) <= tol0):
+            raise _refuse("prior", f"the alpha = 0 target moves with {what}")
+    contrib = _contributions(stan_file, full, params, M, backend)
+    _check_sum(stan_file, full, params, t0, contrib, M, backend)
+    for j in records:
+        changed = _changed(full, j, values)
+        alt = _contributions(stan_file, changed, params, M, backend)
+        others = np.ones(n, dtype=bool)
+        others[j] = False
+        if not np.allclose(alt[:, others], contrib[:, others], rtol=1e-12, atol=1e-12 * M):
+            raise _refuse("locality", f"changing record {j + 1} changes other records' contrib")
+        _check_sum(stan_file, changed, params, t0, alt, M, backend)
+
+
+def _contributions(stan_file, data, params, M, backend) -> np.ndarray:
+    outs = outputs_at(stan_file, data, params, backend=backend)
+    n = int(data["n"])
+    contrib = [np.asarray(o.get("contrib", ()), dtype=float).ravel() for o in outs]
+    if any(c.shape != (n,) for c in contrib):
         raise InputError(
             "stan_file", "the program does not write `contrib` (one value per record per draw)"
         )
-    M = float(censor_bound)
+    contrib = np.vstack(contrib)
     if not np.all(np.isfinite(contrib)) or float(np.max(np.abs(contrib))) > M * (1 + 1e-9):
-        raise InputError(
-            "stan_file",
-            "the program's contributions are not clamped to [-M, M]; it is not a censored "
-            "mechanism (see the book's page on the Stan convention)",
-        )
-    S = contrib.shape[0]
-    picks = np.unique(np.linspace(0, S - 1, min(n_draws, S)).astype(int))
-    params = [fit.draw(int(s)) for s in picks]
-    full = log_density(stan_file, data, params, backend=backend)
-    prior = log_density(stan_file, dict(data, alpha=np.zeros(n)), params, backend=backend)
-    expected = contrib[picks].sum(axis=1)
-    if not np.allclose(full - prior, expected, rtol=RTOL, atol=RTOL * (1 + n * M)):
-        raise InputError(
-            "stan_file",
-            "the program's target is not its prior plus the sum of its clamped contributions "
-            "(`contrib`); it is not a censored mechanism",
-        )
+        raise _refuse("clamp", "some contributions are not clamped to [-M, M]")
+    return contrib
+
+
+def _check_sum(stan_file, data, params, t0, contrib, M, backend) -> None:
+    n = int(data["n"])
+    target = log_density(stan_file, data, params, backend=backend)
+    expected = contrib.sum(axis=1)
+    if not np.allclose(target - t0, expected, rtol=RTOL, atol=RTOL * (1 + n * M)):
+        raise _refuse("sum", "the target is not its prior plus the sum of its contributions")
 
 
 CONVENTION_DATA = ("n", "alpha", "censor", "M", "want_contrib", "want_rep", "y")
@@ -152,32 +298,3 @@ def declared_names(body: str) -> list[str]:
         if len(words) >= 2 and re.fullmatch(r"[A-Za-z]\w*", words[-1]):
             names.append(words[-1])
     return names
-
-
-def log_density(
-    stan_file: str | Path,
-    data: Mapping[str, Any],
-    params: Sequence[Mapping[str, Any]],
-    *,
-    backend: str | None = None,
-) -> np.ndarray:
-    """log p(theta | data) without the Jacobian, at constrained parameter values."""
-    name = engine.choose_backend(backend)
-    jdata = engine._jsonable(data)
-    if name == "pystan":
-        # the compiled model's own stan::services module (what httpstan's log_prob and
-        # transform_inits requests call), loaded in this process
-        import httpstan.models
-
-        model_name = engine.compile_program(stan_file, backend="pystan")
-        module = httpstan.models.import_services_extension_module(model_name)
-        out = []
-        for p in params:
-            unc = module.transform_inits(jdata, engine._jsonable(p))
-            out.append(module.log_prob(jdata, unc, False))
-        return np.asarray(out, dtype=float)
-    model = engine._cmdstan_model(engine.program_code(stan_file))  # pragma: no cover - CmdStan
-    values = [
-        float(model.log_prob(params=dict(p), data=jdata, jacobian=False).iloc[0, 0]) for p in params
-    ]
-    return np.asarray(values, dtype=float)

@@ -243,6 +243,8 @@ def synthesize(
         frame, report, diag = _sbs(req, ledger)
     else:
         frame, report, diag, result = _posterior(req, ledger)
+    if known_seed:
+        report = _known_seed(report)
     report = {
         **report,
         "neighbours": neighbours,
@@ -253,6 +255,22 @@ def synthesize(
     }
     diagnostics = {"confidential": CONFIDENTIAL_BANNER, "seed": seed, **diag}
     return Release(frame, report, diagnostics, result)
+
+
+def _known_seed(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of a seeded (research) run: not private, whatever the mechanism.
+
+    The mechanism's own guarantee and epsilon move to ``guarantee_if_unseeded`` and
+    ``epsilon_budgeted``: what an operating-system-seeded run of the same settings gives.
+    """
+    out = dict(report)
+    out["guarantee_if_unseeded"] = report["guarantee"]
+    out["guarantee"] = "not private (known seed)"
+    out["guarantee_meaning"] = privacy.GUARANTEES["not private (known seed)"]
+    budget = report.get("epsilon")
+    out["epsilon"] = out["epsilon_per_set"] = None
+    out["epsilon_budgeted"] = report.get("epsilon_budgeted", budget)
+    return out
 
 
 @dataclass(frozen=True)
@@ -320,15 +338,12 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
             req.reference, req.reference_X, c=tuning.get("c", 1.0), g=tuning.get("g", 0.0)
         )
     result = syn.run(mechanism, eps_set, neighbours=neighbours, alpha=ref_alpha, **tuning)
-    if result.fit.censor_bound is not None and syn.model.record_log_lik is None:
-        from dpsynth.program_checks import check_censored
+    program_checks = None
+    if syn.model.record_log_lik is None:  # a user program: test it before any label
+        from dpsynth.program_checks import check_program
 
-        check_censored(
-            syn.model.stan_file,
-            result.fit.data,
-            result.fit.stan_fit,
-            result.fit.censor_bound,
-            backend=syn.sampler.backend,
+        program_checks = check_program(
+            syn, result.fit.data, result.fit.stan_fit, result.fit.censor_bound, seed=req.seed
         )
     diag_fit = result.fit.stan_fit.diagnostics
     kind = result.guarantee
@@ -337,12 +352,7 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
     caveats: list[str] = []
     if kind == "DP" and not converged(diag_fit):
         if not req.allow_unconverged:
-            raise ConvergenceError(
-                "sampler",
-                "the MCMC fit did not converge well enough for a strict-DP release "
-                f"({'; '.join(convergence_failures(diag_fit))}): run longer chains, "
-                "or pass allow_unconverged (--allow-unconverged) to release without a guarantee",
-            )
+            raise ConvergenceError("sampler", convergence_refusal(diag_fit))
         kind = "not established"
         caveats.append("MCMC convergence checks failed: the DP proof assumes exact draws")
     for j in range(1, m + 1):
@@ -377,6 +387,8 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         "backend": result.fit.stan_fit.backend,
         "caveats": caveats,
     }
+    if program_checks is not None:
+        report["program_checks"] = program_checks
     diag = {
         "lipschitz_bound_draws": result.fit.lipschitz,
         "epsilon_local_draws": privacy.epsilon_of(result.fit.lipschitz, neighbours) * m,
@@ -415,6 +427,42 @@ def convergence_failures(diagnostics: dict[str, float]) -> list[str]:
     if div > CONVERGENCE["divergences"]:
         out.append(f"{div} divergent transitions")
     return out
+
+
+MULTIMODAL_RHAT = 1.3
+"""R-hat above this with a bulk ESS under :data:`MULTIMODAL_ESS`: the chains sit in different
+modes (longer chains do not help; seen with censored posteriors, issue 19)."""
+MULTIMODAL_ESS = 20.0
+
+
+def convergence_refusal(diagnostics: dict[str, float]) -> str:
+    """The refusal of an unconverged strict-DP release: figures marked confidential, advice.
+
+    The figures come from the confidential fit, so they are marked as such (they reach
+    only the curator's terminal). The advice depends on the failure: chains in different
+    modes, divergent transitions, or too few effective draws.
+    """
+    rhat = diagnostics.get("rhat_max") or math.nan
+    ess = diagnostics.get("ess_bulk_min") or math.nan
+    figures = "; ".join(convergence_failures(diagnostics))
+    if rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS:
+        advice = (
+            "the chains settled in different modes of the censored posterior, so longer "
+            "chains will not help; try centring at a public reference (centring), another "
+            "epsilon, or another model (which_mechanism in the book)"
+        )
+    elif diagnostics.get("divergences", 0) > CONVERGENCE["divergences"]:
+        advice = (
+            "divergent transitions: raise the step-size target (adapt_delta, e.g. 0.95 or "
+            "0.99), centre at a public reference (centring), or use another model"
+        )
+    else:
+        advice = "run longer chains (iter_warmup, iter_sampling) or more chains"
+    return (
+        "the MCMC fit did not converge well enough for a strict-DP release "
+        f"[CONFIDENTIAL figures from the confidential fit, do not publish: {figures}]: "
+        f"{advice}; or pass allow_unconverged=True to release without a guarantee"
+    )
 
 
 def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, reference: bool):
@@ -604,8 +652,8 @@ _MECHANISM_TUNING = {
     "lw": {"c", "g", "reweight", "k"},
     "cw": {"radius", "c", "g", "reweight", "k"},
     "sw": {"target_lipschitz"},
-    "weighted-e": {"c", "g"},
-    "censor-w": {"c", "g", "downscale", "centring"},
+    "weighted-e": {"c", "g", "truncation"},
+    "censor-w": {"c", "g", "downscale", "centring", "reweight", "k"},
     "censor-uw": {"centring"},
     "ph": {"n_bins", "integer"},
     "sbs": {"data_type", "known_sd", "sanitization", "allocation", "bounding"},
