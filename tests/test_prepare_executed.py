@@ -42,3 +42,34 @@ def test_prepare_hides_plumbing_moves_markers_and_adds_a_footer():
     footer = out.cells[-1]
     assert footer.cell_type == "markdown" and "`paper` profile" in footer.source
     assert "dpsynth" in footer.source and "Python" in footer.source
+
+
+def test_settings_helpers_and_definitions_are_plumbing():
+    assert prepare.is_plumbing("from x import settings\nsetup()\ncfg = settings(profile, n=n)")
+    assert prepare.is_plumbing("show_settings(cfg, ['n', 'm'])")
+    assert prepare.is_plumbing("def original(frame):\n    return frame.mean()")
+    assert not prepare.is_plumbing("cfg = settings(profile)\nstudy = run(cfg)")
+    assert not prepare.is_plumbing("x = 1")
+
+
+def test_stderr_left_out_and_local_paths_scrubbed():
+    root = str(prepare.REPO)
+    warning = nbformat.v4.new_output(
+        "stream", name="stderr", text=f"{root}/dpsynth/x.py:3: RuntimeWarning: divide\n"
+    )
+    printed = nbformat.v4.new_output(
+        "stream", name="stdout", text=f"wrote {root}/notebooks/out.csv and {root}/data/a.csv\n"
+    )
+    shown = nbformat.v4.new_output(
+        "display_data", data={"text/plain": f"{root}/results", "image/png": "AAAA"}
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [_cell("run()", outputs=[warning, printed, shown])]
+    dropped: list[str] = []
+    out = prepare.prepare(nb, "ci", dropped)
+    outputs = out.cells[0].outputs
+    assert [o.get("name") for o in outputs] == ["stdout", None]
+    assert outputs[0]["text"] == "wrote out.csv and data/a.csv\n"
+    assert outputs[1]["data"]["text/plain"] == "results"
+    assert outputs[1]["data"]["image/png"] == "AAAA"
+    assert len(dropped) == 1 and "RuntimeWarning" in dropped[0] and root not in dropped[0]

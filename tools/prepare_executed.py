@@ -9,11 +9,16 @@ In place, it:
 
 1. removes from the page the ``parameters`` cell and papermill's ``injected-parameters``
    cell (tag ``remove-cell``: the page states the profile in its footer instead);
-2. hides the input of setup and glue cells (tag ``remove-input``): cells whose code only
-   imports, calls ``setup()`` or glues numbers;
-3. takes the ``# NBVAL_CHECK_OUTPUT`` marker out of the rendered source and records it as the
+2. hides the input of plumbing (tag ``remove-input``): cells whose code only imports,
+   defines helper functions, calls ``setup()``, ``show_settings()`` or glue, or reads a
+   profile's settings (``cfg = settings(...)``), and glue cells that show nothing;
+3. keeps only what a reader needs in the outputs: stderr streams (library warnings,
+   progress bars) are left out of the page, with one line on the terminal saying how many,
+   and local paths (this checkout, the home and temporary directories) are replaced by
+   neutral text;
+4. takes the ``# NBVAL_CHECK_OUTPUT`` marker out of the rendered source and records it as the
    cell tag ``nbval-check-output`` (which ``tests/test_notebook_outputs.py`` reads);
-4. appends a footer: when and with which profile the notebook ran, and the versions of
+5. appends a footer: when and with which profile the notebook ran, and the versions of
    Python, dpsynth and the engines.
 """
 
@@ -23,15 +28,20 @@ import argparse
 import ast
 import datetime
 import importlib.metadata
+import os
 import platform
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 
 MARKER = "# NBVAL_CHECK_OUTPUT"
 CHECK_TAG = "nbval-check-output"
-PLUMBING_CALLS = {"setup", "glue_numbers", "glue", "filterwarnings"}
+PLUMBING_CALLS = {"setup", "glue_numbers", "glue", "filterwarnings", "show_settings"}
+SETTINGS_CALLS = {"settings"}
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _tags(cell) -> list[str]:
@@ -45,19 +55,26 @@ def _add_tag(cell, tag: str) -> None:
 
 
 def is_plumbing(source: str) -> bool:
-    """True for cells that only import, call ``setup()`` or glue numbers (nothing to read)."""
+    """True for cells that only import, define helpers, call ``setup()`` /
+    ``show_settings()`` / glue, or read settings (nothing to read in their code)."""
     try:
         body = ast.parse(source).body
     except SyntaxError:
         return False
 
+    def called(node: ast.AST, names: set[str]) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in names
+
     def plumbing(stmt: ast.stmt) -> bool:
-        if isinstance(stmt, ast.Import | ast.ImportFrom):
+        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef):
             return True
-        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-            func = stmt.value.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            return name in PLUMBING_CALLS
+        if isinstance(stmt, ast.Expr):
+            return called(stmt.value, PLUMBING_CALLS)
+        if isinstance(stmt, ast.Assign):
+            return called(stmt.value, SETTINGS_CALLS)
         return False
 
     return bool(body) and all(plumbing(stmt) for stmt in body)
@@ -80,6 +97,49 @@ def shows_output(cell) -> bool:
     return False
 
 
+def local_paths() -> list[tuple[re.Pattern, str]]:
+    """(pattern, replacement) for the local paths an output may print, longest first."""
+    pairs = [
+        (str(REPO / "notebooks") + os.sep, ""),
+        (str(REPO) + os.sep, ""),
+        (str(REPO), "."),
+        (tempfile.gettempdir().rstrip(os.sep) + os.sep, "<tmp>/"),
+        (str(Path.home()) + os.sep, "~/"),
+    ]
+    return [(re.compile(re.escape(path)), new) for path, new in pairs if len(path) > 2]
+
+
+def scrub(text: str, patterns: list[tuple[re.Pattern, str]] | None = None) -> str:
+    """``text`` with local paths replaced (see :func:`local_paths`)."""
+    for pattern, new in patterns or local_paths():
+        text = pattern.sub(new, text)
+    return text
+
+
+def clean_outputs(cell, patterns) -> list[str]:
+    """Drop stderr streams from a cell's outputs and scrub local paths from the rest.
+
+    Returns the first line of each stderr stream dropped (for the terminal)."""
+    dropped, kept = [], []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            text = "".join(out.get("text", ""))
+            first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+            dropped.append(scrub(first, patterns)[:100])
+            continue
+        if out.get("output_type") == "stream":
+            out["text"] = scrub("".join(out.get("text", "")), patterns)
+        for mime, value in out.get("data", {}).items():
+            if mime.startswith("text/") or mime == "application/json":
+                if isinstance(value, str):
+                    out["data"][mime] = scrub(value, patterns)
+                elif isinstance(value, list):
+                    out["data"][mime] = [scrub(v, patterns) for v in value]
+        kept.append(out)
+    cell["outputs"] = kept
+    return dropped
+
+
 def footer(profile: str) -> str:
     """Markdown footer: run date, profile and versions."""
     import dpsynth
@@ -99,8 +159,10 @@ def footer(profile: str) -> str:
     )
 
 
-def prepare(nb, profile: str):
-    """Apply steps 1-4 to a notebook object; return it."""
+def prepare(nb, profile: str, report: list[str] | None = None):
+    """Apply steps 1-5 to a notebook object; return it. ``report`` collects the first line
+    of every stderr output left out of the page."""
+    patterns = local_paths()
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -113,6 +175,9 @@ def prepare(nb, profile: str):
                 line for line in cell.source.splitlines() if line.strip() != MARKER
             )
             _add_tag(cell, CHECK_TAG)
+        dropped = clean_outputs(cell, patterns)
+        if report is not None:
+            report += dropped
         if is_plumbing(cell.source) or (glues(cell.source) and not shows_output(cell)):
             _add_tag(cell, "remove-input")
     nb.cells.append(nbformat.v4.new_markdown_cell(footer(profile)))
@@ -125,7 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", required=True)
     args = parser.parse_args(argv)
     nb = nbformat.read(args.notebook, as_version=4)
-    nbformat.write(prepare(nb, args.profile), args.notebook)
+    dropped: list[str] = []
+    nbformat.write(prepare(nb, args.profile, dropped), args.notebook)
+    if dropped:
+        kinds = sorted(set(dropped))
+        print(
+            f"[prepare] {args.notebook.name}: {len(dropped)} stderr output(s) left out of the "
+            f"page: {' | '.join(kinds[:3])}" + (" ..." if len(kinds) > 3 else ""),
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -50,6 +50,95 @@ def show(fig: Any) -> None:
     plt.close(fig)
 
 
+def show_settings(cfg: Mapping[str, Any], keys: Iterable[str], title: str = "This run") -> None:
+    """Display a run's settings as one short table (``key | value``), not as a dict."""
+    from html import escape
+
+    rows = "".join(
+        f"<tr><th>{escape(str(k))}</th><td>{escape(_setting(cfg[k]))}</td></tr>" for k in keys
+    )
+    text = "\n".join(f"{k}: {_setting(cfg[k])}" for k in keys)
+    _display(
+        f'<table class="dpsynth-settings"><caption>{escape(title)}</caption>{rows}</table>',
+        f"{title}\n{text}",
+    )
+
+
+def _setting(v: Any) -> str:
+    if isinstance(v, list | tuple):
+        return ", ".join(_setting(x) for x in v)
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _display(html: str, text: str) -> None:
+    """Display HTML in a notebook (with a plain-text fallback); print the text elsewhere."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import display
+    except ImportError:  # pragma: no cover - IPython ships with the notebook tools
+        print(text)
+        return
+    if get_ipython() is None:
+        print(text)
+        return
+    display({"text/html": html, "text/plain": text}, raw=True)
+
+
+def shell_command(args: Iterable[str], program: str = "dpsynth", width: int = 76) -> str:
+    """``program args`` as a reader would type it in a shell: quoted where needed, one flag
+    and its values per continuation line once the line would pass ``width`` characters."""
+    import shlex
+
+    words = [shlex.quote(str(a)) for a in args]
+    groups: list[str] = []
+    for w in words:
+        if w.startswith("--") or not groups:
+            groups.append(w)
+        else:
+            groups[-1] += " " + w
+    lines = [program]
+    for g in groups:
+        if len(lines[-1]) + 1 + len(g) > width:
+            lines[-1] += " \\"
+            lines.append("    " + g)
+        else:
+            lines[-1] += " " + g
+    return "\n".join(lines)
+
+
+def run_cli(*args: str, cwd: Any = None, retry_unconverged: bool = False) -> Any:
+    """Show ``dpsynth ARGS`` as the shell command a reader would type, then run it.
+
+    Runs ``python -m dpsynth ARGS`` with this kernel's Python in ``cwd`` (so file names in
+    the command are relative) and returns the ``subprocess.CompletedProcess`` (text output).
+    With ``retry_unconverged``, a release refused because the sampler did not converge is
+    rerun once with longer chains, as a data owner would, and that command is shown too.
+    """
+    import subprocess
+    import sys
+
+    def once(argv: tuple[str, ...]) -> Any:
+        command = shell_command(argv)
+        _display(f'<pre class="dpsynth-command">$ {_escape(command)}</pre>', f"$ {command}")
+        return subprocess.run(
+            [sys.executable, "-m", "dpsynth", *argv], capture_output=True, text=True, cwd=cwd
+        )
+
+    run = once(args)
+    if retry_unconverged and run.returncode == 2 and "did not converge" in run.stderr:
+        print("refused: the sampler did not converge; again with longer chains:")
+        run = once((*args, "--iter-warmup", "2000", "--iter-sampling", "2000"))
+    return run
+
+
+def _escape(text: str) -> str:
+    from html import escape
+
+    return escape(text)
+
+
 def as_float(v: Any) -> float:
     """``v`` as a Python float (numpy 2 scalars print as np.float64(...)); nan if not a number."""
     try:
