@@ -127,27 +127,57 @@ def sw_weight(unweighted_lipschitz: float, target_lipschitz: float) -> float:
     return float(min(1.0, target_lipschitz / unweighted_lipschitz))
 
 
-def reweighted(alpha: np.ndarray, record_bounds: np.ndarray, k: float) -> np.ndarray:
+def reweighted(
+    alpha: np.ndarray, record_bounds: np.ndarray, k: float, delta: float | None = None
+) -> np.ndarray:
     """Re-weighting, Eq. (6): alpha^w_i = k alpha_i Delta / Delta_i, clipped to [0, 1].
 
     ``record_bounds`` are the Delta_{alpha, x_i} of the alpha-weighted fit and
-    Delta their max. Records with Delta_i = 0 (alpha_i = 0) keep weight 0.
+    Delta (``delta``) their max by default. A given ``delta`` is the Weighted bound of
+    another database (re-weighting on a public reference, Section 4.5 of the censoring
+    paper: Delta and the draws behind Delta_i then come from the reference only).
+    Records with Delta_i = 0 (alpha_i = 0) keep weight 0.
     """
     if not (0 < k <= 1):
         raise InputError("k", f"must lie in (0, 1] (got {k})")
     alpha = np.asarray(alpha, dtype=float)
     b = np.asarray(record_bounds, dtype=float)
-    delta = b.max()
+    delta = b.max() if delta is None else float(delta)
     out = np.zeros_like(alpha)
     pos = b > 0
     out[pos] = k * alpha[pos] * delta / b[pos]
     return np.clip(out, 0.0, 1.0)
 
 
+WEIGHTED_E_RULES = ("weighted-fit", "lw-bound")
+"""Which record bound Weighted-e compares with eps/2 (the censoring paper's Section 2.2 lost
+its formula): ``weighted-fit`` max_s |alpha_i f_theta_s(x_i)| over the Weighted fit's draws
+(dpsynth's first reading, the library default); ``lw-bound`` alpha_i f_i with f_i the record
+bound that builds the LW weights, max_s |f_theta_s(x_i)| over the Unweighted fit's draws (the
+reading that reproduces the paper's Table 1, :func:`lw_truncation_bounds`)."""
+
+
+def lw_truncation_bounds(alpha: np.ndarray, unweighted_bounds: np.ndarray) -> np.ndarray:
+    """Weighted-e's record bounds under the ``lw-bound`` reading: alpha_i f_i.
+
+    ``unweighted_bounds`` (n,) are the f_i = max_s |f_theta_s(x_i)| of the Unweighted fit,
+    the same numbers Algorithm 1 (vector-weighted paper) turns into the LW weights
+    ``alpha``; no Weighted fit is involved. Records of weight 0 (including those with a
+    non-finite f_i, which :func:`lw_weights` sets to 0) get bound 0.
+    """
+    alpha = np.asarray(alpha, dtype=float)
+    f = np.asarray(unweighted_bounds, dtype=float)
+    out = np.zeros_like(alpha)
+    pos = alpha > 0
+    out[pos] = alpha[pos] * f[pos]
+    return out
+
+
 def weighted_e_weights(alpha: np.ndarray, record_bounds: np.ndarray, epsilon: float) -> np.ndarray:
     """Weighted-e truncation (censoring paper, Section 2.2): alpha_i = 0 where Delta_i > eps/2.
 
-    ``record_bounds`` are the weighted record bounds max_s |alpha_i f_theta_s(x_i)|.
+    ``record_bounds`` are the weighted record bounds: max_s |alpha_i f_theta_s(x_i)| of the
+    Weighted fit (``weighted-fit``) or alpha_i f_i (``lw-bound``, :func:`lw_truncation_bounds`).
     """
     alpha = np.asarray(alpha, dtype=float).copy()
     alpha[np.asarray(record_bounds) > epsilon / 2.0] = 0.0

@@ -78,6 +78,62 @@ def test_reweighting_keeps_lipschitz_within_one_percent(small_sampler):
     assert after.fit.alpha.mean() > before.fit.alpha.mean()
 
 
+@pytest.mark.slow
+def test_weighted_e_lw_bound_rule_zeroes_alpha_times_unweighted_bound(heavy_beta_synth):
+    """Issue 20's reading: alpha_i f_i > eps/2 with f_i the Unweighted fit's record bound."""
+    syn = heavy_beta_synth
+    f = syn.unweighted_fit().record_bounds
+    alpha = syn.lw_alpha()
+    we = syn.run("weighted-e", 3.0, truncation="lw-bound")
+    zeroed = (alpha * f > 1.5) | (alpha == 0)
+    assert np.array_equal(we.fit.alpha == 0, zeroed)
+    assert we.tuning["truncation"] == "lw-bound"
+    assert zeroed.sum() > (alpha == 0).sum()  # the rule truncates some record here
+    with pytest.raises(InputError, match="^truncation:"):
+        syn.weighted_e(3.0, truncation="draws")
+
+
+@pytest.mark.slow
+def test_censor_w_reweighted_uses_equation_6_on_the_weighted_fit(heavy_beta_synth):
+    syn = heavy_beta_synth
+    lw = syn.lw().fit
+    expected = np.clip(
+        0.95 * lw.alpha * lw.lipschitz / np.where(lw.record_bounds > 0, lw.record_bounds, np.inf),
+        0,
+        1,
+    )
+    r = syn.run("censor-w", 3.0, reweight=True, k=0.95)
+    np.testing.assert_allclose(r.fit.alpha, expected)
+    assert r.tuning["reweight"] is True and r.tuning["k"] == 0.95
+    assert r.lipschitz <= 1.5 and r.guarantee == "DP"
+    # re-weighting raises the weights, so at least as many records are clamped
+    assert r.fit.n_censored >= syn.censor_w(3.0).fit.n_censored
+    down = syn.censor_w(3.0, reweight=True, downscale=0.5)
+    np.testing.assert_allclose(down.fit.alpha, 0.5 * expected)
+
+
+@pytest.mark.slow
+def test_censor_w_reference_reweighting_uses_the_reference_only(small_sampler):
+    """With reference weights, Delta and the draws behind Delta_i come from the reference's
+    own Weighted fit: a record's weight does not move when another confidential record does."""
+    rng = np.random.default_rng(11)
+    ref = rng.beta(0.5, 3, 300).clip(1e-9, 1 - 1e-9)
+    y1 = rng.beta(0.5, 3, 200).clip(1e-9, 1 - 1e-9)
+    y2 = y1.copy()
+    y2[-1] = 1e-7  # a different last record
+    alphas = []
+    for y in (y1, y2):
+        syn = Synthesizer(y, "beta", seed=5, sampler=small_sampler)
+        a = syn.reference_lw_alpha(ref)
+        aw = syn._reference_reweighted(a, 0.95)
+        assert (aw >= a - 1e-12).sum() > 0.5 * a.size  # mostly raised
+        alphas.append(aw)
+    np.testing.assert_allclose(alphas[0][:-1], alphas[1][:-1])
+    syn = Synthesizer(y1, "beta", seed=5, sampler=small_sampler)
+    with pytest.raises(InputError, match="^reweight:"):
+        syn.censor_w(3.0, alpha=np.full(y1.size, 0.5), reweight=True)
+
+
 def test_every_mechanism_has_a_guarantee():
     assert set(GUARANTEE) == set(MECHANISMS)
     assert {k for k, v in GUARANTEE.items() if v == "DP"} == {"censor-w", "censor-uw"}

@@ -183,11 +183,17 @@ R_DRIFT = 2
 
 
 def _assert_summary_close(stem: str, fresh: pd.DataFrame, committed: results.PaperScale) -> None:
-    """Every committed Monte Carlo mean (a row with se > 0) within 4 SE of the difference."""
+    """Every committed Monte Carlo mean (a row with se > 0) within 4 SE of the difference.
+
+    Order statistics and spreads of the full Table 1 / S4 rows (``t1_*``, ``s4_*`` other
+    than the means) are skipped: a minimum over R = 2 replicates is not an estimate of the
+    minimum over 100."""
     old = committed.get("summary")
     r_committed = int(committed.meta["settings"]["R"])
     checked = []
     for q in old.index.intersection(fresh.index):
+        if str(q).startswith(("t1_", "s4_")) and "_mean" not in str(q):
+            continue
         c, se = float(old.at[q, "value"]), float(old.at[q, "se"])
         f = pd.to_numeric(fresh.at[q, "value"], errors="coerce")
         if not (np.isfinite(se) and se > 0 and np.isfinite(f)):
@@ -204,8 +210,19 @@ def test_beta_censoring_summary_has_not_drifted() -> None:
 
     got = _committed("01_beta_censoring")
     s = censoring.settings("paper", R=R_DRIFT, n_jobs=2)
-    for key in ("n", "epsilons", "chains", "iter_warmup", "iter_sampling", "seed", "downscale"):
-        assert s[key] == got.meta["settings"][key], f"the paper profile's {key} changed"
+    for key in (
+        "n",
+        "epsilons",
+        "chains",
+        "iter_warmup",
+        "iter_sampling",
+        "seed",
+        "downscale",
+        "weighted_e_rule",
+        "censor_w_reweight",
+        "censor_w_k",
+    ):
+        assert s[key] == got.meta["settings"].get(key), f"the paper profile's {key} changed"
     frame = censoring.run_beta_study(s, cache_dir=None)
     fresh = verdicts.summary_frame(censoring.beta_summary(frame, s["n"]))
     _assert_summary_close("01_beta_censoring", fresh, got)

@@ -161,6 +161,16 @@ def test_paper_profile_choices_and_validation_of_the_new_keys() -> None:
     assert s["ph_bin_rule"] == "log" and s["downscale"] == 0.9
     assert (s["lw_c"], s["lw_g"], s["lw_draw_quantile"]) == (1.0, 0.0, None)
     assert s["sdr_weighted_epsilon"] == 5.24 and s["sdr_tune_tol"] == 0.05
+    # issue 20: the readings that reproduce Table 1, in both profiles and in the cache key
+    for profile in ("paper", "ci"):
+        t = settings(profile)
+        assert (t["weighted_e_rule"], t["censor_w_reweight"], t["censor_w_k"]) == (
+            "lw-bound",
+            True,
+            0.95,
+        )
+    plain = beta_params(settings("ci", weighted_e_rule="weighted-fit", censor_w_reweight=False))
+    assert plain != beta_params(settings("ci"))
     assert settings("ci", sdr_weighted_epsilon=None)["sdr_weighted_epsilon"] == 5.24  # None keeps
     p = beta_params(settings("ci", lw_draw_quantile=0.9, lw_g=0.1))
     assert (p["lw_draw_quantile"], p["lw_g"], p["ph_bin_rule"]) == (0.9, 0.1, "log")
@@ -172,6 +182,10 @@ def test_paper_profile_choices_and_validation_of_the_new_keys() -> None:
         ("ph_bin_rule", "cube"),
         ("sdr_weighted_epsilon", -1.0),
         ("sdr_tune_tol", 1.5),
+        ("weighted_e_rule", "draws"),
+        ("censor_w_reweight", "yes"),
+        ("censor_w_k", 0.0),
+        ("censor_w_k", 1.2),
     ):
         with pytest.raises(InputError) as info:
             settings("ci", **{key: bad})
@@ -290,3 +304,35 @@ def test_sdr_summary_and_comparison() -> None:
     out["table"].loc["epsilon", "Weighted"] = 12.16
     table = compare(sdr_comparison(), summary_frame(sdr_summary(out)), study="sdr")
     assert "likely cause: the LW tuning (c, g)" in table.verdict.iloc[0]
+
+
+def test_table1_beside_paper_rescales_and_interleaves_the_paper() -> None:
+    from dpsynth.studies.censoring import PAPER_TABLE1_FULL, table1_beside_paper
+
+    table1 = pd.DataFrame(
+        [[0, 10, 20, 30, 40, 50, 5.0], [1, 2, 3, 4, 5, 6, 1.0]],
+        index=pd.MultiIndex.from_tuples([(4.0, "Censor_w"), (2.0, "Censor_w")]),
+        columns=["min", "q1", "median", "mean", "q3", "max", "sd"],
+    )
+    out = table1_beside_paper(table1, n=1000)  # counts x 2000 / 1000
+    assert out.loc[(4.0, "Censor_w", "dpsynth")].tolist() == [0, 20, 40, 60, 80, 100, 10]
+    assert tuple(out.loc[(4.0, "Censor_w", "paper")]) == PAPER_TABLE1_FULL[(4.0, "Censor_w")]
+    assert (2.0, "Censor_w", "paper") not in out.index  # off the paper's grid
+
+
+def test_full_table1_rows_and_summaries(tiny_frame: pd.DataFrame) -> None:
+    from dpsynth.studies.censoring import beta_comparison, beta_summary
+
+    frame = pd.concat([tiny_frame, tiny_frame.assign(replicate=1)])
+    values = beta_summary(frame, 60)
+    main = tiny_frame[(tiny_frame.study == "main") & (tiny_frame.epsilon == 3.0)]
+    cw = main.loc[main.mechanism == "Censor_w", "n_invoked"].iloc[0]
+    value, se, r = values["t1_censor_w_median_3"]
+    assert (value, se, r) == (cw * 2000 / 60, 0.0, 2)  # two equal replicates
+    assert np.isnan(values["t1_censor_w_sd_3"][1]) or values["t1_censor_w_sd_3"][0] == 0
+    assert values["censor_w_above_weighted_e_3"].shape == (2,)
+    specs = {row["key"]: row for row in beta_comparison([4.0, 3.0], 4.0)}
+    assert specs["t1_censor_w_q3_5"]["paper"] == 260.0
+    assert specs["t1_weighted_e_sd_3"]["paper"] == 60.62
+    assert specs["s4_censor_w_with_max"]["paper"] == 413.0
+    assert specs["t1_censor_uw_min_4"]["k"] == pytest.approx(2 * np.sqrt(2))

@@ -129,3 +129,21 @@ def test_summary_frame_survives_a_csv_round_trip(tmp_path) -> None:
         study="s",
     )
     assert table["this run"].tolist() == ["1.5 ± 0.5", "Censor_w (DP)"]
+
+
+def test_statistic_estimate_known_answers() -> None:
+    x = [0.0, 0.0, 10.0, 20.0, 30.0]
+    # R's summary (type 7): Q1 0, median 10, Q3 20; mean 12, sd sqrt(170)
+    assert v.statistic_estimate(x, "q1")[0] == 0.0
+    assert v.statistic_estimate(x, "median")[0] == 10.0
+    assert v.statistic_estimate(x, "q3")[0] == 20.0
+    value, se, n = v.statistic_estimate(x, "mean")
+    assert (value, n) == (12.0, 5)
+    assert se == pytest.approx(math.sqrt(170.0) / math.sqrt(5))
+    assert v.statistic_estimate(x, "sd")[0] == pytest.approx(math.sqrt(170.0))
+    # bootstrap: a constant sample has SE 0, a spread one a positive SE, reproducibly
+    assert v.statistic_estimate([3.0] * 6, "median")[1] == 0.0
+    a = v.statistic_estimate(x, "q3")
+    assert a[1] > 0 and a == v.statistic_estimate(x, "q3")
+    with pytest.raises(ValueError):
+        v.statistic_estimate(x, "iqr")

@@ -53,6 +53,33 @@ def test_reweighted_equation_6():
         weights.reweighted(alpha, bounds, 1.5)
 
 
+def test_reweighted_against_a_given_delta():
+    """Reference re-weighting: Delta is the reference's Weighted bound, not the data's max."""
+    alpha = np.array([1.0, 0.5, 0.2])
+    bounds = np.array([1.0, 2.0, 0.5])  # the data's max would be 2
+    # k alpha Delta / Delta_i with k = .95, Delta = 3: (2.85 -> 1, .7125, 1.14 -> 1)
+    np.testing.assert_allclose(
+        weights.reweighted(alpha, bounds, 0.95, delta=3.0), [1.0, 0.7125, 1.0]
+    )
+    np.testing.assert_allclose(weights.reweighted(alpha, bounds, 0.95), [1.0, 0.475, 0.76])
+
+
+def test_lw_truncation_bounds_and_the_two_weighted_e_rules():
+    """The lw-bound reading: alpha_i f_i with the Unweighted bounds f_i that built alpha
+    (hand computed); the weighted-fit reading reads other bounds and zeroes other records."""
+    f = np.array([1.0, 3.0, 5.0, 9.0, np.inf])
+    alpha = weights.lw_weights(f)  # (1 - (f - 1) / 8): 1, .75, .5, 0, and 0 for inf
+    np.testing.assert_allclose(alpha, [1.0, 0.75, 0.5, 0.0, 0.0])
+    b = weights.lw_truncation_bounds(alpha, f)
+    np.testing.assert_allclose(b, [1.0, 2.25, 2.5, 0.0, 0.0])
+    # eps = 4.6, M = 2.3: only record 3 (2.5 > 2.3) is newly truncated
+    np.testing.assert_allclose(weights.weighted_e_weights(alpha, b, 4.6), [1, 0.75, 0, 0, 0])
+    # the same weights against (made-up) Weighted-fit bounds truncate record 2 instead
+    fitted = np.array([1.1, 2.4, 2.2, 0.0, 0.0])
+    np.testing.assert_allclose(weights.weighted_e_weights(alpha, fitted, 4.6), [1, 0, 0.5, 0, 0])
+    assert weights.WEIGHTED_E_RULES == ("weighted-fit", "lw-bound")
+
+
 def test_weighted_e_and_downscale():
     alpha = np.array([1.0, 0.8, 0.5])
     bounds = np.array([1.0, 2.6, 2.4])

@@ -47,6 +47,7 @@ from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.simulate import beta_data
 from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
 from dpsynth.studies.runner import DEFAULT_CACHE, run_replicates
+from dpsynth.studies.verdicts import statistic_estimate
 from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
 
 __all__ = [
@@ -69,7 +70,7 @@ __all__ = [
     "tune_lw_weights",
 ]
 
-STUDY_VERSION = 2
+STUDY_VERSION = 3
 """Part of every cache key: bump when a replicate function's output changes."""
 
 PAPER: dict[str, Any] = {
@@ -91,6 +92,9 @@ PAPER: dict[str, Any] = {
     "lw_c": 1.0,
     "lw_g": 0.0,
     "lw_draw_quantile": None,
+    "weighted_e_rule": "lw-bound",
+    "censor_w_reweight": True,
+    "censor_w_k": 0.95,
     "ph_bin_rule": "log",
     "sdr_weighted_epsilon": 5.24,
     "sdr_tune_tol": 0.05,
@@ -177,6 +181,41 @@ PAPER_TABLE1: dict[tuple[float, str], float] = {
 }
 """Censoring paper Table 1: mean numbers of truncations (Weighted-e) and censorings over R = 100."""
 
+PAPER_TABLE1_FULL: dict[tuple[float, str], tuple[float, ...]] = {
+    (5.0, "Weighted-e"): (0, 0, 0, 29, 55, 166, 48.80),
+    (5.0, "Censor_w"): (0, 0, 0, 110, 260, 341, 129.59),
+    (5.0, "Censor_uw"): (196, 236, 244, 247, 255, 296, 17.44),
+    (4.0, "Weighted-e"): (0, 130, 219, 195, 272, 364, 103.48),
+    (4.0, "Censor_w"): (0, 404, 425, 408, 440, 549, 92.56),
+    (4.0, "Censor_uw"): (340, 398, 419, 419, 435, 481, 26.73),
+    (3.0, "Weighted-e"): (400, 536, 574, 573, 618, 684, 60.62),
+    (3.0, "Censor_w"): (655, 715, 741, 741, 763, 831, 35.66),
+    (3.0, "Censor_uw"): (737, 787, 806, 809, 829, 888, 32.85),
+}
+"""Censoring paper Table 1, every summary (min, Q1, median, mean, Q3, max, sd over R = 100)."""
+
+PAPER_TABLE_S4_FULL: dict[str, tuple[float, ...]] = {
+    "Weighted-e (aDP)": (0, 130, 219, 195, 272, 364, 103.48),
+    "Censor_w (DP)": (0, 404, 425, 408, 440, 549, 92.56),
+    "Weighted-e (aDP) downscaled": (0, 0, 93, 91, 165, 269, 86.49),
+    "Censor_w (DP) downscaled": (0, 0, 0, 144, 328, 413, 165.66),
+}
+"""Supplement Table S4, every summary (epsilon = 4, without and with downscaling)."""
+
+PAPER_N = 2000
+"""Records per database in Section 4 (Table 1's counts are out of 2000)."""
+
+STAT_NAMES = {
+    "min": "min",
+    "q1": "Q1",
+    "median": "median",
+    "mean": "mean",
+    "q3": "Q3",
+    "max": "max",
+    "sd": "sd",
+}
+"""Table 1's summaries (``dpsynth.utility.REPLICATE_COLUMNS``) and their printed names."""
+
 PAPER_TABLE2: pd.DataFrame = pd.DataFrame(
     {
         "Data": [np.nan, np.nan, np.nan, np.nan, 91019, 80000, 51000, 150000],
@@ -229,6 +268,7 @@ _NUMERIC: dict[str, tuple[tuple[type, ...], Any, str, bool]] = {
     "sdr_tune_tol": (_REAL, lambda v: 0 < v < 1, "a number in (0, 1)", False),
     "lw_c": (_REAL, lambda v: True, "a finite number", False),
     "lw_g": (_REAL, lambda v: True, "a finite number", False),
+    "censor_w_k": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", False),
 }
 
 
@@ -262,6 +302,13 @@ def _validate(s: dict[str, Any]) -> dict[str, Any]:
         s["data_path"] = str(s["data_path"])
     if s["ph_bin_rule"] not in PH_BIN_RULES:
         raise InputError("ph_bin_rule", f"must be one of {', '.join(PH_BIN_RULES)}")
+    if s["weighted_e_rule"] not in weights.WEIGHTED_E_RULES:
+        rules = ", ".join(weights.WEIGHTED_E_RULES)
+        raise InputError("weighted_e_rule", f"must be one of {rules}")
+    if not isinstance(s["censor_w_reweight"], bool):
+        raise InputError(
+            "censor_w_reweight", f"must be True or False (got {s['censor_w_reweight']!r})"
+        )
     return s
 
 
@@ -274,7 +321,15 @@ def beta_params(s: dict[str, Any]) -> dict[str, Any]:
     keys = ("n", "epsilons", "a", "b", "chains", "iter_warmup", "iter_sampling")
     out = {k: s[k] for k in keys}
     out.update(downscale=s["downscale"], downscale_epsilon=s["downscale_epsilon"])
-    for key in ("lw_c", "lw_g", "lw_draw_quantile", "ph_bin_rule"):
+    for key in (
+        "lw_c",
+        "lw_g",
+        "lw_draw_quantile",
+        "ph_bin_rule",
+        "weighted_e_rule",
+        "censor_w_reweight",
+        "censor_w_k",
+    ):
         out[key] = s[key]
     out["version"] = STUDY_VERSION
     return out
@@ -312,19 +367,33 @@ def _utility_columns(confidential: np.ndarray, synthetic: np.ndarray) -> dict[st
 class _Weighted:
     """The Weighted (LW) synthesizer of one database and the mechanisms built on its weights.
 
-    With the study's default (``draw_quantile`` None) every fit goes through the library's
-    :class:`Synthesizer` methods; with a draw quantile the LW weights come from
-    :func:`dpsynth.weights.lw_record_bounds` and the same mechanisms are composed here.
+    ``rule`` is Weighted-e's truncation rule (:data:`dpsynth.weights.WEIGHTED_E_RULES`);
+    ``reweight`` and ``k`` re-weight Censor_w's weights by Eq. (6) of the vector-weighted
+    paper (fixed k) before censoring. With the study's default (``draw_quantile`` None) every
+    fit goes through the library's :class:`Synthesizer` methods; with a draw quantile the LW
+    weights come from :func:`dpsynth.weights.lw_record_bounds` and the same mechanisms are
+    composed here from :mod:`dpsynth.weights`.
     """
 
-    def __init__(self, syn: Synthesizer, c: float, g: float, draw_quantile: float | None):
+    def __init__(
+        self,
+        syn: Synthesizer,
+        c: float,
+        g: float,
+        draw_quantile: float | None,
+        rule: str = "weighted-fit",
+        reweight: bool = False,
+        k: float = 0.95,
+    ):
         self.syn, self.c, self.g, self.q = syn, c, g, draw_quantile
+        self.rule, self.reweight, self.k = rule, reweight, k
         if draw_quantile is None:
+            self.f = syn.unweighted_fit().record_bounds
             self.alpha = syn.lw_alpha(c, g)
             self.result = syn.lw(c, g)
         else:
-            f = weights.lw_record_bounds(syn.unweighted_fit().log_lik, draw_quantile)
-            self.alpha = weights.lw_weights(f, c, g)
+            self.f = weights.lw_record_bounds(syn.unweighted_fit().log_lik, draw_quantile)
+            self.alpha = weights.lw_weights(self.f, c, g)
             wf = syn.fit(self.alpha, tag=f"lw-q{draw_quantile}")
             self.result = Result("lw", wf, None, self._tuning(), int((self.alpha == 0).sum()))
 
@@ -333,18 +402,27 @@ class _Weighted:
 
     def weighted_e(self, epsilon: float) -> Result:
         if self.q is None:
-            return self.syn.weighted_e(epsilon, self.c, self.g)
+            return self.syn.weighted_e(epsilon, self.c, self.g, truncation=self.rule)
         return self._truncated(self.alpha, self.result.fit, epsilon, "")
 
     def _truncated(self, alpha: np.ndarray, wf: Any, epsilon: float, tag: str) -> Result:
-        alpha_e = weights.weighted_e_weights(alpha, wf.record_bounds, epsilon)
+        if self.rule == "lw-bound":
+            bounds = weights.lw_truncation_bounds(alpha, self.f)
+        else:
+            bounds = wf.record_bounds
+        alpha_e = weights.weighted_e_weights(alpha, bounds, epsilon)
         fit = self.syn.fit(alpha_e, tag=f"weighted-e-{epsilon / 2}{tag}")
         return Result("weighted-e", fit, epsilon, self._tuning(), int((alpha_e == 0).sum()))
 
     def censor_w(self, epsilon: float, downscale: float | None = None) -> Result:
         if self.q is None:
-            return self.syn.censor_w(epsilon, self.c, self.g, downscale=downscale)
-        return self.syn.censor_w(epsilon, alpha=self.alpha, downscale=downscale)
+            return self.syn.censor_w(
+                epsilon, self.c, self.g, downscale=downscale, reweight=self.reweight, k=self.k
+            )
+        alpha = self.alpha
+        if self.reweight:
+            alpha = weights.reweighted(alpha, self.result.fit.record_bounds, self.k)
+        return self.syn.censor_w(epsilon, alpha=alpha, downscale=downscale)
 
     def downscaled(self, epsilon: float, factor: float) -> tuple[Result, Result]:
         """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
@@ -404,6 +482,9 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
         float(params.get("lw_c", 1.0)),
         float(params.get("lw_g", 0.0)),
         params.get("lw_draw_quantile"),
+        params.get("weighted_e_rule", "weighted-fit"),
+        bool(params.get("censor_w_reweight", False)),
+        float(params.get("censor_w_k", 0.95)),
     )
     unweighted, lw = syn.unweighted(), weighted.result
     lw_zero = lw.n_zero_weight
@@ -494,6 +575,27 @@ def censoring_table(results: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(parts, names=["epsilon", "synthesizer"])
 
 
+def table1_beside_paper(table1: pd.DataFrame, n: int = PAPER_N) -> pd.DataFrame:
+    """Table 1 (``censoring_table``'s layout) with the paper's row under each of this run's.
+
+    Index (epsilon, synthesizer, source) with source "paper" or "dpsynth"; columns min, q1,
+    median, mean, q3, max, sd; this run's counts are rescaled to the paper's 2000 records
+    (count x 2000 / n, unchanged at n = 2000). Rows of an epsilon off the paper's grid have
+    no paper row.
+    """
+    rows = []
+    for (eps, mech), values in table1.iterrows():
+        scaled = values.astype(float) * PAPER_N / n
+        rows.append(((float(eps), mech, "dpsynth"), scaled.to_numpy()))
+        paper = PAPER_TABLE1_FULL.get((float(eps), mech))
+        if paper is not None:
+            rows.append(((float(eps), mech, "paper"), np.asarray(paper, dtype=float)))
+    index = pd.MultiIndex.from_tuples(
+        [r[0] for r in rows], names=["epsilon", "synthesizer", "source"]
+    )
+    return pd.DataFrame([r[1] for r in rows], index=index, columns=list(STAT_NAMES))
+
+
 def downscale_table(results: pd.DataFrame) -> pd.DataFrame:
     """Supplement Table S4: truncations / censorings without and with downscaling (Section 4.4)."""
     sub = results[(results.study == "downscale") & results.n_invoked.notna()]
@@ -509,12 +611,14 @@ PAPER_TABLE_S4: dict[str, float] = {
 }
 """Supplement Table S4: mean truncations / censorings at epsilon = 4 without and with downscaling."""
 
-PAPER_N = 2000
-"""Records per database in Section 4 (Table 1's counts are out of 2000)."""
-
 
 def _share(values: pd.Series, n: int) -> np.ndarray:
     return 100.0 * np.asarray(values, dtype=float) / n
+
+
+def _per_paper_n(values: pd.Series, n: int) -> np.ndarray:
+    """Counts out of n as counts out of the paper's 2000 records (unchanged at n = 2000)."""
+    return np.asarray(values, dtype=float) * PAPER_N / n
 
 
 def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
@@ -527,6 +631,11 @@ def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
     ``weighted_bound_min`` / ``_max`` (single values: the range over replicates),
     ``censor_excess`` (largest censored bound minus epsilon/2), and the downscaling study's
     ``<mech>_count_ds_without`` / ``_with`` and ``weighted_bound_ds_without`` / ``_with``.
+    Every summary of Table 1 and Table S4 (``t1_<mech>_<stat>_<eps>``,
+    ``s4_<mech>_<without|with>_<stat>``, stat in :data:`STAT_NAMES`) as (value, Monte Carlo
+    SE, R) from :func:`dpsynth.studies.verdicts.statistic_estimate`, in records out of the
+    paper's 2000 (count x 2000 / n); ``censor_w_above_weighted_e_<eps>``: the share of
+    replicates whose Censor_w count exceeds their Weighted-e count.
     """
     main = results[results.study == "main"]
     out: dict[str, Any] = {}
@@ -535,6 +644,13 @@ def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
         sub = main[main.epsilon == eps]
         for mech, key in mech_key.items():
             out[f"{key}_count_{eps:g}"] = _share(sub.loc[sub.mechanism == mech, "n_invoked"], n)
+            counts = _per_paper_n(sub.loc[sub.mechanism == mech, "n_invoked"], n)
+            for stat in STAT_NAMES:
+                out[f"t1_{key}_{stat}_{eps:g}"] = statistic_estimate(counts, stat)
+        by_rep = sub.pivot_table(index="replicate", columns="mechanism", values="n_invoked")
+        if {"Censor_w", "Weighted-e"} <= set(by_rep.columns):
+            above = (by_rep["Censor_w"] > by_rep["Weighted-e"]).astype(float)
+            out[f"censor_w_above_weighted_e_{eps:g}"] = above.to_numpy()
         dp = sub[sub.mechanism.isin(["Censor_w", "Censor_uw", "PH"])]
         out[f"best_dp_{eps:g}"] = str(dp.groupby("label").max_ecdf.median().idxmin())
     lip = main.drop_duplicates(["replicate", "mechanism"])
@@ -548,6 +664,9 @@ def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
         for label, key in (("Weighted-e (aDP)", "weighted_e"), ("Censor_w (DP)", "censor_w")):
             for suffix, lab in (("without", label), ("with", f"{label}\ndownscaled")):
                 out[f"{key}_count_ds_{suffix}"] = _share(ds.loc[ds.label == lab, "n_invoked"], n)
+                counts = _per_paper_n(ds.loc[ds.label == lab, "n_invoked"], n)
+                for stat in STAT_NAMES:
+                    out[f"s4_{key}_{suffix}_{stat}"] = statistic_estimate(counts, stat)
         for suffix, lab in (("without", "Weighted (aDP)"), ("with", "Weighted (aDP)\ndownscaled")):
             out[f"weighted_bound_ds_{suffix}"] = ds.loc[ds.label == lab, "lipschitz"].to_numpy()
     return out
@@ -639,6 +758,61 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
                 "fmt": "{:.2f}",
             }
         )
+    for eps in grid:
+        rows.append(
+            {
+                "key": f"censor_w_above_weighted_e_{eps:g}",
+                "label": f"share of databases where Censor_w count > Weighted-e count, eps = {eps:g}",
+                "paper": None,
+                "fmt": "{:.2f}",
+            }
+        )
+    return rows + table1_rows(grid, downscale_epsilon)
+
+
+FULL_TABLE_K = 2.0 * np.sqrt(2.0)
+"""Verdict multiplier of the full Table 1 / S4 rows: the paper's summary and this run's are two
+independent Monte Carlo estimates, each with about this run's SE, so their difference has
+about sqrt(2) SE; a row agrees within 2 of those."""
+
+
+def table1_rows(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[str, Any]]:
+    """Comparison rows of every summary of Table 1 and supplement Table S4 (records of 2000).
+
+    Keys as in :func:`beta_summary` (``t1_...``, ``s4_...``); the verdict allows
+    :data:`FULL_TABLE_K` standard errors (bootstrap SEs for all but the mean).
+    """
+    names = {"weighted_e": "Weighted-e", "censor_w": "Censor_w", "censor_uw": "Censor_uw"}
+    rows: list[dict[str, Any]] = []
+    for eps in sorted({float(e) for e in epsilons}, reverse=True):
+        for key, mech in names.items():
+            paper = PAPER_TABLE1_FULL.get((eps, mech))
+            for j, (stat, name) in enumerate(STAT_NAMES.items()):
+                rows.append(
+                    {
+                        "key": f"t1_{key}_{stat}_{eps:g}",
+                        "label": f"Table 1, eps = {eps:g}, {mech}: {name}",
+                        "paper": None if paper is None else float(paper[j]),
+                        "fmt": "{:.1f}",
+                        "k": FULL_TABLE_K,
+                        "cause": f"{key}_count",
+                    }
+                )
+    on_grid = float(downscale_epsilon) == 4.0
+    for key, label in (("weighted_e", "Weighted-e (aDP)"), ("censor_w", "Censor_w (DP)")):
+        for suffix, lab in (("without", label), ("with", f"{label} downscaled")):
+            paper = PAPER_TABLE_S4_FULL[lab] if on_grid else None
+            for j, (stat, name) in enumerate(STAT_NAMES.items()):
+                rows.append(
+                    {
+                        "key": f"s4_{key}_{suffix}_{stat}",
+                        "label": f"Table S4, eps = {downscale_epsilon:g}, {lab}: {name}",
+                        "paper": None if paper is None else float(paper[j]),
+                        "fmt": "{:.1f}",
+                        "k": FULL_TABLE_K,
+                        "cause": f"{key}_count" + ("_downscaled" if suffix == "with" else ""),
+                    }
+                )
     return rows
 
 
@@ -779,8 +953,16 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
         c, g, weighted, trace = tune_lw_weights(syn, target, tol=params.get("sdr_tune_tol", 0.05))
     results = {
         "Weighted": weighted,
-        "Weighted-e": syn.weighted_e(eps, c, g),
-        "Censor_w": syn.censor_w(eps, c, g),
+        "Weighted-e": syn.weighted_e(
+            eps, c, g, truncation=params.get("weighted_e_rule", "weighted-fit")
+        ),
+        "Censor_w": syn.censor_w(
+            eps,
+            c,
+            g,
+            reweight=bool(params.get("censor_w_reweight", False)),
+            k=float(params.get("censor_w_k", 0.95)),
+        ),
         "Censor_uw": syn.censor_uw(eps),
     }
     samples = {"Data": salary}
@@ -899,6 +1081,9 @@ def run_sdr_study(
         "ph_bin_rule",
         "sdr_weighted_epsilon",
         "sdr_tune_tol",
+        "weighted_e_rule",
+        "censor_w_reweight",
+        "censor_w_k",
     )
     params = {k: s[k] for k in keys}
     params["version"] = STUDY_VERSION

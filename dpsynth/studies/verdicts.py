@@ -39,6 +39,7 @@ __all__ = [
     "Verdict",
     "compare",
     "estimate",
+    "statistic_estimate",
     "paper_value",
     "summary_frame",
     "verdict",
@@ -170,6 +171,47 @@ def estimate(values: Any) -> tuple[float, float, int]:
         return math.nan, math.nan, 0
     se = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
     return float(x.mean()), se, int(x.size)
+
+
+_STATISTICS = {
+    "min": np.min,
+    "q1": lambda x: np.quantile(x, 0.25),
+    "median": np.median,
+    "mean": np.mean,
+    "q3": lambda x: np.quantile(x, 0.75),
+    "max": np.max,
+    "sd": lambda x: np.std(x, ddof=1),
+}
+
+
+def statistic_estimate(
+    values: Any, statistic: str, *, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float, int]:
+    """(value, Monte Carlo standard error, count) of one summary of replicate values.
+
+    ``statistic``: min, q1, median, mean, q3, max or sd (the censoring paper's Table 1; the
+    quartiles as R's ``summary``, type 7). The SE of the mean is sd / sqrt(R); the others
+    are bootstrap SEs (``n_boot`` resamples of the R values, a fixed ``seed`` so a table is
+    reproducible). A bootstrap SE of an extreme (min, max) understates its error; one of 0
+    means every resample gave the same value. NaN values are dropped.
+    """
+    if statistic not in _STATISTICS:
+        raise ValueError(f"statistic must be one of {', '.join(_STATISTICS)}")
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0 or (statistic == "sd" and x.size < 2):
+        return math.nan, math.nan, int(x.size)
+    fn = _STATISTICS[statistic]
+    value = float(fn(x))
+    if x.size < 2:
+        return value, math.nan, 1
+    if np.ptp(x) == 0:  # every replicate the same: no Monte Carlo spread (exactly 0)
+        return value, 0.0, int(x.size)
+    if statistic == "mean":
+        return value, float(x.std(ddof=1) / math.sqrt(x.size)), int(x.size)
+    rng = np.random.default_rng(seed)
+    boot = [fn(x[rng.integers(0, x.size, x.size)]) for _ in range(n_boot)]
+    return value, float(np.std(boot, ddof=1)), int(x.size)
 
 
 def _missing(v: Any) -> bool:
