@@ -148,3 +148,31 @@ def test_censor_bound_round_trip_used_in_the_book():
     m = privacy.censor_bound(4.0, "add-remove")
     assert m == 2.0 and privacy.epsilon_of(m, "add-remove") == 4.0
     assert privacy.epsilon_of(privacy.censor_bound(4.0, "substitution"), "substitution") == 4.0
+
+
+CODING = re.compile(
+    r"```\{solution-start\} (ex-[a-z-]+-code-[a-z-]+)\n.*?```\{code-cell\} ipython3\n(.*?)```",
+    re.S,
+)
+
+
+def coding_solutions() -> dict[str, str]:
+    """The solution code of every coding exercise (label ``ex-<page>-code-...``), by label."""
+    text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(BOOK.glob("*.md")))
+    return dict(CODING.findall(text))
+
+
+def test_coding_exercises_in_three_foundations_chapters():
+    pages = {"dp_primer", "pseudo_posterior", "censoring", "reweighting", "modips"}
+    with_code = {p.stem for p in BOOK.glob("*.md") if p.stem in pages and "-code-" in p.read_text()}
+    assert len(with_code) >= 3, with_code
+
+
+@pytest.mark.parametrize("label", sorted(coding_solutions()))
+def test_coding_exercise_solution_runs(label, capsys):
+    """The solution runs (its own assertions included) as the book build runs it."""
+    from dpsynth import weights
+
+    scope = {"np": np, "privacy": privacy, "teaching": teaching, "weights": weights}
+    exec(compile(coding_solutions()[label], label, "exec"), scope)
+    assert capsys.readouterr().out.strip()
