@@ -1,0 +1,95 @@
+"""Planning on a public reference file: split, reference point, the table of candidates."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dpsynth.curator import VERDICTS
+from dpsynth.errors import InputError
+from dpsynth.mechanisms import Sampler
+from dpsynth.plan import COLUMNS, plan, reference_point, split_reference
+from dpsynth.release import KnownSeedWarning
+
+SHORT = Sampler(chains=2, iter_warmup=150, iter_sampling=150)
+
+
+@pytest.fixture(scope="module")
+def public_incomes() -> np.ndarray:
+    """400 public incomes (log-normal), inside the bounds [0, 1e5]."""
+    return np.random.default_rng(3).lognormal(10.0, 0.6, 400).clip(0, 1e5)
+
+
+def test_split_reference_halves_are_disjoint_and_fixed_by_the_seed():
+    y = np.arange(11.0)
+    X = np.column_stack([y, -y])
+    a, Xa, b, Xb = split_reference(y, X, seed=4)
+    assert a.size == 5 and b.size == 6
+    assert sorted(np.r_[a, b]) == list(y)
+    assert np.array_equal(Xa[:, 0], a) and np.array_equal(Xb[:, 1], -b)
+    again = split_reference(y, X, seed=4)
+    assert np.array_equal(again[0], a)
+    assert not np.array_equal(split_reference(y, X, seed=5)[0], a)
+    with pytest.raises(InputError, match="^reference_X:"):
+        split_reference(y, X[:-1])
+    with pytest.raises(InputError, match="^reference_y:"):
+        split_reference([1.0, 2.0])
+
+
+@pytest.mark.slow
+def test_plan_tabulates_candidates_best_first(public_incomes):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = plan(
+            public_incomes,
+            model="lognormal",
+            epsilon=5.0,
+            m=2,
+            bounds=(0.0, 1e5),
+            mechanisms=("censor-uw", "ph", "censor-uw+reference", "censor-w"),
+            sampler=SHORT,
+            seed=1,
+        )
+    assert not [w for w in caught if issubclass(w.category, KnownSeedWarning)]
+    assert list(table.columns) == list(COLUMNS)
+    assert sorted(table["candidate"]) == ["censor-uw", "censor-uw+reference", "censor-w", "ph"]
+    assert table.attrs["n_stand_in"] == 200 and table.attrs["n_reference"] == 200
+    assert set(table.attrs["reference_point"]) == {"mu", "sigma"}
+    # best first: verdict rank, then max-ECDF
+    rank = table["verdict"].map(VERDICTS.index).to_numpy()
+    assert np.all(np.diff(rank) >= 0)
+    for _, group in table.groupby("verdict"):
+        assert group["max_ecdf"].is_monotonic_increasing
+    ph = table.set_index("candidate").loc["ph"]
+    assert ph["guarantee"] == "DP" and np.isnan(ph["censored_share"])
+    assert table.set_index("candidate").loc["censor-uw", "censored_share"] >= 0
+    assert table["next_step"].map(len).min() > 0
+    assert np.all(table["max_ecdf"].between(0, 1))
+
+
+@pytest.mark.slow
+def test_plan_refuses_what_the_release_path_refuses(public_incomes):
+    table = plan(public_incomes, model="lognormal", epsilon=5.0, mechanisms=("ph",), sampler=SHORT)
+    assert table.loc[0, "verdict"] == "refused" and table.loc[0, "next_step"].startswith("bounds")
+
+
+def test_plan_input_checks(public_incomes):
+    with pytest.raises(InputError, match="^mechanisms:"):
+        plan(public_incomes, model="lognormal", epsilon=5.0, mechanisms=("magic",))
+    with pytest.raises(InputError, match="^mechanisms:"):
+        plan(public_incomes, model="lognormal", epsilon=5.0, mechanisms=())
+
+
+@pytest.mark.slow
+def test_reference_point_of_a_regression_is_on_the_target_design():
+    """Coefficients fitted on the reference's standardized design, moved onto the design of
+    the data they will centre: the same linear predictor on the raw covariate scale."""
+    from dpsynth.models import design_matrix
+
+    rng = np.random.default_rng(5)
+    X_ref, X = rng.normal(2.0, 3.0, (300, 1)), rng.normal(0.0, 1.0, (250, 1))
+    y_ref = np.exp(-2.0 + 0.3 * X_ref[:, 0] + rng.normal(0, 0.3, 300))
+    point = reference_point(y_ref, "lognormal-regression", reference_X=X_ref, X=X, sampler=SHORT)
+    assert set(point) == {"beta", "sigma"} and len(point["beta"]) == 2
+    eta = design_matrix(250, X) @ np.asarray(point["beta"])
+    assert np.allclose(eta, -2.0 + 0.3 * X[:, 0], atol=0.15)
