@@ -164,6 +164,53 @@ def glue_numbers(values: Mapping[str, Any], prefix: str = "") -> None:
         glue(f"{prefix}{key}", _plain(value), display=False)
 
 
+def mean_se_text(values: Any, fmt: str = "{:.3f}") -> str:
+    """Replicate values as "mean ± Monte Carlo SE (n)"; "not run" when there are none."""
+    from dpsynth.studies.verdicts import estimate
+
+    mean, se, n = estimate(values)
+    if n == 0:
+        return "not run"
+    if not math.isfinite(se):
+        return fmt.format(mean)  # one value (e.g. the confidential data's own statistic)
+    return f"{fmt.format(mean)} ± {fmt.format(se)}"
+
+
+def mean_se_frame(
+    long: Any, keys: Iterable[str], metrics: Iterable[str], fmt: str = "{:.3f}"
+) -> Any:
+    """One row per group of ``keys``: each metric as "mean ± SE" over the group's rows
+    (e.g. the synthetic sets of one mechanism), and the number of rows ``n``."""
+    keys, metrics = list(keys), list(metrics)
+    groups = long.groupby(keys, sort=False)
+    out = groups[metrics].agg(lambda col: mean_se_text(col, fmt))
+    out["n"] = groups.size()
+    return out.reset_index()
+
+
+def pick(long: Any, metric: str, fmt: str = "{:.3f}", **where: Any) -> str:
+    """:func:`mean_se_text` of ``metric`` over the rows of ``long`` where each column of
+    ``where`` equals its value (numbers compared with a tolerance)."""
+    mask = np.ones(len(long), dtype=bool)
+    for column, value in where.items():
+        if column not in long.columns:
+            return "not run"
+        if isinstance(value, numbers.Number):
+            mask &= np.isclose(long[column].to_numpy(dtype=float), float(value))
+        else:
+            mask &= (long[column] == value).to_numpy()
+    return mean_se_text(long.loc[mask, metric], fmt)
+
+
+def glue_tables(tables: Mapping[str, Any]) -> None:
+    """Glue each frame (without display) so that other pages can paste it with the ``glue``
+    directive and its ``:doc:`` option."""
+    from myst_nb import glue
+
+    for key, frame in tables.items():
+        glue(key, frame, display=False)
+
+
 def assert_converged(rhat_values: Any, threshold: float = 1.05, what: str = "fits") -> float:
     """Raise AssertionError unless every R-hat is below ``threshold`` (NaN fails).
 
