@@ -20,14 +20,15 @@ import re
 import signal
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dpsynth import __version__
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, require_epsilon
+
+if TYPE_CHECKING:  # the scientific stack is imported only once the arguments are checked
+    import pandas as pd
 
 MECHANISM_CHOICES = (
     "unweighted",
@@ -107,7 +108,13 @@ REFUSALS: list[tuple[str, str, str]] = [
     ("options", "an option the chosen mechanism would ignore", "the option"),
     ("neighbours", "add-remove without --n-synthetic, or with covariates or SBS", "--neighbours"),
     ("user program", "fails to parse or compile, or breaks the convention", "--stan-file"),
-    ("user program", "contributions not clamped to [-M, M] or not in its target", "--stan-file"),
+    (
+        "user program",
+        "fails a program check: outputs read the data, a data-dependent prior or unclamped "
+        "term, records mixed, contributions not clamped or not the target's terms",
+        "--stan-file",
+    ),
+    ("columns", "a --covariates column the file lacks (the file's columns are listed)", "IN.csv"),
     (
         "convergence",
         "strict-DP fit with R-hat > 1.01, ESS < 100 or divergences",
@@ -332,9 +339,27 @@ _SBS_OPTIONS: tuple[tuple[str, Any, str | None, str], ...] = (
 )
 
 
-def _add_combine(sub: Any) -> None:
-    from dpsynth.inference import ESTIMANDS, RULES
+class _LazyChoices:
+    """A tuple of choices defined in a library module, imported only when argparse asks."""
 
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def _values(self) -> tuple[str, ...]:
+        import importlib
+
+        return tuple(getattr(importlib.import_module(self.module), self.name))
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._values()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values())
+
+
+def _add_combine(sub: Any) -> None:
+    ESTIMANDS = _LazyChoices("dpsynth.inference", "ESTIMANDS")  # noqa: N806
+    RULES = _LazyChoices("dpsynth.inference", "RULES")  # noqa: N806
     p = _subcommand(
         sub,
         "combine",
@@ -342,12 +367,16 @@ def _add_combine(sub: Any) -> None:
         "Per-set estimate and variance of a mean or proportion, combined across sets.",
         ("synth", "SYNTH.csv", "synthetic data CSV (all sets stacked)", "column to analyse"),
     )
-    p.add_argument("--estimand", required=True, choices=ESTIMANDS)
+    # a metavar keeps argparse from listing the (lazy) choices until it prints help
+    p.add_argument(
+        "--estimand", required=True, choices=ESTIMANDS, metavar="ESTIMAND", help="%(choices)s"
+    )
     p.add_argument(
         "--rule",
         choices=RULES,
         default="thm7",
-        help="thm7 (default), rubin, raghunathan, raab, or single (one set)",
+        metavar="RULE",
+        help="%(choices)s (default thm7; single: one set)",
     )
     p.add_argument("--set-column", default="synthetic_set", help="column numbering the sets")
     p.add_argument("--json", action="store_true", help="print JSON instead of a summary")
@@ -420,13 +449,10 @@ def one_line(text: str) -> str:
 
 
 def _synthesize_command(args: argparse.Namespace) -> int:
-    from dpsynth import privacy
-    from dpsynth.mechanisms import Sampler
-    from dpsynth.models import Model, covariate_matrix
-    from dpsynth.release import KnownSeedWarning, synthesize
-
+    # every check that needs no data and no scientific stack first: a usage error costs
+    # a fraction of a second
     _check_ints(args)
-    privacy.require_epsilon("epsilon", args.epsilon)
+    require_epsilon("epsilon", args.epsilon)
     outputs = check_output_paths(
         args.input, {"--out": args.out, "--report": args.report, "--diagnostics": args.diagnostics}
     )
@@ -443,19 +469,27 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         raise InputError("--outcome", "only applies with --stan-file")
     if args.stan_file is not None and args.model is not None:
         raise InputError("--model", "give either --model or --stan-file, not both")
+    if args.stan_file is not None and not Path(args.stan_file).is_file():
+        raise InputError("--stan-file", f"no such file: {args.stan_file}")
+    if args.weights_from is not None and args.mechanism != "censor-w":
+        raise InputError("--weights-from", "only applies to --mechanism censor-w")
+    wanted = [args.column, *_names(args.covariates)]
+    check_input_file(args.input, wanted, "IN.csv")
+    if args.weights_from is not None:
+        check_input_file(args.weights_from, wanted, "--weights-from")
+
+    from dpsynth.mechanisms import Sampler
+    from dpsynth.models import Model, covariate_matrix
+    from dpsynth.release import KnownSeedWarning, synthesize
+
     frame = read_input(args.input, args.column, "IN.csv")
     model: str | Model = args.model or "beta"
     if args.stan_file:
         model = Model.from_stan_file(args.stan_file, args.outcome or "real")
     X = covariate_matrix(frame, args.covariates, args.categorical) if stan_mechanism else None
-    covariates = None
-    if args.covariates:
-        cols = [c.strip() for c in args.covariates.split(",") if c.strip()]
-        covariates = frame[cols]
+    covariates = frame[_names(args.covariates)] if args.covariates else None
     reference = reference_X = None
     if args.weights_from is not None:
-        if args.mechanism != "censor-w":
-            raise InputError("--weights-from", "only applies to --mechanism censor-w")
         ref = read_input(args.weights_from, args.column, "--weights-from")
         reference = ref[args.column].to_numpy()
         reference_X = covariate_matrix(ref, args.covariates, args.categorical)
@@ -565,8 +599,18 @@ def _resolved(path: str) -> str:
     return str(Path(path).expanduser().resolve())
 
 
-def read_input(path: str, column: str, param: str) -> pd.DataFrame:
-    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers."""
+def _names(columns: str | None) -> list[str]:
+    """A comma-separated list of column names (``--covariates``)."""
+    return [c.strip() for c in (columns or "").split(",") if c.strip()]
+
+
+def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
+    """Check a CSV file's existence, encoding and header, and that it has ``columns``.
+
+    Reads the header line only (no scientific stack). A missing column is refused with the
+    list of the columns the file has, and a hint when the header looks like another
+    delimiter (``;`` or tab). Returns the header's names.
+    """
     p = Path(path)
     if not p.exists():
         raise InputError(param, f"no such file: {path}")
@@ -587,13 +631,34 @@ def read_input(path: str, column: str, param: str) -> pd.DataFrame:
     dupes = sorted({h for h in names if names.count(h) > 1})
     if dupes:
         raise InputError(param, f"duplicated column name(s): {', '.join(dupes)}")
+    for column in columns:
+        if column not in names:
+            flag = "--column" if column == columns[0] else "--covariates"
+            raise InputError(flag, f"no column {column!r} in {path}{_columns_hint(names)}")
+    return names
+
+
+def _columns_hint(names: list[str]) -> str:
+    """The columns a file has, and a delimiter hint when its header looks like one column."""
+    shown = ", ".join(repr(n) for n in names[:20]) + (" ..." if len(names) > 20 else "")
+    hint = f"; its columns are {shown}"
+    if len(names) == 1 and (";" in names[0] or "\t" in names[0]):
+        sep = "semicolons" if ";" in names[0] else "tabs"
+        hint += f" (the file seems to be separated by {sep}: save it with commas)"
+    return hint
+
+
+def read_input(path: str, column: str, param: str) -> pd.DataFrame:
+    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers."""
+    import numpy as np
+    import pandas as pd
+
+    check_input_file(path, [column], param)
     try:
-        frame = pd.read_csv(p, encoding="utf-8-sig")
+        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
         raise InputError(param, "cannot be parsed as CSV") from None
     frame.columns = [str(c).strip() for c in frame.columns]
-    if column not in frame.columns:
-        raise InputError("--column", f"no column {column!r} in {path}")
     if len(frame) == 0:
         raise InputError("--column", "the data are empty")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
@@ -611,6 +676,9 @@ def read_input(path: str, column: str, param: str) -> pd.DataFrame:
 
 def _combine_command(args: argparse.Namespace) -> int:
     import json
+
+    import numpy as np
+    import pandas as pd
 
     from dpsynth.inference import combine_frame
 

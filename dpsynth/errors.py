@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: the CLI checks arguments without it
+    import numpy as np
+
+EPSILON_RANGE = (1e-6, 1e3)
+"""Accepted total budgets: below 1e-6 the noise scales overflow; above 1e3 no privacy is left."""
 
 
 class InputError(ValueError):
@@ -31,6 +35,15 @@ def require_finite_positive(param: str, value: float) -> float:
     return v
 
 
+def require_epsilon(param: str, value: Any) -> float:
+    """A privacy budget: a finite number in :data:`EPSILON_RANGE`."""
+    eps = require_finite_positive(param, value)
+    lo, hi = EPSILON_RANGE
+    if not lo <= eps <= hi:
+        raise InputError(param, f"must lie in [{lo:g}, {hi:g}] (got {value!r})")
+    return eps
+
+
 def require_bounds(param: str, lower: float, upper: float) -> tuple[float, float]:
     """Validate public bounds: both finite and lower < upper."""
     try:
@@ -46,6 +59,8 @@ def require_bounds(param: str, lower: float, upper: float) -> tuple[float, float
 
 def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
     """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
+    import numpy as np
+
     arr = np.asarray(x, dtype=float).reshape(-1)
     if arr.size == 0:
         raise InputError(param, "data are empty")

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
-from scipy import special, stats
 
 from dpsynth.errors import InputError
+
+if TYPE_CHECKING:  # pandas and scipy load where used: the CLI lists RULES without them
+    import pandas as pd
 
 RULES: tuple[str, ...] = ("thm7", "rubin", "raghunathan", "raab", "single")
 ESTIMANDS: tuple[str, ...] = ("mean", "proportion")
@@ -95,6 +96,8 @@ def _quantile(df: np.ndarray, level: float) -> np.ndarray:
     p = 0.5 + level / 2.0
     df = np.asarray(df, dtype=float)
     finite = np.isfinite(df) & (df > 0)
+    from scipy import special, stats
+
     z = np.full(df.shape, stats.norm.ppf(p))
     if finite.any():
         z[finite] = special.stdtrit(df[finite], p)
@@ -269,6 +272,8 @@ def combine_frame(
         raise InputError("column", f"column {column!r} not found (have {list(df.columns)})")
     if df.empty:
         raise InputError("column", "the synthetic data are empty")
+    import pandas as pd
+
     values = pd.to_numeric(df[column], errors="coerce")
     if values.isna().any():
         raise InputError("column", f"column {column!r} has missing or non-numeric values")

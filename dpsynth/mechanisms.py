@@ -81,6 +81,19 @@ CHUNK_ELEMENTS = 2**22
 """Draws x records evaluated at once when scanning a fit (32 MB of doubles per chunk)."""
 
 
+def fit_description(tag: str) -> str:
+    """A fit's purpose in a user's words, for progress lines (``tag`` is internal)."""
+    if "-rw-" in tag:
+        return "a re-weighted posterior (capped weights)"
+    if tag.startswith("censor"):
+        return "the censored posterior"
+    if tag.startswith("weighted-e"):
+        return "the Weighted-e posterior"
+    if tag == "unweighted":
+        return "the unweighted posterior (each record's bound)"
+    return "the weighted posterior"
+
+
 PLACEHOLDERS: dict[str, tuple[float, ...]] = {
     "unit": (0.5, 0.25, 0.75),
     "count": (0, 1, 3),
@@ -267,6 +280,7 @@ class Synthesizer:
         self._fits: dict[tuple, WeightedFit] = {}
         self._reference: tuple[np.ndarray, Synthesizer, float, float] | None = None
         self._placeholder: float | None = None
+        self.data_label = "the data"
 
     @property
     def n(self) -> int:
@@ -291,7 +305,7 @@ class Synthesizer:
         key = (tag, np.asarray(alpha).tobytes(), censor_bound, centre_key)
         if key in self._fits:
             return self._fits[key]
-        self._say(f"fitting {self.model.name} ({tag or 'weighted'}, n={self.n})")
+        self._say(f"fitting {fit_description(tag)} of {self.data_label} ({self.n:,} records)")
         mirror = self.model.record_log_lik
         data = stan_data(
             self.model,
@@ -347,6 +361,7 @@ class Synthesizer:
             sampler=self.sampler,
             progress=self.progress,
         )
+        ref.data_label = "the public reference database"
         ref_fit = ref.unweighted_fit()
         data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
         if self.model.record_log_lik is None:

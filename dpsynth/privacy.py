@@ -22,7 +22,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpsynth.errors import InputError, require_choice, require_finite_positive
+from dpsynth.errors import (  # noqa: F401 - require_epsilon is privacy's API too
+    EPSILON_RANGE,
+    InputError,
+    require_choice,
+    require_epsilon,
+    require_finite_positive,
+)
 
 Bounding = Literal["bit", "truncation"]
 BOUNDINGS: tuple[str, ...] = ("bit", "truncation")
@@ -40,7 +46,7 @@ GUARANTEES = {
     "not private (known seed)": (
         "no privacy: the release was made with a user-supplied seed, so anyone who has the "
         "seed can reproduce its noise and draws; the same mechanism with seeds from the "
-        "operating system gives the guarantee stated under guarantee_if_unseeded"
+        "operating system gives the guarantee stated under if_unseeded"
     ),
     "not established": (
         "strict DP not established: the mechanism clamps every contribution, but the MCMC "
@@ -75,18 +81,6 @@ PUBLIC_TUNING = frozenset(
     }
 )
 """Tuning values set by the user (publishable); values searched on the data are not."""
-
-EPSILON_RANGE = (1e-6, 1e3)
-"""Accepted total budgets: below 1e-6 the noise scales overflow; above 1e3 no privacy is left."""
-
-
-def require_epsilon(param: str, value: Any) -> float:
-    """A privacy budget: a finite number in :data:`EPSILON_RANGE`."""
-    eps = require_finite_positive(param, value)
-    lo, hi = EPSILON_RANGE
-    if not lo <= eps <= hi:
-        raise InputError(param, f"must lie in [{lo:g}, {hi:g}] (got {value!r})")
-    return eps
 
 
 def require_public_bounds(bounds: Any, param: str = "bounds") -> tuple[float, float]:

@@ -67,8 +67,8 @@ CHECKS = {
 def _refuse(check: str, detail: str) -> InputError:
     return InputError(
         "stan_file",
-        f"the program fails the check '{check}' ({CHECKS[check]}): {detail}; see the "
-        "book's page on the Stan convention",
+        f"the program fails the check '{check}': {detail}; it cannot be labelled DP (the "
+        "book's page 'Bringing your own Stan model' lists what a program may do)",
     )
 
 
@@ -100,9 +100,11 @@ def check_program(
     if censor_bound is not None:
         prior = _prior_draws(stan_file, public_data(data, value, n), fit, seed, backend)
         params = posterior + prior
-        records = sorted({0, n // 2, n - 1})[:RECORDS]
+        records = tuple(sorted({0, n // 2, n - 1}))[:RECORDS]
         values = (value, *PLACEHOLDERS.get(synthesizer.model.outcome, PLACEHOLDERS["real"]))
-        _check_censored(stan_file, data, params, float(censor_bound), records, values, backend)
+        check_censored(
+            stan_file, data, params, censor_bound, records=records, values=values, backend=backend
+        )
         run += ["prior", "locality", "clamp", "sum"]
         points.update(prior_draws=len(prior), records_changed=len(records))
     return {
@@ -165,7 +167,23 @@ def _changed(data: dict, j: int, values: tuple[float, ...]) -> dict:
     return dict(data, y=y)
 
 
-def _check_censored(stan_file, data, params, M, records, values, backend) -> None:
+def check_censored(
+    stan_file: str | Path,
+    data: Mapping[str, Any],
+    params: list[Mapping[str, Any]],
+    censor_bound: float,
+    *,
+    records: tuple[int, ...] = (0,),
+    values: tuple[float, ...] = PLACEHOLDERS["real"],
+    backend: str | None = None,
+) -> None:
+    """The censoring tests ``prior``, ``clamp``, ``sum`` and ``locality`` (:data:`CHECKS`).
+
+    At each of ``params`` (constrained parameter values), with the record positions
+    ``records`` changed one at a time to the first of the public ``values`` they do not
+    equal. Raises InputError(``stan_file``) naming the first failed check.
+    """
+    data, M = dict(data), float(censor_bound)
     n = int(data["n"])
     full = dict(data, want_contrib=1, want_rep=0)
     zero = dict(full, alpha=np.zeros(n))

@@ -257,19 +257,21 @@ def synthesize(
     return Release(frame, report, diagnostics, result)
 
 
+GUARANTEE_FIELDS = ("guarantee", "guarantee_meaning", "epsilon", "epsilon_per_set")
+
+
 def _known_seed(report: dict[str, Any]) -> dict[str, Any]:
     """The report of a seeded (research) run: not private, whatever the mechanism.
 
-    The mechanism's own guarantee and epsilon move to ``guarantee_if_unseeded`` and
-    ``epsilon_budgeted``: what an operating-system-seeded run of the same settings gives.
+    The mechanism's own guarantee fields move under ``if_unseeded``: what an
+    operating-system-seeded run of the same settings would state.
     """
     out = dict(report)
-    out["guarantee_if_unseeded"] = report["guarantee"]
+    out["if_unseeded"] = {k: report[k] for k in GUARANTEE_FIELDS if k in report}
     out["guarantee"] = "not private (known seed)"
     out["guarantee_meaning"] = privacy.GUARANTEES["not private (known seed)"]
-    budget = report.get("epsilon")
     out["epsilon"] = out["epsilon_per_set"] = None
-    out["epsilon_budgeted"] = report.get("epsilon_budgeted", budget)
+    out["epsilon_budgeted"] = report.get("epsilon_budgeted", report.get("epsilon"))
     return out
 
 

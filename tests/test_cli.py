@@ -77,8 +77,10 @@ def test_ph_end_to_end(tmp_path, beta_csv, capsys, strict_json):
     assert list(data.columns) == ["synthetic_set", "y"] and len(data) == 400
     assert data["y"].between(0, 1).all()
     report = strict_json(rep.read_text())
-    assert report["mechanism"] == "ph" and report["guarantee"] == "DP"
-    assert report["epsilon"] == 2.0 and report["epsilon_per_set"] == 1.0
+    assert report["mechanism"] == "ph" and report["guarantee"] == "not private (known seed)"
+    assert report["epsilon"] is None and report["epsilon_budgeted"] == 2.0
+    assert report["if_unseeded"]["guarantee"] == "DP"
+    assert report["if_unseeded"]["epsilon_per_set"] == 1.0
     assert report["seed"] == "user-supplied (release NOT private)"
     assert seed not in rep.read_text()
     diagnostics = strict_json(diag.read_text())

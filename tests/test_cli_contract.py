@@ -676,3 +676,53 @@ def test_refusals_page_is_up_to_date():
     assert (REPO / "book" / "cli_refusals.md").read_text() == text, (
         "book/cli_refusals.md is stale: run python tools/refusals_page.py"
     )
+
+
+# ----------------------------------------------------------------------------- fast refusals
+
+
+def _cpu_seconds_of(args: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpsynth", *args], cwd=cwd, capture_output=True, text=True
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return used, proc
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["synthesize", "nosuch.csv", "--column", "y", "--mechanism", "ph", "--epsilon", "1",
+         "--out", "o.csv", "--report", "r.json"],
+        ["synthesize", "in.csv", "--column", "y", "--mechanism", "ph", "--epsilon", "-1",
+         "--out", "o.csv", "--report", "r.json"],
+        ["combine", "in.csv", "--column", "y", "--estimand", "median"],
+    ],
+    ids=["missing file", "bad epsilon", "bad estimand"],
+)  # fmt: skip
+def test_usage_errors_cost_well_under_a_cpu_second(tmp_path, args):
+    """Arguments and files are checked before numpy, pandas and scipy are imported (which
+    alone takes about 1.4 CPU-seconds)."""
+    (tmp_path / "in.csv").write_text("y\n0.5\n")
+    used, proc = _cpu_seconds_of(args, tmp_path)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert used < 0.3, f"{used:.2f} CPU-s for a usage error"
+
+
+def test_wrong_column_lists_the_columns_and_hints_at_the_delimiter(tmp_path):
+    (tmp_path / "semi.csv").write_text("income;region\n1;2\n")
+    args = ["synthesize", "semi.csv", "--column", "income", "--mechanism", "ph"]
+    args += ["--epsilon", "1", "--out", "o.csv", "--report", "r.json"]
+    _, proc = _cpu_seconds_of(args, tmp_path)
+    assert proc.returncode == 2
+    assert "--column: no column 'income'" in proc.stderr
+    assert "'income;region'" in proc.stderr and "semicolons" in proc.stderr
+    (tmp_path / "ok.csv").write_text("income,region\n1,2\n")
+    args[1], args[3] = "ok.csv", "wage"
+    _, proc = _cpu_seconds_of(args, tmp_path)
+    assert "its columns are 'income', 'region'" in proc.stderr
+    assert "semicolons" not in proc.stderr

@@ -254,7 +254,13 @@ def test_histogram_sensitivity_per_neighbour_definition():
 
 
 def test_guarantees_and_neighbours_are_described():
-    assert set(privacy.GUARANTEES) == {"DP", "aDP", "none", "not established"}
+    assert set(privacy.GUARANTEES) == {
+        "DP",
+        "aDP",
+        "none",
+        "not established",
+        "not private (known seed)",
+    }
     assert set(privacy.NEIGHBOUR_MEANING) == set(privacy.NEIGHBOURS)
     assert privacy.NEIGHBOURS == ("substitution", "add-remove")
 

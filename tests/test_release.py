@@ -50,9 +50,17 @@ def gauss() -> np.ndarray:
 
 
 def _quiet_seeded(**kwargs):
-    """synthesize() with a known seed, asserting the KnownSeedWarning it must emit."""
+    """synthesize() with a known seed, asserting the KnownSeedWarning it must emit and the
+    report's label (not private, no epsilon). The release comes back with the report's
+    ``if_unseeded`` fields in place: what the mechanism gives with seeds from the OS."""
     with pytest.warns(KnownSeedWarning, match="not private"):
-        return synthesize(**kwargs)
+        rel = synthesize(**kwargs)
+    report = rel.report
+    assert report["guarantee"] == "not private (known seed)"
+    assert report["epsilon"] is None and report["epsilon_per_set"] is None
+    assert report["seed"] == "user-supplied (release NOT private)"
+    rel.report = {**report, **report["if_unseeded"]}
+    return rel
 
 
 def _assert_total_budget(report, epsilon, m):
@@ -574,16 +582,80 @@ def test_normal_known_sd_passes_the_censoring_check(converging_sampler):
     assert converged(fit.diagnostics), fit.diagnostics
     assert np.abs(fit.contrib).max() <= M
     assert np.abs(fit.contrib_uncensored).max() > M  # the clamp is active
-    check_censored(path, data, fit, M)  # no exception: the program is what it claims
-    # the same check refuses what it should: a smaller claimed bound ...
-    with pytest.raises(InputError, match="not clamped") as exc:
-        check_censored(path, data, fit, M / 2)
+    # draws of the posterior and far into the prior's range (tau0 = 10)
+    params = [fit.draw(0), fit.draw(fit.n_draws - 1), {"mu": -25.0}, {"mu": 30.0}]
+    check_censored(path, data, params, M, records=(0, 50, 99))  # what it claims
+    # the same check refuses what it should: a smaller claimed bound
+    with pytest.raises(InputError, match="'clamp'") as exc:
+        check_censored(path, data, params, M / 2)
     assert exc.value.param == "stan_file"
-    # ... and contributions that are not the terms of the target
-    fit.contrib = fit.contrib * 0.5
-    with pytest.raises(InputError, match="target") as exc:
-        check_censored(path, data, fit, M)
+
+
+# A gallery of programs that are not the censored mechanism they claim to be (tests/stan/):
+# each is refused by name of the failed check, before anything is written.
+GALLERY = [
+    ("leak_copies_y.stan", "outputs"),  # y_rep = y
+    ("leak_statistic.stan", "outputs"),  # y_rep drawn around mean(y)
+    ("leak_unclamped_term.stan", "prior"),  # + normal_lpdf(y | mu, 1), unweighted
+    ("leak_data_prior.stan", "prior"),  # mu ~ normal(max(y), 0.5)
+    ("leak_transformed_data.stan", "locality"),  # transformed data mix records
+    ("broken_contrib.stan", "clamp"),  # contrib not clamped
+    ("broken_target.stan", "sum"),  # target is not the sum of contrib
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("program", "check"), GALLERY, ids=[g[0] for g in GALLERY])
+def test_gallery_of_leaky_programs_is_refused(program, check):
+    y = np.random.default_rng(7).normal(0.0, 1.0, 60)
+    model = Model.from_stan_file(TEST_STAN / program, "real")
+    with pytest.raises(InputError, match=f"fails the check '{check}'") as exc:
+        synthesize(
+            y,
+            model=model,
+            mechanism="censor-uw",
+            epsilon=1.0,
+            sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
+            allow_unconverged=True,
+        )
     assert exc.value.param == "stan_file"
+    assert not any(f"{v:.4f}" in str(exc.value) for v in y)  # no value in the message
+
+
+@pytest.mark.slow
+def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch):
+    """Synthesis runs the program on public stand-ins: with its check switched off, a program
+    whose y_rep copies y still releases no confidential value."""
+    from dpsynth import program_checks
+
+    monkeypatch.setattr(program_checks, "_check_outputs", lambda *a, **k: None)
+    y = np.random.default_rng(8).normal(3.0, 1.0, 60)
+    model = Model.from_stan_file(TEST_STAN / "leak_copies_y.stan", "real")
+    rel = synthesize(
+        y,
+        model=model,
+        mechanism="censor-uw",
+        epsilon=1.0,
+        sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
+        allow_unconverged=True,
+    )
+    assert not np.isin(rel.data["y"].to_numpy(), y).any()
+    assert set(rel.data["y"]) == {0.0}  # the public placeholder, copied
+
+
+@pytest.mark.slow
+def test_honest_user_program_is_released_as_dp_with_its_checks_named(converging_sampler):
+    y = np.random.default_rng(9).normal(1.0, 1.0, 150)
+    model = Model.from_stan_file(TEST_STAN / "honest_normal.stan", "real")
+    rel = synthesize(y, model=model, mechanism="censor-uw", epsilon=2.0, sampler=converging_sampler)
+    report = rel.report
+    assert report["guarantee"] == "DP", rel.diagnostics["mcmc"]
+    checks = report["program_checks"]
+    assert set(checks["checks"]) == {"outputs", "prior", "locality", "clamp", "sum"}
+    assert checks["posterior_draws"] == 4 and checks["prior_draws"] >= 2
+    assert "not a proof" in checks["note"]
+    assert not np.isin(rel.data["y"].to_numpy(), y).any()
+    assert abs(rel.data["y"].mean() - 1.0) < 0.5  # a posterior predictive around the mean
 
 
 @pytest.mark.slow
@@ -600,22 +672,3 @@ def test_user_program_release_is_checked_and_dp(beta_data, converging_sampler):
     assert rel.report["model_program_sha256"] == MODELS["beta"].program_hash()
     assert rel.data.shape == (400, 2)
     assert rel.data["y"].between(0, 1, inclusive="neither").all()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("program", "message"),
-    [("broken_target.stan", "target"), ("broken_contrib.stan", "not clamped")],
-)
-def test_programs_that_do_not_censor_are_refused(program, message):
-    y = np.random.default_rng(7).normal(0.0, 1.0, 100)
-    model = Model.from_stan_file(TEST_STAN / program, "real")
-    with pytest.raises(InputError, match=message) as exc:
-        synthesize(
-            y,
-            model=model,
-            mechanism="censor-uw",
-            epsilon=1.0,
-            sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
-        )
-    assert exc.value.param == "stan_file"
