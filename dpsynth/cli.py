@@ -83,6 +83,9 @@ FLAGS = {
     "iter_sampling": "--iter-sampling",
     "sampler": "--allow-unconverged",
     "allow_unconverged": "--allow-unconverged",
+    "adapt_delta": "--adapt-delta",
+    "clip_to_bounds": "--clip-to-bounds",
+    "public_utility": "--public-utility",
     "estimand": "--estimand",
     "rule": "--rule",
     "set_column": "--set-column",
@@ -247,6 +250,20 @@ def _add_synthesize(sub: Any) -> None:
         action="store_true",
         help="release even if MCMC diagnostics fail (no DP guarantee then)",
     )
+    s.add_argument(
+        "--clip-to-bounds",
+        action="store_true",
+        help="clamp records outside --bounds to the bounds instead of refusing them "
+        "(how many were clamped goes to the confidential diagnostics)",
+    )
+    s.add_argument(
+        "--public-utility",
+        type=float,
+        default=None,
+        metavar="EPS",
+        help="also publish noised utility figures in the report (mean, max-ECDF per set), "
+        "spending EPS of the total --epsilon on them (needs --bounds)",
+    )
     t = s.add_argument_group("weights and tuning")
     t.add_argument("--c", type=float, default=None, help="weight scale c (Algorithms 1-2)")
     t.add_argument("--g", type=float, default=None, help="weight shift g (Algorithms 1-2)")
@@ -300,6 +317,12 @@ def _add_synthesize(sub: Any) -> None:
     mc.add_argument("--chains", type=int, default=2, help="default 2 (see the book's choices)")
     mc.add_argument("--iter-warmup", type=int, default=1000, help="warmup iterations per chain")
     mc.add_argument("--iter-sampling", type=int, default=2000, help="draws kept per chain")
+    mc.add_argument(
+        "--adapt-delta",
+        type=float,
+        default=0.8,
+        help="step-size target in [0.5, 1) (default 0.8; 0.95-0.99 against divergences)",
+    )
     mc.add_argument("--backend", choices=("auto", "cmdstanpy", "pystan"), default=None)
     mc.add_argument("--quiet", action="store_true", help="no progress on stderr")
     g = s.add_argument_group("modips.SBS options (--mechanism sbs)")
@@ -494,7 +517,12 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         reference = ref[args.column].to_numpy()
         reference_X = covariate_matrix(ref, args.covariates, args.categorical)
     sampler = Sampler(
-        args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=args.quiet
+        args.chains,
+        args.iter_warmup,
+        args.iter_sampling,
+        args.backend,
+        quiet=args.quiet,
+        adapt_delta=args.adapt_delta,
     )
     tuning = {
         "c": args.c,
@@ -534,6 +562,8 @@ def _synthesize_command(args: argparse.Namespace) -> int:
             reference_X=reference_X,
             allow_unconverged=args.allow_unconverged,
             progress=not args.quiet,
+            clip_to_bounds=args.clip_to_bounds,
+            public_utility=args.public_utility,
             **{k: v for k, v in tuning.items() if v is not None and v is not False},
         )
     for w in caught:
@@ -541,9 +571,23 @@ def _synthesize_command(args: argparse.Namespace) -> int:
             print(f"dpsynth: warning: --seed: {w.message}", file=sys.stderr)
     release.write(outputs["--out"], outputs["--report"], outputs.get("--diagnostics"))
     if not args.quiet:
+        _print_verdict(release.diagnostics.get("utility", {}))
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
+
+
+def _print_verdict(verdict: dict[str, Any]) -> None:
+    """The curator's utility verdict on stderr, marked confidential (never in a file but
+    the confidential diagnostics)."""
+    if verdict.get("verdict") in ("good", "fair", "poor"):
+        from dpsynth.curator import format_summary
+
+        text = api_words_as_flags(format_summary(verdict))
+    else:
+        text = f"CONFIDENTIAL: no utility verdict ({verdict.get('reason', 'unavailable')})"
+    for line in text.splitlines():
+        print(f"[dpsynth] {line}", file=sys.stderr)
 
 
 def _centring_arg(text: str) -> str | dict[str, Any]:

@@ -228,12 +228,15 @@ def fit(
     backend: str | None = None,
     quiet: bool = True,
     inits: Sequence[Mapping[str, Any]] | None = None,
+    adapt_delta: float = 0.8,
 ) -> StanFit:
     """Sample a program with NUTS and return draws, per-record terms and diagnostics.
 
     ``data`` follows the dpsynth convention (``n, alpha, censor, M, want_contrib,
     want_rep`` then the model's own data); see ``book/stan_convention.md``. ``inits``:
-    one dict of initial parameter values per chain. ``quiet`` keeps compiler output and
+    one dict of initial parameter values per chain. ``adapt_delta``: the step-size
+    adaptation's target acceptance rate (Stan's default 0.8; higher means smaller steps and
+    fewer divergent transitions). ``quiet`` keeps compiler output and
     sampler progress off the terminal; otherwise they go to stderr (never stdout).
     Stan's rejections of the data and failures while sampling raise ``InputError``
     without any data value; Ctrl-C (or a ``SystemExit`` from a SIGTERM handler) stops
@@ -249,7 +252,15 @@ def fit(
             run = _withheld(
                 lambda: _sample_pystan(
                     _Run(
-                        code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                        code,
+                        dict(data),
+                        seed,
+                        chains,
+                        iter_warmup,
+                        iter_sampling,
+                        init_list,
+                        quiet,
+                        adapt_delta,
                     )
                 )
             )
@@ -257,7 +268,15 @@ def fit(
             run = _withheld(
                 lambda: _sample_cmdstanpy(
                     _Run(
-                        code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet
+                        code,
+                        dict(data),
+                        seed,
+                        chains,
+                        iter_warmup,
+                        iter_sampling,
+                        init_list,
+                        quiet,
+                        adapt_delta,
                     )
                 )
             )
@@ -399,10 +418,11 @@ class _Run(NamedTuple):
     iter_sampling: int
     inits: list[dict] | None
     quiet: bool
+    adapt_delta: float = 0.8
 
 
 def _sample_pystan(run: _Run) -> _Sample:
-    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet = run
+    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet, adapt_delta = run
     out = _run_httpstan(
         code,
         data,
@@ -412,6 +432,7 @@ def _sample_pystan(run: _Run) -> _Sample:
         quiet=quiet,
         num_warmup=iter_warmup,
         num_samples=iter_sampling,
+        delta=adapt_delta,
     )
     draws = {
         name: _chains_stacked(out[name], dims, chains)
@@ -512,7 +533,7 @@ def _run_httpstan(
     seed: int,
     inits: list[dict],
     quiet: bool,
-    **kwargs: int,
+    **kwargs: float,
 ) -> stan.fit.Fit:
     """Run ``function`` once per init (one chain each) through httpstan; return a ``stan.fit.Fit``.
 
@@ -914,15 +935,53 @@ def _compile_lock(model_name: str) -> Iterator[None]:
 
 
 def _sample_cmdstanpy(run: _Run) -> _Sample:  # pragma: no cover - needs a CmdStan installation
-    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet = run
+    code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet, adapt_delta = run
     sampling = {"chains": chains, "iter_warmup": iter_warmup, "iter_sampling": iter_sampling}
+    sampling["adapt_delta"] = adapt_delta
     out = _cmdstan_sample(code, data, seed, inits, quiet, **sampling)
-    names = tuple(out.stan_variables().keys())
-    draws = {k: np.asarray(out.stan_variable(k)) for k in names}  # chains stacked
+    draws = _cmdstan_draws(code, out)  # chains stacked
+    names = tuple(draws)
     divergences = int(np.sum(out.method_variables()["divergent__"]))
     return _Sample(
         draws, _parameters_block_names(code, names), _chain_arrays(draws, chains), divergences
     )
+
+
+def _cmdstan_draws(code: str, out: Any) -> dict[str, np.ndarray]:  # pragma: no cover
+    """Every output of the program, ``(draws, *dims)``, in declaration order (as PyStan).
+
+    cmdstanpy leaves out variables of size zero (no CSV column: ``y_rep`` when
+    ``want_rep = 0``); they are put back as empty arrays with one zero per declared
+    dimension (exact for vectors and 1-d arrays), from stanc's ``--info``.
+    """
+    present = out.stan_variables()
+    draws: dict[str, np.ndarray] = {}
+    for name, dims in _cmdstan_declared_outputs(code).items():
+        if name in present:
+            draws[name] = np.asarray(present[name])
+        else:
+            draws[name] = np.zeros((out.draws(concat_chains=True).shape[0], *(0,) * dims))
+    for name, values in present.items():  # not expected: stanc's info names them all
+        draws.setdefault(name, np.asarray(values))
+    return draws
+
+
+_CMDSTAN_INFO: dict[str, dict[str, int]] = {}
+
+
+def _cmdstan_declared_outputs(code: str) -> dict[str, int]:  # pragma: no cover - CmdStan
+    """Parameters, transformed parameters and generated quantities: name -> dimensions."""
+    model = _cmdstan_model(code)
+    key = str(model.exe_file)
+    if key not in _CMDSTAN_INFO:
+        info = model.src_info()
+        blocks = ("parameters", "transformed parameters", "generated quantities")
+        _CMDSTAN_INFO[key] = {
+            name: int(v.get("dimensions", 0)) + (v.get("type") == "complex")
+            for block in blocks
+            for name, v in info.get(block, {}).items()
+        }
+    return _CMDSTAN_INFO[key]
 
 
 def _generate_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
@@ -936,11 +995,26 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
     code: str, data: dict, seed: int, inits: Any, quiet: bool, **sampling: Any
 ) -> Any:
     """One ``CmdStanModel.sample`` call in a private folder (18 significant digits), read
-    back in full before the folder (data JSON, CSV files) is removed."""
+    back in full before the folder (data JSON, inits, CSV files) is removed.
+
+    ``inits``: ``None``, one dict for every chain, or a list of one dict per chain. One
+    dict (or a list of equal dicts) is written into the private folder; different dicts
+    per chain go through cmdstanpy's own temporary folder, for the run's duration.
+    """
     model = _cmdstan_model(code, quiet)
     with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
+        if isinstance(inits, list) and all(i == inits[0] for i in inits[1:]):
+            inits = inits[0] if inits else None
+        if isinstance(inits, Mapping):
+            import cmdstanpy
+
+            inits_file = os.path.join(output_dir, "inits.json")
+            cmdstanpy.write_stan_json(inits_file, _jsonable(inits))
+            inits = inits_file
+        elif isinstance(inits, list):
+            inits = [_jsonable(i) for i in inits]
         out = _cmdstan_interruptible(
-            model,
+            output_dir,
             lambda: model.sample(
                 data=data_file,
                 seed=int(seed) % (2**31),
@@ -958,17 +1032,41 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
 def _log_density_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
     code: str, data: dict, params: list[dict]
 ) -> np.ndarray:
+    """CmdStan's ``log_prob`` method (``jacobian=0``), run here with every file in the
+    run's private folder (cmdstanpy's ``log_prob`` keeps its output in its own temporary
+    folder until Python exits, and drops Stan's message on failure)."""
+    import cmdstanpy
+
     model = _cmdstan_model(code)
-    with _cmdstan_run(model, data, True) as (data_file, _folder):
+    with _cmdstan_run(model, data, True) as (data_file, folder):
         values = []
-        for p in params:
-            try:
-                frame = model.log_prob(
-                    params=_jsonable(p), data=data_file, jacobian=False, sig_figs=18
+        for i, p in enumerate(params):
+            params_file = os.path.join(folder, f"params_{i}.json")
+            output = os.path.join(folder, f"log_prob_{i}.csv")
+            cmdstanpy.write_stan_json(params_file, _jsonable(p))
+            cmd = [
+                str(model.exe_file),
+                "log_prob",
+                f"constrained_params={params_file}",
+                "jacobian=0",
+                "data",
+                f"file={data_file}",
+                "output",
+                f"file={output}",
+                "sig_figs=18",
+            ]
+
+            def run(cmd: list[str] = cmd) -> subprocess.CompletedProcess:
+                return subprocess.run(
+                    cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
                 )
-            except (RuntimeError, ValueError) as exc:
-                raise _StanFailure(str(exc), "data") from None
-            values.append(float(frame.iloc[0, 0]))
+
+            proc = _interruptible(run, lambda: _kill_run_processes(folder))
+            if proc.returncode:
+                raise _StanFailure(proc.stdout + proc.stderr, "data")
+            with open(output) as fh:
+                rows = [line for line in fh if line.strip() and not line.startswith("#")]
+            values.append(float(rows[1].split(",")[0]))  # header, then lp__,gradient...
     return np.asarray(values, dtype=float)
 
 
@@ -978,36 +1076,185 @@ def _outputs_cmdstanpy(  # pragma: no cover - needs a CmdStan installation
     out = []
     for p in params:
         fit = _cmdstan_sample(code, data, 1, _jsonable(p), True, fixed_param=True, iter_sampling=1)
-        names = set(_parameters_block_names(code, tuple(fit.stan_variables())))
-        out.append({k: np.asarray(v)[0] for k, v in fit.stan_variables().items() if k not in names})
+        draws = _cmdstan_draws(code, fit)
+        names = set(_parameters_block_names(code, tuple(draws)))
+        out.append({k: v[0] for k, v in draws.items() if k not in names})
     return out
+
+
+_RUN_PREFIX = "dpsynth-cmdstan-"
+_RUN_LOCK = ".owner.lock"
 
 
 @contextlib.contextmanager
 def _cmdstan_run(  # pragma: no cover - needs a CmdStan installation
     model: Any, data: Mapping[str, Any], quiet: bool
 ) -> Iterator[tuple[str, str]]:
-    """A private temporary folder with the data JSON, for CmdStan's output; removed after."""
+    """A private temporary folder (mode 0700) with the data JSON, for CmdStan's files.
+
+    Removed when the run ends, also on error and on interruption. If this process dies
+    without cleaning up (SIGKILL, out of memory), a watcher process started here (it
+    waits for the end of a pipe only this process holds) kills the CmdStan processes
+    still working in the folder and removes it. Folders left anyway (the watcher killed
+    too) are removed by the next run in any process: their owner's lock on
+    ``.owner.lock`` is gone (:func:`_sweep_stale_runs`).
+    """
     import cmdstanpy
 
-    folder = tempfile.mkdtemp(prefix="dpsynth-cmdstan-")
+    _sweep_stale_runs()
+    folder = tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-")
+    lock = os.open(os.path.join(folder, _RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    watcher = None
     try:
+        _flock(lock, blocking=True)
+        watcher = _start_run_watcher(folder)
         data_file = os.path.join(folder, "data.json")
         cmdstanpy.write_stan_json(data_file, _jsonable(data))
         with _cmdstanpy_logging(quiet):
             yield data_file, folder
     finally:
+        _kill_run_processes(folder)
         shutil.rmtree(folder, ignore_errors=True)
+        os.close(lock)
+        if watcher is not None:
+            with contextlib.suppress(OSError):
+                watcher.stdin.close()  # the watcher finds the folder gone and exits
 
 
-def _cmdstan_interruptible(model: Any, call: Callable[[], _T]) -> _T:  # pragma: no cover
-    """Run cmdstanpy in a worker thread; failures become ``_StanFailure`` (text withheld)."""
-
-    def kill_chains() -> None:
-        _kill_children(Path(model.exe_file).name)
-
+def _flock(fd: int, *, blocking: bool) -> bool:
+    """An exclusive ``flock`` on ``fd``; False if another holds it (non-blocking)."""
     try:
-        return _interruptible(call, kill_chains)
+        import fcntl
+    except ImportError:  # not POSIX: no lock, no sweep
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+    except OSError:
+        return False
+    return True
+
+
+def _sweep_stale_runs(max_unlocked_age: float = 60.0) -> int:
+    """Remove the run folders of processes that died without cleaning up; return how many.
+
+    A live run holds an exclusive lock on its ``.owner.lock`` (the kernel drops it when
+    the process dies, whatever kills it). A folder without that file (its owner died
+    between creating the folder and the file) counts as stale after ``max_unlocked_age``
+    seconds. Only this user's folders are considered.
+    """
+    import time
+
+    count = 0
+    base = tempfile.gettempdir()
+    try:
+        entries = [e for e in os.scandir(base) if e.name.startswith(_RUN_PREFIX)]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+            lock_path = os.path.join(entry.path, _RUN_LOCK)
+            try:
+                fd = os.open(lock_path, os.O_RDWR)
+            except FileNotFoundError:
+                if time.time() - entry.stat().st_mtime < max_unlocked_age:
+                    continue
+                fd = None
+            try:
+                if fd is not None and not _flock(fd, blocking=False):
+                    continue  # its owner is alive
+                _reap_run_folder(entry.path)
+                count += 1
+            finally:
+                if fd is not None:
+                    os.close(fd)
+        except OSError:
+            continue
+    return count
+
+
+def _reap_run_folder(folder: str) -> None:
+    """Kill this user's processes working in ``folder`` (their arguments name it), remove it.
+
+    Standard library only: it is also the body of the watcher process
+    (:func:`_start_run_watcher`). Processes are found through ``/proc`` (Linux).
+    """
+    import os
+    import shutil
+    import signal
+
+    marker = os.path.join(folder, "").encode()
+    try:
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        pids = []
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+            if any(marker in arg for arg in args):
+                os.kill(pid, signal.SIGKILL)
+        except OSError:
+            continue
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_WATCHER_MAIN = """
+import os, sys
+sys.stdin.buffer.read()  # returns when the run ends or its process dies
+if os.path.isdir(sys.argv[1]):
+    _reap_run_folder(sys.argv[1])
+"""
+
+
+def _start_run_watcher(folder: str) -> subprocess.Popen | None:
+    """Start a process that reaps ``folder`` (:func:`_reap_run_folder`) if this one dies.
+
+    It reads a pipe whose writing end only this process holds (close-on-exec, so CmdStan
+    does not inherit it); the read returns at the end of the run or when this process
+    dies, however. It runs in its own session, so a signal to this process group does not
+    reach it. ``None`` if no Python interpreter can be started.
+    """
+    import inspect
+
+    if not sys.executable or not os.path.isdir("/proc"):
+        return None
+    source = inspect.getsource(_reap_run_folder) + _WATCHER_MAIN
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", source, folder],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+
+
+def _kill_run_processes(folder: str) -> None:
+    """Kill this process's descendants whose arguments name ``folder`` (CmdStan chains)."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    marker = os.path.join(folder, "")
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if any(marker in arg for arg in child.cmdline()):
+                child.kill()
+
+
+def _cmdstan_interruptible(folder: str, call: Callable[[], _T]) -> _T:  # pragma: no cover
+    """Run cmdstanpy in a worker thread; failures become ``_StanFailure`` (text withheld).
+
+    Interrupted, it kills the CmdStan processes of this run (those working in ``folder``).
+    """
+    try:
+        return _interruptible(call, lambda: _kill_run_processes(folder))
     except (RuntimeError, ValueError) as exc:
         failure = _StanFailure(str(exc), "sampling")
     raise failure from None
@@ -1044,18 +1291,6 @@ def _interruptible(call: Callable[[], _T], on_interrupt: Callable[[], None]) -> 
     return result["value"]
 
 
-def _kill_children(executable_name: str) -> None:  # pragma: no cover - cmdstanpy path
-    """Kill this process's descendants running ``executable_name`` (CmdStan chains)."""
-    try:
-        import psutil
-    except ImportError:
-        return
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if Path(child.exe()).name == executable_name:
-                child.kill()
-
-
 @contextlib.contextmanager
 def _cmdstanpy_logging(quiet: bool) -> Iterator[None]:
     """cmdstanpy's log: nothing when quiet; else INFO lines, warnings and errors withheld."""
@@ -1078,18 +1313,53 @@ def _cmdstanpy_logging(quiet: bool) -> Iterator[None]:
         logger.removeFilter(keep)
 
 
+_CMDSTAN_MODELS: dict[str, Any] = {}
+"""``CmdStanModel`` per executable path, for this process (creating one runs stanc and
+the executable to ask for their info: about 0.1 s)."""
+
+
 def _cmdstan_model(code: str, quiet: bool = True):  # pragma: no cover - needs CmdStan
+    """The program's ``CmdStanModel``, compiled once into ``$DPSYNTH_CACHE_DIR/cmdstan``.
+
+    The file names hash the program and the CmdStan installation's path, so another
+    CmdStan gets its own executable. Processes compiling the same program wait on an
+    exclusive lock (``model_<hash>.lock``) and reuse the executable; the program file is
+    written atomically. A program CmdStan cannot compile raises ``InputError`` (program
+    text only, no data are involved).
+    """
+    import fcntl
+
     import cmdstanpy
 
-    digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{cmdstanpy.cmdstan_path()}\0{code}".encode()).hexdigest()[:16]
     root = Path(os.environ.get("DPSYNTH_CACHE_DIR", Path.home() / ".cache" / "dpsynth"))
     folder = root / "cmdstan"
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / f"model_{digest}.stan"
-    if not source.exists():
-        source.write_text(code)
-    with _cmdstanpy_logging(quiet):
-        return cmdstanpy.CmdStanModel(stan_file=str(source))
+    exe = source.with_suffix(".exe" if os.name == "nt" else "")
+    cached = _CMDSTAN_MODELS.get(str(exe))
+    if cached is not None and exe.is_file():
+        return cached
+    fd = os.open(folder / f"model_{digest}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if not source.is_file() or source.read_text() != code:
+            part = source.with_name(f".{source.name}.{os.getpid()}.part")
+            part.write_text(code)
+            os.replace(part, source)
+        if not quiet and not exe.is_file():
+            print("Compiling the Stan program with CmdStan (about a minute)", file=sys.stderr)
+        try:
+            with _cmdstanpy_logging(quiet):
+                model = cmdstanpy.CmdStanModel(stan_file=str(source))
+        except (RuntimeError, ValueError) as exc:
+            raise InputError(
+                "stan_file", f"CmdStan could not compile the program:\n{exc}"
+            ) from None
+    finally:
+        os.close(fd)
+    _CMDSTAN_MODELS[str(exe)] = model
+    return model
 
 
 # --- messages without data values -----------------------------------------------

@@ -75,6 +75,11 @@ class Sampler:
     iter_sampling: int = 2000
     backend: str | None = None
     quiet: bool = True
+    adapt_delta: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= float(self.adapt_delta) < 1:
+            raise InputError("adapt_delta", f"must lie in [0.5, 1) (got {self.adapt_delta!r})")
 
 
 CHUNK_ELEMENTS = 2**22
@@ -326,6 +331,7 @@ class Synthesizer:
             iter_sampling=s.iter_sampling,
             backend=s.backend,
             quiet=s.quiet,
+            adapt_delta=s.adapt_delta,
         )
         source = mirror if mirror is not None else sf.record_log_lik
         if centre is not None:

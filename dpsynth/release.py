@@ -169,6 +169,8 @@ def synthesize(
     reference_X: np.ndarray | None = None,
     allow_unconverged: bool = False,
     progress: bool = False,
+    clip_to_bounds: bool = False,
+    public_utility: float | None = None,
     **tuning: Any,
 ) -> Release:
     """Release m synthetic sets of ``y`` under a total privacy budget ``epsilon``.
@@ -183,9 +185,19 @@ def synthesize(
     knobs (``c``, ``g``, ``radius``, ``reweight``, ``k``, ``downscale``,
     ``target_lipschitz``, ``n_bins``, ``centring`` for censor-w/censor-uw (dpsynth's
     extension, :func:`dpsynth.models.record_centre`), and the SBS options).
+
+    ``clip_to_bounds`` clamps records outside the public ``bounds`` to them (otherwise
+    such records are refused); how many were clamped goes to the confidential
+    diagnostics. Every release's diagnostics hold the curator's utility verdict
+    (:func:`dpsynth.curator.utility_verdict`: synthetic against confidential, never
+    published). ``public_utility`` (an epsilon slice of the total) also publishes noised
+    utility figures in the report (:func:`public_utility_figures`); the sets then share
+    ``epsilon - public_utility``.
     """
     require_choice("mechanism", mechanism, ALL_MECHANISMS)
     epsilon = privacy.require_epsilon("epsilon", epsilon)
+    eps_utility = _utility_slice(public_utility, epsilon, bounds, neighbours)
+    y, n_clipped = _clipped(y, bounds, clip_to_bounds)
     m = require_m(m)
     require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
     if n_synthetic is not None:
@@ -218,7 +230,7 @@ def synthesize(
         y,
         model,
         mechanism,
-        epsilon,
+        epsilon - eps_utility,
         m,
         neighbours,
         X,
@@ -243,6 +255,13 @@ def synthesize(
         frame, report, diag = _sbs(req, ledger)
     else:
         frame, report, diag, result = _posterior(req, ledger)
+    sets = frame[column].to_numpy(dtype=float).reshape(m, -1)
+    if eps_utility:
+        report["public_utility"] = public_utility_figures(
+            req.y, sets, bounds, eps_utility, ledger, req.noise_rng()
+        )
+        if report.get("epsilon") is not None:
+            report["epsilon"] = epsilon
     if known_seed:
         report = _known_seed(report)
     report = {
@@ -254,7 +273,111 @@ def synthesize(
         **copy.deepcopy(_provenance()),
     }
     diagnostics = {"confidential": CONFIDENTIAL_BANNER, "seed": seed, **diag}
+    if clip_to_bounds:
+        diagnostics["n_clipped_to_bounds"] = n_clipped
+    diagnostics["utility"] = _verdict(req, sets, report, diag, result)
     return Release(frame, report, diagnostics, result)
+
+
+def _verdict(req: _Request, sets: np.ndarray, report: dict, diag: dict, result: Any) -> dict:
+    """The curator's utility verdict (confidential), for every mechanism."""
+    from dpsynth import curator
+
+    if req.mechanism in ("ph", "sbs"):
+        integer = bool(req.tuning.get("integer")) or req.tuning.get("data_type") == "binary"
+        outcome = "count" if integer else "real"
+    else:
+        outcome = _model_outcome(req.model)
+    try:
+        return curator.utility_verdict(
+            np.asarray(req.y, dtype=float),
+            sets,
+            outcome=outcome,
+            X=req.X,
+            n_censored=diag.get("n_censored"),
+            n_zero_weight=diag.get("n_zero_weight"),
+            mechanism=req.mechanism,
+            model=report.get("model"),
+            bounds=req.bounds,
+        )
+    except (InputError, ValueError) as exc:  # a verdict never blocks a release
+        return {"verdict": "unavailable", "reason": str(exc)}
+
+
+def _model_outcome(model: str | Model) -> str:
+    from dpsynth.models import get_model
+
+    return get_model(model).outcome
+
+
+def _clipped(y: Any, bounds: tuple[float, float] | None, clip: bool) -> tuple[Any, int]:
+    """``y`` clamped to the public bounds when asked (the count is confidential)."""
+    if not clip:
+        return y, 0
+    if bounds is None:
+        raise InputError("clip_to_bounds", "needs public bounds")
+    lo, hi = privacy.require_public_bounds(bounds)
+    arr = np.asarray(y, dtype=float)
+    clipped = np.clip(arr, lo, hi)
+    return clipped, int(np.sum(clipped != arr))
+
+
+def _utility_slice(
+    eps: float | None, epsilon: float, bounds: tuple[float, float] | None, neighbours: str
+) -> float:
+    """Validate the epsilon slice of :func:`public_utility_figures` (0: none)."""
+    if eps is None:
+        return 0.0
+    eps = require_finite_positive("public_utility", eps)
+    if not eps < epsilon:
+        raise InputError("public_utility", f"must be below the total epsilon {epsilon:g}")
+    if bounds is None:
+        raise InputError("public_utility", "needs public bounds (the mean's sensitivity)")
+    if neighbours != "substitution":
+        raise InputError("public_utility", "is defined for substitution neighbours only")
+    return eps
+
+
+def public_utility_figures(
+    y: Any,
+    sets: np.ndarray,
+    bounds: tuple[float, float],
+    epsilon: float,
+    ledger: privacy.BudgetLedger,
+    rng: np.random.Generator | None,
+) -> dict[str, Any]:
+    """Noised utility figures a release may publish, at ``epsilon`` charged to the ledger.
+
+    Half of ``epsilon`` noises the confidential mean (records clipped to the public
+    ``bounds``; sensitivity (hi - lo)/n under substitution), half the m max-ECDF distances
+    between each synthetic set and the confidential data (each changes by at most 1/n
+    when one record is substituted, so the vector's l1 sensitivity is m/n). The synthetic
+    sets are already public: given them, these are Laplace mechanisms on the data, and
+    sequential composition charges ``epsilon`` on top of the sets'. Noise from OpenDP.
+    """
+    from dpsynth.utility import ecdf_measures
+
+    lo, hi = bounds
+    arr = np.clip(np.asarray(y, dtype=float), lo, hi)
+    n, m = arr.size, sets.shape[0]
+    half = epsilon / 2
+    mean = privacy.laplace_mechanism(float(arr.mean()), (hi - lo) / n, half, rng)
+    distances = np.array([ecdf_measures(arr, s)["max_ecdf"] for s in sets])
+    noised = np.atleast_1d(privacy.laplace_mechanism(distances, m / n, half, rng))
+    ledger.spend("public utility figures: noised mean", half, "all records")
+    ledger.spend("public utility figures: noised max-ECDF per set", half, "all records")
+    return {
+        "epsilon": epsilon,
+        "confidential_mean_noised": mean,
+        "synthetic_mean_per_set": [float(np.mean(s)) for s in sets],
+        "max_ecdf_noised_per_set": [float(v) for v in noised],
+        "noise": "Laplace (OpenDP)" if rng is None else "numpy Laplace (seeded, NOT private)",
+        "meaning": (
+            "utility figures with Laplace noise, covered by the report's epsilon: the "
+            "confidential mean (records clipped to the public bounds) and each set's largest "
+            "ECDF distance to the confidential data"
+        ),
+    }
 
 
 GUARANTEE_FIELDS = ("guarantee", "guarantee_meaning", "epsilon", "epsilon_per_set")
@@ -385,6 +508,7 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
             "chains": syn.sampler.chains,
             "iter_warmup": syn.sampler.iter_warmup,
             "iter_sampling": syn.sampler.iter_sampling,
+            "adapt_delta": syn.sampler.adapt_delta,
         },
         "backend": result.fit.stan_fit.backend,
         "caveats": caveats,

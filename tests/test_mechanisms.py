@@ -166,7 +166,7 @@ def test_synthesizer_checks_the_outcome_against_the_model():
         Synthesizer(np.array([1.0, 2.5]), "poisson")
     assert exc.value.param == "y"
     with pytest.raises(InputError) as exc:
-        Synthesizer(np.array([0.2, 0.4]), "lognormal")
+        Synthesizer(np.array([0.2, 0.4]), "no-such-model")
     assert exc.value.param == "model"
 
 
