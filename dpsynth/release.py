@@ -579,8 +579,8 @@ def convergence_refusal(diagnostics: dict[str, float]) -> str:
         )
     elif diagnostics.get("divergences", 0) > CONVERGENCE["divergences"]:
         advice = (
-            "divergent transitions: raise the step-size target (adapt_delta, e.g. 0.95 or "
-            "0.99), centre at a public reference (centring), or use another model"
+            "divergent transitions: raise the step-size target (adapt_delta) to 0.95 or "
+            "0.99, centre at a public reference (centring), or use another model"
         )
     else:
         advice = "run longer chains (iter_warmup, iter_sampling) or more chains"

@@ -672,3 +672,93 @@ def test_user_program_release_is_checked_and_dp(beta_data, converging_sampler):
     assert rel.report["model_program_sha256"] == MODELS["beta"].program_hash()
     assert rel.data.shape == (400, 2)
     assert rel.data["y"].between(0, 1, inclusive="neither").all()
+
+
+# ----------------------------------------------------------------------------- curator feedback
+
+
+def test_every_release_has_a_confidential_utility_verdict(uniform_data, strict_json):
+    rel = synthesize(uniform_data, mechanism="ph", epsilon=3.0, m=2, bounds=(0, 10))
+    verdict = rel.diagnostics["utility"]
+    assert verdict["verdict"] in ("good", "fair", "poor") and verdict["next_step"]
+    assert verdict["m"] == 2 and verdict["n"] == uniform_data.size
+    # the confidential mean is in the diagnostics, never in the public report
+    assert verdict["confidential"]["mean"] == pytest.approx(uniform_data.mean())
+    public = to_json(rel.report)
+    assert "verdict" not in public and "utility" not in public
+    assert f"{uniform_data.mean():.6g}" not in public
+
+
+def test_public_utility_figures_are_charged_to_the_total_budget(uniform_data):
+    rel = synthesize(
+        uniform_data, mechanism="ph", epsilon=3.0, m=3, bounds=(0, 10), public_utility=0.6
+    )
+    report = rel.report
+    assert report["epsilon"] == pytest.approx(3.0)  # the total, utility figures included
+    assert report["epsilon_per_set"] == pytest.approx(0.8)  # (3 - 0.6) / 3
+    ledger = report["ledger"]
+    assert ledger["spent"] == pytest.approx(3.0) and ledger["remaining"] == pytest.approx(0.0)
+    assert sum(s["epsilon"] for s in ledger["spends"] if "utility" in s["what"]) == 0.6
+    figures = report["public_utility"]
+    assert len(figures["max_ecdf_noised_per_set"]) == 3
+    # Laplace(b = 10 / 500 / 0.3): within 20 scales of the truth with overwhelming probability
+    assert abs(figures["confidential_mean_noised"] - uniform_data.mean()) < 20 * 10 / 500 / 0.3
+    assert figures["confidential_mean_noised"] != pytest.approx(uniform_data.mean(), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"public_utility": 3.0}, "below the total"),
+        ({"public_utility": 0.5, "bounds": None}, "bounds"),
+        ({"public_utility": -1.0}, "> 0"),
+    ],
+)
+def test_public_utility_refusals(uniform_data, kwargs, message):
+    kw = {"mechanism": "ph", "epsilon": 3.0, "bounds": (0, 10), **kwargs}
+    with pytest.raises(InputError, match=message) as exc:
+        synthesize(uniform_data, **kw)
+    assert exc.value.param in ("public_utility", "bounds")
+
+
+def test_clip_to_bounds_is_explicit_and_its_count_confidential(uniform_data):
+    y = uniform_data.copy()
+    y[[3, 10, 99]] = [-1.0, 12.0, 50.0]
+    with pytest.raises(InputError, match="record 4 ") as exc:
+        synthesize(y, mechanism="ph", epsilon=2.0, bounds=(0, 10))
+    assert exc.value.param == "y"
+    rel = synthesize(y, mechanism="ph", epsilon=2.0, bounds=(0, 10), clip_to_bounds=True)
+    assert rel.diagnostics["n_clipped_to_bounds"] == 3
+    assert "clipped" not in to_json(rel.report)
+    with pytest.raises(InputError) as exc:
+        synthesize(y, mechanism="ph", epsilon=2.0, clip_to_bounds=True)
+    assert exc.value.param in ("clip_to_bounds", "bounds")
+
+
+def test_adapt_delta_is_validated():
+    assert Sampler(adapt_delta=0.95).adapt_delta == 0.95
+    for bad in (0.3, 1.0, 1.5):
+        with pytest.raises(InputError) as exc:
+            Sampler(adapt_delta=bad)
+        assert exc.value.param == "adapt_delta"
+
+
+@pytest.mark.parametrize(
+    ("figures", "advice"),
+    [
+        ({"rhat_max": 1.83, "ess_bulk_min": 3.0, "divergences": 0}, "different modes"),
+        ({"rhat_max": 1.005, "ess_bulk_min": 900.0, "divergences": 24}, "adapt_delta"),
+        ({"rhat_max": 1.02, "ess_bulk_min": 80.0, "divergences": 0}, "longer chains"),
+    ],
+)
+def test_convergence_refusals_explain_and_mark_their_figures_confidential(figures, advice):
+    from dpsynth.cli import api_words_as_flags
+    from dpsynth.release import convergence_refusal
+
+    text = convergence_refusal(figures)
+    assert advice in text and "CONFIDENTIAL" in text
+    assert "allow_unconverged=True" in text  # API words in the library ...
+    cli = api_words_as_flags(text)
+    assert "--allow-unconverged" in cli and "allow_unconverged=True" not in cli  # ... flags
+    if advice == "adapt_delta":
+        assert "--adapt-delta" in cli
