@@ -73,3 +73,16 @@ def test_stderr_left_out_and_local_paths_scrubbed():
     assert outputs[1]["data"]["text/plain"] == "results"
     assert outputs[1]["data"]["image/png"] == "AAAA"
     assert len(dropped) == 1 and "RuntimeWarning" in dropped[0] and root not in dropped[0]
+
+
+def test_echo_of_a_closing_convergence_check_is_dropped():
+    printed = nbformat.v4.new_output("stream", name="stdout", text="4 fits: max R-hat 1.004\n")
+    echo = nbformat.v4.new_output("execute_result", data={"text/plain": "1.004"})
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        _cell("fit = run()\nassert_converged(fit.rhat, 1.05)", outputs=[printed, echo]),
+        _cell("table.round(2)", outputs=[echo]),
+    ]
+    out = prepare.prepare(nb, "ci")
+    assert [o["output_type"] for o in out.cells[0].outputs] == ["stream"]
+    assert [o["output_type"] for o in out.cells[1].outputs] == ["execute_result"]

@@ -14,8 +14,9 @@ In place, it:
    profile's settings (``cfg = settings(...)``), and glue cells that show nothing;
 3. keeps only what a reader needs in the outputs: stderr streams (library warnings,
    progress bars) are left out of the page, with one line on the terminal saying how many,
-   and local paths (this checkout, the home and temporary directories) are replaced by
-   neutral text;
+   local paths (this checkout, the home and temporary directories) are replaced by
+   neutral text, and the echoed return value of a closing ``assert_converged(...)`` is
+   dropped (its printed line stays);
 4. takes the ``# NBVAL_CHECK_OUTPUT`` marker out of the rendered source and records it as the
    cell tag ``nbval-check-output`` (which ``tests/test_notebook_outputs.py`` reads);
 5. appends a footer: when and with which profile the notebook ran, and the versions of
@@ -41,6 +42,9 @@ MARKER = "# NBVAL_CHECK_OUTPUT"
 CHECK_TAG = "nbval-check-output"
 PLUMBING_CALLS = {"setup", "glue_numbers", "glue", "filterwarnings", "show_settings"}
 SETTINGS_CALLS = {"settings"}
+# Calls whose return value is plumbing when a cell ends with them: assert_converged prints
+# its check and returns the largest R-hat, which the page need not echo.
+SILENT_RESULTS = {"assert_converged"}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -78,6 +82,20 @@ def is_plumbing(source: str) -> bool:
         return False
 
     return bool(body) and all(plumbing(stmt) for stmt in body)
+
+
+def ends_with_silent_call(source: str) -> bool:
+    """True when the cell's last statement is a bare call in :data:`SILENT_RESULTS`."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    if not body or not isinstance(body[-1], ast.Expr) or not isinstance(body[-1].value, ast.Call):
+        return False
+    func = body[-1].value.func
+    return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in (
+        SILENT_RESULTS
+    )
 
 
 def glues(source: str) -> bool:
@@ -175,6 +193,8 @@ def prepare(nb, profile: str, report: list[str] | None = None):
                 line for line in cell.source.splitlines() if line.strip() != MARKER
             )
             _add_tag(cell, CHECK_TAG)
+        if ends_with_silent_call(cell.source):
+            cell.outputs = [o for o in cell.outputs if o.get("output_type") != "execute_result"]
         dropped = clean_outputs(cell, patterns)
         if report is not None:
             report += dropped
