@@ -15,8 +15,8 @@ substitution neighbours (so M = eps / 4 = 1.25), the release's default sampler (
 Variants: PH (sqrt(n) bins on the bounds); beta Censor_uw (the issue's release); lognormal
 and gamma with Censor_uw uncentred, Censor_uw centred at the reference fit's posterior mean
 (``+ref``, :func:`dpsynth.plan.reference_point`), Censor_w with reference weights (strict DP)
-and Censor_w with reference weights and reference centring; and the unweighted (non-private)
-fits as the model's best case. Per variant, over ``--reps`` seeds: the median signed mean error
+and Censor_w with reference weights and reference centring; and the unweighted fits (no
+strict DP guarantee) as the model's best case. Per variant, over ``--reps`` seeds: the median signed mean error
 (%), the median absolute mean error, the median max-ECDF and its ratio to PH's median, the
 median share of records censored, and the share of replicates that meet the goal (|mean error|
 <= 10% and max-ECDF <= 1.5 x PH's median max-ECDF of the same data).
@@ -77,12 +77,12 @@ DATA: dict[str, Callable[[], tuple[np.ndarray, np.ndarray, tuple[float, float]]]
 VARIANTS: dict[str, tuple[str | None, str, bool, bool]] = {
     "ph": (None, "ph", False, False),
     "beta censor-uw": ("beta", "censor-uw", False, False),
-    "lognormal unweighted (no DP)": ("lognormal", "unweighted", False, False),
+    "lognormal unweighted (aDP only)": ("lognormal", "unweighted", False, False),
     "lognormal censor-uw": ("lognormal", "censor-uw", False, False),
     "lognormal censor-uw +ref": ("lognormal", "censor-uw", True, False),
     "lognormal censor-w": ("lognormal", "censor-w", False, True),
     "lognormal censor-w +ref": ("lognormal", "censor-w", True, True),
-    "gamma unweighted (no DP)": ("gamma", "unweighted", False, False),
+    "gamma unweighted (aDP only)": ("gamma", "unweighted", False, False),
     "gamma censor-uw": ("gamma", "censor-uw", False, False),
     "gamma censor-uw +ref": ("gamma", "censor-uw", True, False),
     "gamma censor-w": ("gamma", "censor-w", False, True),
