@@ -304,6 +304,10 @@ def test_sdr_summary_and_comparison() -> None:
     out["table"].loc["epsilon", "Weighted"] = 12.16
     table = compare(sdr_comparison(), summary_frame(sdr_summary(out)), study="sdr")
     assert "likely cause: the LW tuning (c, g)" in table.verdict.iloc[0]
+    # every numeric cell of Table 2 has a row (8 rows x 6 columns, minus the NAs)
+    keys = {r["key"] for r in sdr_comparison() if r.get("paper") is not None}
+    cells = PAPER_TABLE2.notna().sum().sum()
+    assert len(keys - {"best_dp"}) == cells == 43
 
 
 def test_table1_beside_paper_rescales_and_interleaves_the_paper() -> None:

@@ -225,3 +225,15 @@ def test_section3_and_contraction_comparisons_cover_both_generators():
     values = sw.contraction_values({"poisson": (bounds, None)})
     assert values["poisson_contracts"] == "yes" and values["poisson_LW_max"] == 3.6
     assert {row["key"] for row in sw.contraction_comparison()} >= {"poisson_LW_max"}
+
+
+def test_appendix_table1_rows_cover_every_endpoint() -> None:
+    from dpsynth.studies.vector_weighted import PAPER, appendix_table1_rows, reweighting_comparison
+
+    rows = {r["key"]: r for r in appendix_table1_rows()}
+    assert len(rows) == 40
+    assert rows["t1_q15_CW_lo"]["paper"] == 77.2 and rows["t1_median_LW_final_hi"]["paper"] == 100.0
+    assert rows["t1_mean_Data_hi"]["cause"] == "table1_data"
+    assert PAPER["table1"]["q90"]["CW_final"] == (131.0, 137.7)
+    keys = {r["key"] for r in reweighting_comparison("4")}
+    assert set(rows) <= keys and not set(rows) & {r["key"] for r in reweighting_comparison("5")}

@@ -147,3 +147,11 @@ def test_statistic_estimate_known_answers() -> None:
     assert a[1] > 0 and a == v.statistic_estimate(x, "q3")
     with pytest.raises(ValueError):
         v.statistic_estimate(x, "iqr")
+
+
+def test_quantile_estimate_known_answers() -> None:
+    x = np.arange(41.0)  # type-7 quantiles: 2.5% -> 1.0, 97.5% -> 39.0
+    lo, se, n = v.quantile_estimate(x, 0.025)
+    assert (lo, n) == (1.0, 41) and se > 0
+    assert v.quantile_estimate(x, 0.975)[0] == 39.0
+    assert v.quantile_estimate([2.0] * 5, 0.975) == (2.0, 0.0, 5)

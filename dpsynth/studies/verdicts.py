@@ -39,6 +39,7 @@ __all__ = [
     "Verdict",
     "compare",
     "estimate",
+    "quantile_estimate",
     "statistic_estimate",
     "paper_value",
     "summary_frame",
@@ -56,24 +57,25 @@ UNKNOWN_CAUSE = "not known (see the book's page 'Where the papers leave a choice
 CAUSES: dict[tuple[str, str], str] = {
     # Censoring paper, Section 4 (notebook 01).
     ("beta", "censor_w_count"): (
-        "the paper's Censor_w counts are 2-4 times its Weighted-e counts, while dpsynth's "
-        "censored posterior moves away from the clamp (the shape a rises), so with the same "
-        "LW weights its Censor_w count stays at or below its Weighted-e count (which matches "
-        "the paper's); no LW normalisation (draw quantile, c, g) reproduces Table 1's "
-        "Censor_w, Weighted-e and Weighted-bound rows together, so the paper's count rule "
-        "or censored fit differs in a way its text does not state"
+        "Monte Carlo error: under the reading that fits (Censor_w censors the re-weighted LW "
+        "weights, k = 0.95; profile key censor_w_reweight) a database censors about every "
+        "record with |l_i| > eps/2 when 0.95 Delta_W exceeds eps/2 and none otherwise, so "
+        "the counts are all or nothing at eps = 5 and their quartiles move with a few "
+        "databases; the paper does not state the re-weighting"
     ),
     ("beta", "censor_w_count_downscaled"): (
-        "as without downscaling (the Censor_w count rule); the paper's factor is lost from "
-        "the text (dpsynth's 0.9 reproduces its downscaled Weighted-e row)"
+        "not reproduced: no single downscaling factor fits both downscaled rows of Table S4 "
+        "(0.9 fits Weighted-e; Censor_w's share of censoring databases needs about 0.8-0.85 "
+        "with re-weighted weights, and plain weights censor far too few at any factor)"
     ),
     ("beta", "weighted_e_count_downscaled"): (
-        "the downscaling factor, lost from the text: 0.9 (dpsynth's paper profile) gives "
-        "the paper's mean, 0.75 gives a sixth of it"
+        "the downscaling factor, lost from the text: 0.9 (dpsynth's paper profile) is the "
+        "factor that gives the paper's mean under the lw-bound rule"
     ),
     ("beta", "weighted_e_count"): (
-        "Monte Carlo and MCMC run length: Weighted-e counts records whose weighted bound, a "
-        "maximum over S draws, exceeds epsilon/2 (S is not stated in the paper)"
+        "Monte Carlo error (the counts are skewed, the paper's own SE is about sd/10) and the "
+        "truncation rule, lost from the text (alpha_i f_i > eps/2, profile key "
+        "weighted_e_rule)"
     ),
     ("beta", "censor_uw_count"): "Monte Carlo error and MCMC run length (S is not stated)",
     ("beta", "best_dp"): (
@@ -108,6 +110,10 @@ CAUSES: dict[tuple[str, str], str] = {
     ("reweighting", "utility"): (
         "the simulated database (the paper's is not published) and the m synthetic sets "
         "behind each interval"
+    ),
+    ("reweighting", "table1_data"): (
+        "the simulated database: the paper's is another, unpublished draw of the same "
+        "negative binomial mixture, and the Data intervals (bootstrap over records) move with it"
     ),
     ("reweighting", "data_mean"): "a subsample of the stand-in (calibrated on all records)",
     ("reweighting", "data_median"): "a subsample of the stand-in (calibrated on all records)",
@@ -211,6 +217,28 @@ def statistic_estimate(
         return value, float(x.std(ddof=1) / math.sqrt(x.size)), int(x.size)
     rng = np.random.default_rng(seed)
     boot = [fn(x[rng.integers(0, x.size, x.size)]) for _ in range(n_boot)]
+    return value, float(np.std(boot, ddof=1)), int(x.size)
+
+
+def quantile_estimate(
+    values: Any, q: float, *, n_boot: int = 1000, seed: int = 0
+) -> tuple[float, float, int]:
+    """(the q-quantile (type 7), its bootstrap standard error, count) of replicate values.
+
+    For the endpoints of an empirical interval (e.g. the vector-weighted paper's appendix
+    Table 1, q = 0.025 and 0.975 over m synthetic sets); SE 0 when all values are equal.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        return math.nan, math.nan, 0
+    value = float(np.quantile(x, q))
+    if x.size < 2:
+        return value, math.nan, 1
+    if np.ptp(x) == 0:
+        return value, 0.0, int(x.size)
+    rng = np.random.default_rng(seed)
+    boot = [np.quantile(x[rng.integers(0, x.size, x.size)], q) for _ in range(n_boot)]
     return value, float(np.std(boot, ddof=1)), int(x.size)
 
 
