@@ -585,9 +585,10 @@ def test_normal_known_sd_passes_the_censoring_check(converging_sampler):
     # draws of the posterior and far into the prior's range (tau0 = 10)
     params = [fit.draw(0), fit.draw(fit.n_draws - 1), {"mu": -25.0}, {"mu": 30.0}]
     check_censored(path, data, params, M, records=(0, 50, 99))  # what it claims
-    # the same check refuses what it should: a smaller claimed bound
+    check_censored(path, data, params, M / 2, records=(1, 2))  # at any bound
+    # the same check refuses what it should: a program whose contrib is not clamped
     with pytest.raises(InputError, match="'clamp'") as exc:
-        check_censored(path, data, params, M / 2)
+        check_censored(TEST_STAN / "broken_contrib.stan", data, params, M)
     assert exc.value.param == "stan_file"
 
 
@@ -647,7 +648,8 @@ def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch
 def test_honest_user_program_is_released_as_dp_with_its_checks_named(converging_sampler):
     y = np.random.default_rng(9).normal(1.0, 1.0, 150)
     model = Model.from_stan_file(TEST_STAN / "honest_normal.stan", "real")
-    rel = synthesize(y, model=model, mechanism="censor-uw", epsilon=2.0, sampler=converging_sampler)
+    # epsilon 8: M = 2, so records near the posterior mean are not clamped
+    rel = synthesize(y, model=model, mechanism="censor-uw", epsilon=8.0, sampler=converging_sampler)
     report = rel.report
     assert report["guarantee"] == "DP", rel.diagnostics["mcmc"]
     checks = report["program_checks"]
