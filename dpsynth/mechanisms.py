@@ -496,6 +496,8 @@ class Synthesizer:
         """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
         bound = privacy.censor_bound(epsilon, neighbours)
+        if reweight and not (np.isfinite(k) and 0 < k <= 1):
+            raise InputError("k", f"must lie in (0, 1] (got {k})")  # before any fit
         tag = "censor-w-ref" if alpha is not None else "censor-w"
         if alpha is None:
             alpha = self.lw_alpha(c, g)

@@ -151,6 +151,12 @@ def test_dispatch_refuses_before_fitting():
     with pytest.raises(InputError) as exc:
         syn.run("censor-uw", 1.0, neighbours="swap")
     assert exc.value.param == "neighbours"
+    with pytest.raises(InputError) as exc:
+        syn.run("censor-w", 1.0, reweight=True, k=1.5)
+    assert exc.value.param == "k"
+    with pytest.raises(InputError) as exc:
+        syn.run("weighted-e", 1.0, truncation="draws")
+    assert exc.value.param == "truncation"
     for eps in (0.0, float("nan"), 1e308):
         with pytest.raises(InputError) as exc:
             syn.run("censor-uw", eps)
