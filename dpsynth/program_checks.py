@@ -32,6 +32,7 @@ checked by the test suite; the report of a user program's release names the chec
 from __future__ import annotations
 
 import re
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ WIDE_M = 1e6
 """A second, public bound at which locality and the sum are also tested (clamp inactive)."""
 RECORDS = 3
 """Records changed one at a time in the locality test (first, middle, last position)."""
+SUBSETS = 24
+"""Random halves of the records changed at once: a dependence between two records escapes
+all of them with probability (3/4)^24 = 0.1%."""
 PRIOR_SAMPLER = {"chains": 1, "iter_warmup": 300, "iter_sampling": 200}
 """The short NUTS run of the program at alpha = 0 on public stand-in data (its prior)."""
 
@@ -106,10 +110,19 @@ def check_program(
         records = tuple(sorted({0, n // 2, n - 1}))[:RECORDS]
         values = (value, *PLACEHOLDERS.get(synthesizer.model.outcome, PLACEHOLDERS["real"]))
         check_censored(
-            stan_file, data, params, censor_bound, records=records, values=values, backend=backend
+            stan_file,
+            data,
+            params,
+            censor_bound,
+            records=records,
+            values=values,
+            subsets=SUBSETS,
+            backend=backend,
         )
         run += ["prior", "locality", "clamp", "sum"]
-        points.update(prior_draws=len(prior), records_changed=len(records))
+        points.update(
+            prior_draws=len(prior), records_changed=len(records), random_halves_changed=SUBSETS
+        )
     return {
         "checks": {name: CHECKS[name] for name in run},
         **points,
@@ -163,11 +176,32 @@ def _refuse_prior() -> InputError:
     )
 
 
-def _changed(data: dict, j: int, values: tuple[float, ...]) -> dict:
-    """The data with record j's outcome replaced by the first public value it does not equal."""
-    y = np.array(data["y"], copy=True)
-    y[j] = next(v for v in values if v != y[j])
-    return dict(data, y=y)
+def _changes(
+    y: np.ndarray,
+    records: tuple[int, ...],
+    values: tuple[float, ...],
+    subsets: int,
+    rng: np.random.Generator,
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """Changed outcomes for the differential tests: (label, changed positions, new y).
+
+    Each of ``records`` alone, set to the first public value it does not equal; then
+    ``subsets`` random halves of the records, each given another record's outcome of the
+    same half (a rotation: realistic values, nothing a program could recognise). A
+    dependence of record i's term on record j is caught with probability 1/4 per subset.
+    """
+    out = []
+    for j in records:
+        new = np.array(y, copy=True)
+        new[j] = next(v for v in values if v != y[j])
+        out.append((f"record {j + 1} changed", np.array([j]), new))
+    n = y.size
+    for k in range(subsets if n > 2 else 0):
+        half = np.sort(rng.choice(n, size=n // 2, replace=False))
+        new = np.array(y, copy=True)
+        new[half] = y[np.roll(half, 1)]
+        out.append((f"random half {k + 1} of the records changed", half, new))
+    return out
 
 
 def check_censored(
@@ -178,26 +212,31 @@ def check_censored(
     *,
     records: tuple[int, ...] = (0,),
     values: tuple[float, ...] = PLACEHOLDERS["real"],
+    subsets: int = 0,
     backend: str | None = None,
 ) -> None:
     """The censoring tests ``prior``, ``clamp``, ``sum`` and ``locality`` (:data:`CHECKS`).
 
-    At each of ``params`` (constrained parameter values), with the record positions
-    ``records`` changed one at a time to the first of the public ``values`` they do not
-    equal. Raises InputError(``stan_file``) naming the first failed check.
+    At each of ``params`` (constrained parameter values), with the outcomes changed as
+    :func:`_changes` says (``records`` one at a time, then ``subsets`` random halves,
+    drawn from the operating system's entropy so a program cannot anticipate them), at
+    the claimed bound and at :data:`WIDE_M`. Raises InputError(``stan_file``) naming the
+    first failed check.
     """
     data, M = dict(data), float(censor_bound)
     n = int(data["n"])
+    y = np.asarray(data["y"])
+    changes = _changes(y, records, values, subsets, np.random.default_rng(secrets.randbits(128)))
     full = dict(data, want_contrib=1, want_rep=0)
     zero = dict(full, alpha=np.zeros(n))
     t0 = log_density(stan_file, zero, params, backend=backend)
     tol0 = PRIOR_RTOL * (1 + np.abs(t0))
-    replaced = dict(zero, y=np.full(n, np.asarray(data["y"]).dtype.type(values[0])))
-    variants = [("the outcome replaced by a placeholder", replaced)] + [
-        (f"record {j + 1} changed", _changed(zero, j, values)) for j in records
-    ]
-    for what, alt in variants:
-        if not np.all(np.abs(log_density(stan_file, alt, params, backend=backend) - t0) <= tol0):
+    replaced = np.full(n, y.dtype.type(values[0]))
+    variants = [("the outcome replaced by a placeholder", replaced)]
+    variants += [(label, new) for label, _, new in changes]
+    for what, new in variants:
+        moved = log_density(stan_file, dict(zero, y=new), params, backend=backend) - t0
+        if not np.all(np.abs(moved) <= tol0):
             raise _refuse("prior", f"the alpha = 0 target moves with {what}")
     # the claimed bound, then a bound so wide that (almost) no term is clamped: a term that
     # breaks locality or the sum can hide behind the clamp at M (all records clamped at
@@ -206,13 +245,13 @@ def check_censored(
         at_bound = dict(full, M=bound)
         contrib = _contributions(stan_file, at_bound, params, bound, backend)
         _check_sum(stan_file, at_bound, params, t0, contrib, backend)
-        for j in records:
-            changed = _changed(at_bound, j, values)
+        for label, where, new in changes:
+            changed = dict(at_bound, y=new)
             alt = _contributions(stan_file, changed, params, bound, backend)
             others = np.ones(n, dtype=bool)
-            others[j] = False
+            others[where] = False
             if not np.allclose(alt[:, others], contrib[:, others], rtol=1e-9, atol=1e-12):
-                raise _refuse("locality", f"changing record {j + 1} changes other records' contrib")
+                raise _refuse("locality", f"with {label}, other records' contrib changed")
             _check_sum(stan_file, changed, params, t0, alt, backend)
 
 
