@@ -12,7 +12,7 @@ EXECUTED := $(patsubst notebooks/%.ipynb,book/executed/%.ipynb,$(NOTEBOOKS))
 LIBRARY := $(wildcard dpsynth/*.py dpsynth/studies/*.py) $(wildcard stan/*.stan)
 PROFILE_STAMP := book/executed/.profile-$(PROFILE)
 
-.PHONY: venv compile test lint pytest nbval book book-html book-check browser mathjax clean
+.PHONY: venv compile test lint pytest nbval book book-html book-check book-pdf browser mathjax clean
 
 $(STAMP): requirements.txt pyproject.toml
 	@echo "[make] creating $(VENV) and installing the pinned requirements.txt (pip is quiet;" \
@@ -111,6 +111,20 @@ browser:
 
 book-check: browser
 	$(BIN)/python tools/check_book.py _build/html
+
+# Print-friendly Foundations: each chapter of Part 1, as built, printed to _build/pdf/ by
+# headless chromium with the theme's print stylesheet (after `make book` or book-html).
+FOUNDATIONS := intro dp_primer pseudo_posterior censoring reweighting modips stan_convention \
+	by_hand glossary
+book-pdf: browser
+	@test -f _build/html/book/dp_primer.html || { echo "book-pdf: build the book first" >&2; exit 2; }
+	@mkdir -p _build/pdf
+	@for page in $(FOUNDATIONS); do \
+	  chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer \
+	    --virtual-time-budget=20000 --print-to-pdf=_build/pdf/$$page.pdf \
+	    file://$(CURDIR)/_build/html/book/$$page.html 2>/dev/null || exit 1; \
+	  echo "[make] _build/pdf/$$page.pdf" >&2; \
+	done
 
 # The test command: lint (library and notebooks), unit and Stan tests, the book under the ci
 # profile (each notebook executed once), nbval on those executed notebooks, and the built
