@@ -41,7 +41,6 @@ MECHANISM_CHOICES = (
     "ph",
     "sbs",
 )
-MODEL_CHOICES = ("beta", "poisson", "negbin", "beta-regression")
 
 FLAGS = {
     "y": "--column",
@@ -156,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dpsynth {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_synthesize(sub)
+    _add_plan(sub)
     _add_combine(sub)
     return parser
 
@@ -177,7 +177,9 @@ def _add_synthesize(sub: Any) -> None:
         "Release m synthetic datasets under a total privacy budget --epsilon.",
         ("input", "IN.csv", "confidential data (UTF-8 CSV)", "the confidential outcome column"),
     )
-    s.add_argument("--model", default=None, choices=MODEL_CHOICES, help="default beta")
+    s.add_argument(
+        "--model", default=None, choices=MODELS, metavar="MODEL", help="%(choices)s (default beta)"
+    )
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
     s.add_argument(
         "--outcome",
@@ -378,6 +380,75 @@ class _LazyChoices:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values())
+
+
+MODELS = _LazyChoices("dpsynth.models", "MODELS")
+"""The shipped models' names (``dpsynth.models.MODELS``), loaded when argparse asks."""
+
+
+def _add_plan(sub: Any) -> None:
+    p = _subcommand(
+        sub,
+        "plan",
+        "expected utility of each mechanism, from a PUBLIC reference file (spends no budget)",
+        "Run the candidate mechanisms on a public reference file (an earlier period, a "
+        "public-use sample) as if it were the confidential data, and print the expected "
+        "utility of each, best first. Never give it the confidential data.",
+        ("reference", "REFERENCE.csv", "public reference data (UTF-8 CSV)", "the outcome column"),
+    )
+    p.add_argument("--model", required=True, choices=MODELS, metavar="MODEL", help="%(choices)s")
+    p.add_argument("--epsilon", type=float, required=True, help="total budget of the release")
+    p.add_argument("--m", type=int, default=1, help="synthetic sets of the release (default 1)")
+    p.add_argument("--bounds", type=float, nargs=2, default=None, metavar=("LO", "HI"))
+    p.add_argument("--covariates", default=None, help="comma-separated public covariates")
+    p.add_argument("--categorical", default=None, help="which covariates are categorical")
+    p.add_argument(
+        "--mechanisms",
+        default=None,
+        help="comma-separated candidates (default: ph, censor-uw, censor-uw+reference, "
+        "censor-w, censor-w+reference)",
+    )
+    p.add_argument("--chains", type=int, default=2)
+    p.add_argument("--iter-warmup", type=int, default=1000)
+    p.add_argument("--iter-sampling", type=int, default=1000)
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.set_defaults(func=_plan_command)
+
+
+def _plan_command(args: argparse.Namespace) -> int:
+    _check_ints(args)
+    require_epsilon("epsilon", args.epsilon)
+    check_input_file(args.reference, [args.column, *_names(args.covariates)], "REFERENCE.csv")
+
+    from dpsynth.mechanisms import Sampler
+    from dpsynth.models import covariate_matrix
+    from dpsynth.plan import DEFAULT_CANDIDATES, plan
+
+    frame = read_input(args.reference, args.column, "REFERENCE.csv")
+    X = covariate_matrix(frame, args.covariates, args.categorical)
+    table = plan(
+        frame[args.column].to_numpy(),
+        model=args.model,
+        epsilon=args.epsilon,
+        m=args.m,
+        bounds=tuple(args.bounds) if args.bounds else None,
+        mechanisms=tuple(_names(args.mechanisms)) or DEFAULT_CANDIDATES,
+        reference_X=X,
+        sampler=Sampler(args.chains, args.iter_warmup, args.iter_sampling),
+    )
+    if args.json:
+        print(table.to_json(orient="records", indent=2))
+        return 0
+    shown = ["candidate", "guarantee", "verdict", "mean_error_pct", "max_ecdf", "next_step"]
+    with _pandas_display():
+        print(table[[c for c in shown if c in table.columns]].to_string(index=False))
+    return 0
+
+
+def _pandas_display() -> Any:
+    import pandas as pd
+
+    return pd.option_context("display.max_colwidth", 80, "display.width", 200)
 
 
 def _add_combine(sub: Any) -> None:

@@ -3,6 +3,7 @@ covariates) and combine. The refusals are tested in test_cli_contract.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -347,3 +348,27 @@ def test_beta_regression_with_public_covariates_and_bounds(tmp_path, capsys, str
     report = strict_json(rep.read_text())
     assert report["guarantee"] == "aDP" and report["epsilon"] is None
     assert any("public" in c for c in report["caveats"])
+
+
+def test_plan_runs_candidates_on_a_public_file_and_writes_nothing(tmp_path, beta_csv, capsys):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    argv = ["plan", str(beta_csv), "--column", "y", "--model", "beta", "--epsilon", "4"]
+    argv += ["--bounds", "0", "1", "--mechanisms", "ph", "--json"]
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [r["candidate"] for r in rows] == ["ph"]
+    assert rows[0]["verdict"] in ("good", "fair", "poor") and rows[0]["guarantee"] == "DP"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_synthesize_prints_a_confidential_verdict_not_in_the_report(tmp_path, beta_csv, capsys):
+    out, rep, diag = tmp_path / "o.csv", tmp_path / "r.json", tmp_path / "d.json"
+    argv = ["synthesize", str(beta_csv), "--column", "y", "--mechanism", "ph"]
+    argv += ["--epsilon", "3", "--bounds", "0", "1", "--out", str(out), "--report", str(rep)]
+    argv += ["--diagnostics", str(diag)]
+    code, _, err = _run(argv, capsys)
+    assert code == 0, err
+    assert "[dpsynth] CONFIDENTIAL" in err and "verdict:" in err and "next step:" in err
+    assert "verdict" not in rep.read_text()
+    assert json.loads(diag.read_text())["utility"]["verdict"] in ("good", "fair", "poor")
