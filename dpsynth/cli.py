@@ -301,7 +301,9 @@ def _add_synthesize(sub: Any) -> None:
         metavar="none|saturated|JSON",
         help="censor-w/censor-uw: clamp alpha (ll - c(x)) with c the record's saturated "
         "log-likelihood, or ll at public parameter values given as a JSON object "
-        "(dpsynth's extension)",
+        "(dpsynth's extension), e.g. '{\"beta\": [0.1, 0.3], \"kappa\": 5}'; a regression's "
+        "beta has one value per design column: the intercept first, then the covariates in "
+        "the order given, a categorical covariate as one column per level but its first",
     )
     t.add_argument(
         "--target-lipschitz",

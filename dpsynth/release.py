@@ -453,6 +453,7 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         sampler=req.sampler,
         progress=req.progress,
     )
+    _check_centring(syn, tuning.get("centring"))
     if syn.model.record_log_lik is None:  # a user program: check its names before compiling
         from dpsynth.program_checks import check_convention
 
@@ -524,6 +525,68 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         "tuning": result.tuning,
     }
     return frame, report, diag, result
+
+
+class _Reads(dict):
+    """A dict that records which keys were read (the names a model's mirror needs)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        super().__init__(values)
+        self.read: list[str] = []
+
+    def __getitem__(self, key: str) -> Any:
+        self.read.append(key)
+        return super().__getitem__(key)
+
+
+DESIGN_ORDER = (
+    "the intercept first, then the covariates in the order given (--covariates), a "
+    "categorical or text covariate as one 0/1 column per level but its first (levels "
+    "sorted as text)"
+)
+"""The column order of a regression's design (``models.covariate_matrix`` and
+``models.design_matrix``): the order of the coefficients ``beta``."""
+
+
+def _check_centring(syn: Synthesizer, centring: Any) -> None:
+    """Public reference values for centring, checked by name and shape against the model.
+
+    The names are those the model's numpy mirror reads (for example ``beta1, beta2`` for
+    the beta model, ``beta, kappa`` for beta regression); a regression's ``beta`` has one
+    value per design column, in :data:`DESIGN_ORDER`.
+    """
+    if not isinstance(centring, dict) or syn.model.record_log_lik is None:
+        return
+    from dpsynth.models import design_matrix, stan_data
+
+    data = stan_data(syn.model, syn.y, np.ones(syn.n), X=syn.X)
+    try:
+        values = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
+    except (TypeError, ValueError):
+        raise InputError("centring", "every value must be a number or a list of numbers") from None
+    reads = _Reads(values)
+    try:
+        syn.model.record_log_lik(reads, data)
+    except KeyError as exc:
+        raise InputError(
+            "centring",
+            f"needs a value for {exc.args[0]!r} (model {syn.model.name!r} reads "
+            f"{', '.join(dict.fromkeys(reads.read))})",
+        ) from None
+    except (ValueError, IndexError):
+        K = design_matrix(syn.n, syn.X).shape[1]
+        raise InputError(
+            "centring",
+            f"the values do not fit model {syn.model.name!r}: a regression's beta needs "
+            f"{K} values, {DESIGN_ORDER}",
+        ) from None
+    extra = [k for k in centring if k not in reads.read]
+    if extra:
+        raise InputError(
+            "centring",
+            f"names no parameter of model {syn.model.name!r}: {', '.join(extra)} (it reads "
+            f"{', '.join(dict.fromkeys(reads.read))})",
+        )
 
 
 def converged(diagnostics: dict[str, float]) -> bool:

@@ -769,3 +769,22 @@ def test_convergence_refusals_explain_and_mark_their_figures_confidential(figure
     assert "--allow-unconverged" in cli and "allow_unconverged=True" not in cli  # ... flags
     if advice == "adapt_delta":
         assert "--adapt-delta" in cli
+
+
+@pytest.mark.parametrize(
+    ("centring", "message"),
+    [
+        ({"beta": [0.1, 0.2], "kappa": 5.0}, "beta needs 3 values, the intercept first"),
+        ({"beta": [0.1, 0.2, 0.3]}, "needs a value for 'kappa'"),
+        ({"beta": [0.1, 0.2, 0.3], "kappa": 4.0, "phi": 1.0}, "names no parameter"),
+        ({"beta": "high", "kappa": 4.0}, "number"),
+    ],
+)
+def test_centring_values_are_checked_by_name_and_shape(beta_data, centring, message):
+    X = np.random.default_rng(4).normal(size=(beta_data.size, 2))
+    with pytest.raises(InputError, match=message) as exc:
+        synthesize(
+            beta_data, model="beta-regression", X=X, mechanism="censor-uw", epsilon=4.0,
+            centring=centring,
+        )  # fmt: skip
+    assert exc.value.param == "centring"
