@@ -117,16 +117,31 @@ def reference_point(
     fit = Synthesizer(
         reference_y, model, X=reference_X, bounds=bounds, seed=seed, sampler=sampler
     ).unweighted_fit()
+    means = {
+        name: np.asarray(values, dtype=float).mean(axis=0)
+        for name, values in fit.stan_fit.draws.items()
+        if np.size(values) > 0  # not a switched-off generated quantity (y_rep, contrib)
+    }
     point: dict[str, Any] = {}
-    for name, values in fit.stan_fit.draws.items():
-        values = np.asarray(values, dtype=float)
-        if values.size == 0:  # a switched-off generated quantity (y_rep, contrib)
-            continue
-        mean = values.mean(axis=0)
-        if name == "beta":
-            mean = transfer_beta(mean, reference_X, X)
-        point[name] = float(mean) if np.ndim(mean) == 0 else mean.tolist()
+    for name in _names_read(get_model(model), means, fit.data):
+        mean = transfer_beta(means[name], reference_X, X) if name == "beta" else means[name]
+        point[name] = float(mean) if np.ndim(mean) == 0 else np.asarray(mean).tolist()
     return point
+
+
+def _names_read(model: Any, means: Mapping[str, np.ndarray], data: Mapping[str, Any]) -> list[str]:
+    """The parameters the model's mirror reads (the names a centring mapping may give):
+    those without which it fails (e.g. beta1, beta2 of the beta model, not phi, lambda)."""
+    if model.record_log_lik is None:
+        raise InputError("model", "reference centring needs a shipped model (numpy mirror)")
+    needed = []
+    for name in means:
+        rest = {k: np.asarray(v)[None, ...] for k, v in means.items() if k != name}
+        try:
+            model.record_log_lik(rest, dict(data))
+        except KeyError:
+            needed.append(name)
+    return needed
 
 
 def plan(

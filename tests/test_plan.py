@@ -93,3 +93,13 @@ def test_reference_point_of_a_regression_is_on_the_target_design():
     assert set(point) == {"beta", "sigma"} and len(point["beta"]) == 2
     eta = design_matrix(250, X) @ np.asarray(point["beta"])
     assert np.allclose(eta, -2.0 + 0.3 * X[:, 0], atol=0.15)
+
+
+@pytest.mark.slow
+def test_reference_point_names_only_what_the_mirror_reads():
+    """The beta model's draws hold phi, lambda, beta1 and beta2; its mirror (and so a
+    centring mapping, which the release path checks by name) reads beta1 and beta2 only."""
+    y = np.random.default_rng(6).beta(2.0, 5.0, 200)
+    point = reference_point(y, "beta", sampler=SHORT)
+    assert set(point) == {"beta1", "beta2"}
+    assert point["beta1"] / (point["beta1"] + point["beta2"]) == pytest.approx(2 / 7, abs=0.05)
