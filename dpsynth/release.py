@@ -580,7 +580,16 @@ def _check_centring(syn: Synthesizer, centring: Any) -> None:
             f"the values do not fit model {syn.model.name!r}: a regression's beta needs "
             f"{K} values, {DESIGN_ORDER}",
         ) from None
-    extra = [k for k in centring if k not in reads.read]
+    from dpsynth.engine import program_code
+    from dpsynth.program_checks import declared_names, program_blocks
+
+    blocks = program_blocks(program_code(syn.model.stan_file))
+    declared = {
+        name
+        for block in ("parameters", "transformed parameters")
+        for name in declared_names(blocks.get(block, ""))
+    }
+    extra = [k for k in centring if k not in reads.read and k not in declared]
     if extra:
         raise InputError(
             "centring",
