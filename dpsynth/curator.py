@@ -104,8 +104,9 @@ RULES: tuple[tuple[str, str], ...] = (
     (
         "censored",
         "{censored:.0%} of the records were censored: centre the censored likelihood at a "
-        "public reference fit (centring = public parameter values from an earlier period), "
-        "or use PH (mechanism ph) for a single outcome, or a larger epsilon",
+        "public reference fit (centring = public parameter values from an earlier period, "
+        "e.g. dpsynth.plan.reference_point of a public file), or use PH (mechanism ph) for a "
+        "single outcome, or a larger epsilon",
     ),
     (
         "zero_weight",
@@ -115,7 +116,8 @@ RULES: tuple[tuple[str, str], ...] = (
     (
         "beta_on_skewed",
         "the outcome is skewed (skewness {skewness:.1f}) and the beta model misses its mean: "
-        "try the lognormal or gamma model (model lognormal / gamma, same bounds)",
+        "try the lognormal or gamma model (model lognormal / gamma, same bounds), centred at "
+        "a public reference fit",
     ),
     (
         "ph_wide_bounds",
