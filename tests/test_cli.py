@@ -283,7 +283,12 @@ def test_censor_uw_end_to_end_subprocess(tmp_path, beta_csv, strict_json):
     assert report["internal_bound"]["censor_bound_M"] == 1.0  # substitution: 4 / 4
     assert report["seed"] == "operating system"
     assert report["backend"] in ("pystan", "cmdstanpy")
-    assert report["sampler"] == {"chains": 4, "iter_warmup": 1000, "iter_sampling": 1000}
+    assert report["sampler"] == {
+        "chains": 4,
+        "iter_warmup": 1000,
+        "iter_sampling": 1000,
+        "adapt_delta": 0.8,
+    }
     data = pd.read_csv(out)
     assert list(data.columns) == ["y"] and len(data) == 200
     assert data["y"].between(0, 1, inclusive="neither").all()
