@@ -57,11 +57,12 @@ UNKNOWN_CAUSE = "not known (see the book's page 'Where the papers leave a choice
 CAUSES: dict[tuple[str, str], str] = {
     # Censoring paper, Section 4 (notebook 01).
     ("beta", "censor_w_count"): (
-        "Monte Carlo error: under the reading that fits (Censor_w censors the re-weighted LW "
-        "weights, k = 0.95; profile key censor_w_reweight) a database censors about every "
-        "record with |l_i| > eps/2 when 0.95 Delta_W exceeds eps/2 and none otherwise, so "
-        "the counts are all or nothing at eps = 5 and their quartiles move with a few "
-        "databases; the paper does not state the re-weighting"
+        "Monte Carlo error and the number of retained draws S (a record counts if clamped "
+        "in any draw; S is not stated): under the reading that fits (Censor_w censors the "
+        "re-weighted LW weights, k = 0.95; profile key censor_w_reweight) a database "
+        "censors about every record with |l_i| > eps/2 when 0.95 Delta_W exceeds eps/2 and "
+        "none otherwise, so the counts are all or nothing at eps = 5 and their quartiles "
+        "move with a few databases; the paper does not state the re-weighting"
     ),
     ("beta", "censor_w_count_downscaled"): (
         "not reproduced: no single downscaling factor fits both downscaled rows of Table S4 "
