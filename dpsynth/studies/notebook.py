@@ -313,6 +313,8 @@ def verdict_parts(text: str) -> dict[str, str]:
         detail.replace("standard errors", "SE")
         .replace("within Monte Carlo error", "within MC error")
         .replace("every replicate gave the same value", "no spread over replicates")
+        .replace("within the stated tolerance", "within tolerance")
+        .replace("standard error unknown", "SE unknown")
     )
     return {"kind": kind, "basis": basis, "detail": detail, "cause": cause.strip()}
 

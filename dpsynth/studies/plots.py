@@ -8,9 +8,9 @@ or arrays, draws on a new figure and returns it, so a notebook cell is one call.
 
 One style for the whole book (:data:`STYLE`, applied by :func:`use_style`, which
 ``dpsynth.studies.notebook.setup`` calls): every figure is :data:`WIDTH` inches wide at 100
-pixels per inch, at least the book's column at 1280 px, so it is shown at column width; its
-smallest text (tick labels, legends) is 11 pt, which stays at 10 pt or more on the page
-when the column is 700 px or wider.
+pixels per inch, the width of the book's column at 1280 px; its
+smallest text (tick labels, legends) is 11 pt. The book's column is about 690 px wide at
+1280 px, so a figure is shown at (nearly) its own size and that text at about 11 pt.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-WIDTH = 8.0
-"""Width of every figure in inches (800 px at 100 dpi: scaled to the book's column)."""
+WIDTH = 7.0
+"""Width of every figure in inches (700 px at 100 dpi: the book's column at 1280 px)."""
 
 STYLE = {
     "figure.dpi": 100,
