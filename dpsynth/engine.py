@@ -28,11 +28,15 @@ PyStan backend (httpstan 4.13). The cache root is ``httpstan.cache.cache_directo
   Unix socket ``$TMPDIR/httpstan_*.sock`` (no content; httpstan never removes it).
 
 cmdstanpy backend. Programs and executables live in ``$DPSYNTH_CACHE_DIR/cmdstan``
-(``~/.cache/dpsynth/cmdstan``): ``model_<hash>.stan`` and its executable. Each run gets
-a private temporary folder (``tempfile.mkdtemp``, mode 0700) holding the data JSON,
-CmdStan's CSV output (``sig_figs=18``, full double precision) and console logs; it is
-removed once the draws are read, also on error and on interruption. cmdstanpy writes
-``inits`` to its own temporary folder for the duration of the run.
+(``~/.cache/dpsynth/cmdstan``): ``model_<hash>.stan`` (the hash covers the program and
+the CmdStan path), its executable and an empty ``model_<hash>.lock`` (the build lock).
+Each run gets a private temporary folder ``$TMPDIR/dpsynth-cmdstan-<pid>-*/`` (mode
+0700) holding the data JSON, the inits or ``log_prob`` parameters, CmdStan's CSV output
+(``sig_figs=18``, full double precision), console logs and an empty ``.owner.lock``; it
+is removed once the draws are read, also on error and on interruption. If the Python
+process is killed (SIGKILL), a watcher process kills the chains and removes the folder
+at once; a folder left anyway is removed by the next run (its lock is free). Different
+inits per chain go through cmdstanpy's own temporary folder for the run's duration.
 
 Messages never contain data values: Stan's error text (for example ``y[3] is -123.456,
 but must be >= 0``) is replaced by an :class:`~dpsynth.errors.InputError` naming the
@@ -1013,20 +1017,67 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
             inits = inits_file
         elif isinstance(inits, list):
             inits = [_jsonable(i) for i in inits]
-        out = _cmdstan_interruptible(
-            output_dir,
-            lambda: model.sample(
-                data=data_file,
-                seed=int(seed) % (2**31),
-                inits=inits,
-                output_dir=output_dir,
-                sig_figs=18,
-                show_progress=not quiet,
-                **{"chains": 1, **sampling},
-            ),
-        )
+        sampling = {"chains": 1, **sampling}
+        per_chain = sampling.get("iter_warmup", 1000) + sampling.get("iter_sampling", 1000)
+        if sampling.get("fixed_param"):
+            per_chain = sampling.get("iter_sampling", 1000)
+        if not quiet:  # progress lines in tenths, as the PyStan path prints them
+            sampling.setdefault("refresh", max(1, per_chain // 10))
+        with _cmdstan_progress(output_dir, sampling["chains"] * per_chain, quiet):
+            out = _cmdstan_interruptible(
+                output_dir,
+                lambda: model.sample(
+                    data=data_file,
+                    seed=int(seed) % (2**31),
+                    inits=inits,
+                    output_dir=output_dir,
+                    sig_figs=18,
+                    show_progress=False,
+                    **sampling,
+                ),
+            )
         out.draws()  # read every CSV while the folder still exists
         return out
+
+
+@contextlib.contextmanager
+def _cmdstan_progress(folder: str, total: int, quiet: bool) -> Iterator[None]:
+    """Print ``Sampling: N%`` in tenths to stderr (unless quiet), as the PyStan path does.
+
+    A daemon thread reads the chains' console files (``*-stdout.txt``, CmdStan's
+    ``Iteration: i / n`` lines) every 0.2 s; cmdstanpy's own progress bars stay off.
+    """
+    if quiet:
+        yield
+        return
+    iteration = re.compile(r"Iteration:\s+(\d+)\s+/\s+(\d+)")
+    stop = threading.Event()
+    shown = [-1]
+
+    def report(done: int) -> None:
+        tenth = min(10, 10 * done // max(total, 1))
+        if tenth > shown[0]:
+            shown[0] = tenth
+            print(f"Sampling: {10 * tenth:3d}%", file=sys.stderr, flush=True)
+
+    def poll() -> None:
+        while not stop.wait(0.2):
+            done = 0
+            for path in Path(folder).glob("*-stdout.txt"):
+                with contextlib.suppress(OSError):
+                    matches = iteration.findall(path.read_text(errors="replace"))
+                    done += int(matches[-1][0]) if matches else 0
+            report(done)
+
+    thread = threading.Thread(target=poll, name="dpsynth-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+        stop.set()
+        thread.join(1)
+        report(total)
+    finally:
+        stop.set()
 
 
 def _log_density_cmdstanpy(  # pragma: no cover - needs a CmdStan installation

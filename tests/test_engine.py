@@ -6,6 +6,7 @@ compiled model survives edits of the shared functions file).
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -165,6 +166,7 @@ def test_diagnostics_leave_out_per_record_outputs():
 def test_fit_and_generate_leave_no_data_file_in_httpstan_cache(monkeypatch):
     import httpstan.cache
 
+    monkeypatch.setenv("DPSYNTH_STAN_BACKEND", "pystan")  # httpstan's cache, also with CmdStan
     engine.compile_program(MIX)  # compiled-model files may appear; they are not data
     folder = _model_folder(MIX)
     root = httpstan.cache.cache_directory()
@@ -204,6 +206,7 @@ def test_compile_survives_a_build_slower_than_the_http_timeout(monkeypatch, tmp_
 
     import stan
 
+    monkeypatch.setenv("DPSYNTH_STAN_BACKEND", "pystan")  # httpstan's build, also with CmdStan
     engine.compile_program(MIX)
     module = next(p for p in _model_folder(MIX).iterdir() if p.suffix == ".so")
     built = []
@@ -262,6 +265,7 @@ def test_compile_retries_a_build_that_timed_out(monkeypatch, tmp_path):
     import httpstan.cache
     import httpstan.models
 
+    monkeypatch.setenv("DPSYNTH_STAN_BACKEND", "pystan")  # httpstan's build, also with CmdStan
     engine.compile_program(MIX)
     module = next(p for p in _model_folder(MIX).iterdir() if p.suffix == ".so")
     attempts = []
@@ -587,3 +591,157 @@ def test_request_body_encodes_the_data_once_and_round_trips():
         body = json.loads(encoded.body(payload))
         assert body.pop("data") == data
         assert body == {k: v for k, v in payload.items() if k != "data"}
+
+
+# --- cmdstanpy backend: run folders, parity with PyStan ---------------------------
+
+_CMDSTAN = pytest.mark.skipif(
+    not engine.cmdstan_available(), reason="CmdStan not installed: cmdstanpy backend not tested"
+)
+_LINUX_PROC = pytest.mark.skipif(not Path("/proc/self/cmdline").is_file(), reason="needs /proc")
+
+
+def _gone(pid):
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@_LINUX_PROC
+def test_stale_run_folders_are_swept_and_their_processes_killed(tmp_path, monkeypatch):
+    import fcntl
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folders = {}
+    for name in ("dead", "live", "young", "old"):
+        folders[name] = tmp_path / f"{engine._RUN_PREFIX}{name}"
+        folders[name].mkdir()
+        (folders[name] / "data.json").write_text("{}")
+    for name in ("dead", "live"):
+        (folders[name] / engine._RUN_LOCK).touch()
+    held = os.open(folders["live"] / engine._RUN_LOCK, os.O_RDWR)
+    fcntl.flock(held, fcntl.LOCK_EX)  # a running fit holds its folder's lock
+    os.utime(folders["old"], (time.time() - 7200,) * 2)  # no lock file, 2 h old
+    (tmp_path / "unrelated").mkdir()
+    # a "chain" left working in the dead run's folder
+    chain = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", f"file={folders['dead']}/data.json"]
+    )
+    try:
+        assert engine._sweep_stale_runs() == 2
+        chain.wait(timeout=10)
+    finally:
+        chain.kill()
+        os.close(held)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["unrelated", folders["live"].name, folders["young"].name]
+    )
+
+
+_KILLED_OWNER = """
+import subprocess, sys, time
+from dpsynth import engine
+
+with engine._cmdstan_run(None, {"n": 2, "y": [1.5, 2.5]}, True) as (data_file, folder):
+    chain = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "file=" + data_file]
+    )
+    print(folder, chain.pid, flush=True)
+    time.sleep(60)
+"""
+
+
+@_LINUX_PROC
+def test_run_folder_and_its_processes_go_when_the_owner_is_killed(tmp_path):
+    """SIGKILL of the Python process: its watcher kills the chains and removes the folder."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_OWNER],
+        cwd=ROOT,
+        env=dict(os.environ, TMPDIR=str(tmp_path)),
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        folder, pid = proc.stdout.readline().split()
+        assert (Path(folder) / "data.json").is_file() and Path(folder).parent == tmp_path
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while (Path(folder).exists() or not _gone(int(pid))) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not Path(folder).exists() and _gone(int(pid))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@_CMDSTAN
+def test_cmdstanpy_leaves_no_run_files(tmp_path, monkeypatch):
+    import tempfile
+
+    import cmdstanpy
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    own = set(os.listdir(cmdstanpy._TMPDIR))
+    y = np.random.default_rng(3).normal(size=20)
+    data = _mix_data(y, np.ones(20), censor=2.0)
+    fit = engine.fit(
+        MIX, data, seed=2, chains=2, iter_warmup=50, iter_sampling=50, backend="cmdstanpy"
+    )
+    inits = [{"mu": 0.1}, {"mu": -0.1}]
+    engine.fit(
+        MIX,
+        data,
+        seed=2,
+        chains=2,
+        iter_warmup=20,
+        iter_sampling=20,
+        inits=inits,
+        backend="cmdstanpy",
+    )
+    engine.generate(MIX, data, fit.draw(0), seed=1, backend="cmdstanpy")
+    engine.log_density(MIX, data, [fit.draw(0)], backend="cmdstanpy")
+    assert list(tmp_path.iterdir()) == []
+    assert set(os.listdir(cmdstanpy._TMPDIR)) == own
+
+
+@_CMDSTAN
+def test_cmdstanpy_log_density_and_outputs_equal_pystan():
+    y = np.random.default_rng(6).normal(1.0, 2.0, 25)
+    data = _mix_data(y, np.linspace(0.1, 1.0, 25), censor=1.2, d=1.5)
+    params = [{"mu": 0.3}, {"mu": -1.7}]
+    lp = {b: engine.log_density(MIX, data, params, backend=b) for b in ("pystan", "cmdstanpy")}
+    assert lp["pystan"].shape == (2,)
+    assert np.allclose(lp["pystan"], lp["cmdstanpy"], rtol=1e-13, atol=1e-12)
+    for want_rep in (0, 1):
+        outs = {
+            b: engine.outputs_at(MIX, dict(data, want_rep=want_rep), params, backend=b)
+            for b in ("pystan", "cmdstanpy")
+        }
+        for a, b in zip(outs["pystan"], outs["cmdstanpy"], strict=True):
+            assert sorted(a) == sorted(b)
+            assert {k: np.shape(v) for k, v in a.items()} == {k: np.shape(v) for k, v in b.items()}
+            for k in ("contrib", "contrib_uncensored", "record_log_lik"):
+                assert np.allclose(a[k], b[k], rtol=1e-14, atol=1e-14)
+
+
+@_CMDSTAN
+def test_cmdstanpy_fit_keeps_empty_outputs_and_reports_progress(capfd):
+    y = np.random.default_rng(5).normal(size=10)
+    data = _mix_data(y, np.ones(10), want_contrib=0)
+    fits = {
+        b: engine.fit(
+            MIX, data, seed=3, chains=2, iter_warmup=40, iter_sampling=30, backend=b, quiet=False
+        )
+        for b in ("pystan", "cmdstanpy")
+    }
+    for b, f in fits.items():  # zero-size outputs are there, as in PyStan
+        assert f.backend == b and f.draws["y_rep"].shape == (60, 0) and f.contrib is None
+    assert set(fits["pystan"].draws) == set(fits["cmdstanpy"].draws)
+    out, err = capfd.readouterr()
+    assert out == "" and err.count("Sampling: 100%") == 2 and "\x1b[" not in err
