@@ -183,7 +183,7 @@ def _add_synthesize(sub: Any) -> None:
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
     s.add_argument(
         "--outcome",
-        choices=("unit", "count", "real"),
+        choices=("unit", "count", "real", "positive"),
         default=None,
         help="support of y for --stan-file models (default real)",
     )

@@ -102,7 +102,8 @@ def fit_description(tag: str) -> str:
 PLACEHOLDERS: dict[str, tuple[float, ...]] = {
     "unit": (0.5, 0.25, 0.75),
     "count": (0, 1, 3),
-    "real": (0.0, 1.0, -1.0, 0.5, 2.0),
+    "positive": (1.0, 0.5, 2.0),
+    "real": (1.0, 0.5, 2.0, 0.0, -1.0),
 }
 """Public stand-ins for the outcome, per outcome type, tried in order (on the Stan scale)."""
 
@@ -659,23 +660,27 @@ class Synthesizer:
     def placeholder(self, data: dict[str, Any], draw: dict[str, Any]) -> float:
         """The first public placeholder outcome (:data:`PLACEHOLDERS`) the program accepts.
 
-        Tried at one draw through the program's generated quantities; a value its declared
-        constraints on ``y`` reject is skipped. Raises InputError(``stan_file``) if none fits.
+        Tried at one draw: a value the program's declared constraints on ``y`` reject, or at
+        which its target (weights zero) is not finite, is skipped. Raises
+        InputError(``stan_file``) if none fits.
         """
         if self._placeholder is not None:
             return self._placeholder
         for value in PLACEHOLDERS.get(self.model.outcome, PLACEHOLDERS["real"]):
+            public = public_data(data, value, int(data["n"]))
             try:
                 engine.outputs_at(
-                    self.model.stan_file,
-                    public_data(data, value, int(data["n"])),
-                    [draw],
-                    backend=self.sampler.backend,
+                    self.model.stan_file, public, [draw], backend=self.sampler.backend
+                )
+                target = engine.log_density(
+                    self.model.stan_file, public, [draw], backend=self.sampler.backend
                 )
             except InputError as exc:
-                if exc.param == "y":
+                if exc.param in ("y", "data"):
                     continue
                 raise
+            if not np.all(np.isfinite(target)):
+                continue
             self._placeholder = value
             return value
         raise InputError(

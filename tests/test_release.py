@@ -646,7 +646,7 @@ def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch
         allow_unconverged=True,
     )
     assert not np.isin(rel.data["y"].to_numpy(), y).any()
-    assert set(rel.data["y"]) == {0.0}  # the public placeholder, copied
+    assert set(rel.data["y"]) == {1.0}  # the public placeholder, copied
 
 
 @pytest.mark.slow
