@@ -113,6 +113,9 @@ TEXT_SKIP_CLASSES = {
     "mjx-assistive-mml",
     "sig",
     "sig-object",
+    # text marked as never maths (e.g. dollar amounts in a notebook's HTML tables)
+    "tex2jax_ignore",
+    "mathjax_ignore",
 }
 RAW_TEX = re.compile(
     r"\$\$"  # display-math delimiters

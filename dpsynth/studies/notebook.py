@@ -382,7 +382,9 @@ def comparison_html(table: Any, note: str = "") -> str:
     from html import escape
 
     columns = [c for c in table.columns if c not in ("quantity", "verdict")]
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in ["", "quantity", *columns, "verdict"])
+    head = '<th class="dpsynth-index"></th>' + "".join(
+        f"<th>{escape(str(c))}</th>" for c in ["quantity", *columns, "verdict"]
+    )
     rows = []
     for i, (_, row) in enumerate(table.iterrows(), 1):
         parts = verdict_parts(row["verdict"])
@@ -405,7 +407,7 @@ def comparison_html(table: Any, note: str = "") -> str:
     note_html = f'<p class="dpsynth-note">{escape(note)}</p>' if note else ""
     summary = f'<p class="dpsynth-summary">{escape(comparison_summary(table))}</p>'
     return (
-        f'<div class="dpsynth-comparison-block">{note_html}'
+        f'<div class="dpsynth-comparison-block tex2jax_ignore">{note_html}'
         f'<table class="dpsynth-comparison"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table>{summary}</div>"
     )
