@@ -98,7 +98,9 @@ MATHJAX_FILES := MathJax.js config/TeX-AMS_CHTML.js extensions jax/input/TeX jax
 mathjax: $(MATHJAX_DIR)/MathJax.js
 
 $(MATHJAX_DIR)/MathJax.js:
-	@test -f $(MATHJAX_SRC)/MathJax.js || { apt-get update -qq && \
+	@test -f $(MATHJAX_SRC)/MathJax.js || { \
+	  echo "[make] installing Debian's libjs-mathjax (once; under a minute)" >&2; \
+	  apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libjs-mathjax >/dev/null; }
 	rm -rf $(MATHJAX_DIR).part && mkdir -p $(MATHJAX_DIR).part
 	cd $(MATHJAX_SRC) && cp -rL --parents $(MATHJAX_FILES) $(CURDIR)/$(MATHJAX_DIR).part/
@@ -106,7 +108,9 @@ $(MATHJAX_DIR)/MathJax.js:
 
 # Debian's chromium for the headless-browser check of the built HTML.
 browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && \
+	@command -v chromium >/dev/null || { \
+	  echo "[make] installing Debian's chromium for the browser check (once; 1-3 min)" >&2; \
+	  apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 book-check: browser
