@@ -29,6 +29,12 @@ Choices where the paper is vague (its inline math was lost in extraction):
 * Weighted-e's count in Table 1 is the number of records whose weight the truncation sets to 0
   (``n_invoked``): records already at weight 0 under LW (the riskiest record, alpha = 0 when
   g = 0) are not counted.
+* The readings that reproduce Table 1 (issue 20; evidence on the book's choices page):
+  Weighted-e truncates record i when alpha_i f_i > eps/2, f_i the Unweighted record bound that
+  built the LW weights (``weighted_e_rule = "lw-bound"``), and Censor_w censors the re-weighted
+  LW weights of the vector-weighted paper (Eq. 6, k = 0.95, bounds from the Weighted fit;
+  ``censor_w_reweight``, ``censor_w_k``), which the censoring paper does not mention. The
+  downscaled Censor_w row of Table S4 is not reproduced by any single factor.
 """
 
 from __future__ import annotations
@@ -121,7 +127,12 @@ choice"):
 * ``lw_c``, ``lw_g``: the LW scale and shift of Section 4's Weighted synthesizer (1 and 0, as
   in Section 4.4's "instead of c = 1"). ``lw_draw_quantile``: None takes each record's bound
   over all draws; q in (0, 1] the vector-weighted paper's R-script variant
-  (:func:`dpsynth.weights.lw_record_bounds`). Neither reproduces Table 1's Censor_w counts.
+  (:func:`dpsynth.weights.lw_record_bounds`). Neither reproduces Table 1's Censor_w counts
+  with plain weights.
+* ``weighted_e_rule``: "lw-bound" (alpha_i f_i > eps/2) in both profiles; "weighted-fit"
+  compares max_s |alpha_i l_si| over the Weighted fit's draws (the library default).
+  ``censor_w_reweight`` True / ``censor_w_k`` 0.95: Censor_w censors the re-weighted LW
+  weights; False censors the plain LW weights. Together these reproduce Table 1.
 * ``ph_bin_rule``: "log" (ceil(ln(n)) bins) in both profiles: the paper's PH numbers (Table
   2's quantiles, PH ranking worst in Figure 3) are those of ln(n) bins, not of the library
   default ceil(sqrt(n)).
