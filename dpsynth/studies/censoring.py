@@ -787,43 +787,51 @@ independent Monte Carlo estimates, each with about this run's SE, so their diffe
 about sqrt(2) SE; a row agrees within 2 of those."""
 
 
+def _summary_rows(
+    key: str, label: str, paper: tuple[float, ...] | None, cause: str
+) -> list[dict[str, Any]]:
+    """One comparison row per Table 1 summary (``STAT_NAMES``): keys ``<key>_<stat>``."""
+    return [
+        {
+            "key": f"{key}_{stat}",
+            "label": f"{label}: {name}",
+            "paper": None if paper is None else float(paper[j]),
+            "fmt": "{:.1f}",
+            "k": FULL_TABLE_K,
+            "cause": cause,
+        }
+        for j, (stat, name) in enumerate(STAT_NAMES.items())
+    ]
+
+
 def table1_rows(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[str, Any]]:
     """Comparison rows of every summary of Table 1 and supplement Table S4 (records of 2000).
 
-    Keys as in :func:`beta_summary` (``t1_...``, ``s4_...``); the verdict allows
-    :data:`FULL_TABLE_K` standard errors (bootstrap SEs for all but the mean).
+    Keys as in :func:`beta_summary` (``t1_<mech>_<stat>_<eps>``, ``s4_<mech>_<with|without>_
+    <stat>``); the verdict allows :data:`FULL_TABLE_K` standard errors (bootstrap SEs for
+    all but the mean).
     """
     names = {"weighted_e": "Weighted-e", "censor_w": "Censor_w", "censor_uw": "Censor_uw"}
     rows: list[dict[str, Any]] = []
     for eps in sorted({float(e) for e in epsilons}, reverse=True):
         for key, mech in names.items():
-            paper = PAPER_TABLE1_FULL.get((eps, mech))
-            for j, (stat, name) in enumerate(STAT_NAMES.items()):
-                rows.append(
-                    {
-                        "key": f"t1_{key}_{stat}_{eps:g}",
-                        "label": f"Table 1, eps = {eps:g}, {mech}: {name}",
-                        "paper": None if paper is None else float(paper[j]),
-                        "fmt": "{:.1f}",
-                        "k": FULL_TABLE_K,
-                        "cause": f"{key}_count",
-                    }
-                )
+            for row in _summary_rows(
+                f"t1_{key}",
+                f"Table 1, eps = {eps:g}, {mech}",
+                PAPER_TABLE1_FULL.get((eps, mech)),
+                f"{key}_count",
+            ):
+                row["key"] = f"{row['key']}_{eps:g}"
+                rows.append(row)
     on_grid = float(downscale_epsilon) == 4.0
     for key, label in (("weighted_e", "Weighted-e (aDP)"), ("censor_w", "Censor_w (DP)")):
         for suffix, lab in (("without", label), ("with", f"{label} downscaled")):
-            paper = PAPER_TABLE_S4_FULL[lab] if on_grid else None
-            for j, (stat, name) in enumerate(STAT_NAMES.items()):
-                rows.append(
-                    {
-                        "key": f"s4_{key}_{suffix}_{stat}",
-                        "label": f"Table S4, eps = {downscale_epsilon:g}, {lab}: {name}",
-                        "paper": None if paper is None else float(paper[j]),
-                        "fmt": "{:.1f}",
-                        "k": FULL_TABLE_K,
-                        "cause": f"{key}_count" + ("_downscaled" if suffix == "with" else ""),
-                    }
-                )
+            rows += _summary_rows(
+                f"s4_{key}_{suffix}",
+                f"Table S4, eps = {downscale_epsilon:g}, {lab}",
+                PAPER_TABLE_S4_FULL[lab] if on_grid else None,
+                f"{key}_count" + ("_downscaled" if suffix == "with" else ""),
+            )
     return rows
 
 
