@@ -64,6 +64,7 @@ FLAGS = {
     "reweight": "--reweight",
     "downscale": "--downscale",
     "centring": "--centring",
+    "centring_from": "--centring-from",
     "truncation": "--truncation",
     "target_lipschitz": "--target-lipschitz",
     "n_bins": "--n-bins",
@@ -304,6 +305,14 @@ def _add_synthesize(sub: Any) -> None:
         "(dpsynth's extension), e.g. '{\"beta\": [0.1, 0.3], \"kappa\": 5}'; a regression's "
         "beta has one value per design column: the intercept first, then the covariates in "
         "the order given, a categorical covariate as one column per level but its first",
+    )
+    t.add_argument(
+        "--centring-from",
+        default=None,
+        metavar="REFERENCE.csv",
+        help="censor-w/censor-uw: centre at the posterior mean of the model fitted to a "
+        "PUBLIC reference file (an earlier period, a public-use sample), with the same "
+        "--column and --covariates; the values are public and stated in the report",
     )
     t.add_argument(
         "--target-lipschitz",
@@ -569,10 +578,16 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         raise InputError("--stan-file", f"no such file: {args.stan_file}")
     if args.weights_from is not None and args.mechanism != "censor-w":
         raise InputError("--weights-from", "only applies to --mechanism censor-w")
+    if args.centring_from is not None:
+        if args.centring is not None:
+            raise InputError("--centring-from", "give either --centring or --centring-from")
+        if args.mechanism not in ("censor-w", "censor-uw"):
+            raise InputError("--centring-from", "only applies to censor-w and censor-uw")
     wanted = [args.column, *_names(args.covariates)]
     check_input_file(args.input, wanted, "IN.csv")
-    if args.weights_from is not None:
-        check_input_file(args.weights_from, wanted, "--weights-from")
+    for flag in ("--weights-from", "--centring-from"):
+        if (path := getattr(args, flag[2:].replace("-", "_"))) is not None:
+            check_input_file(path, wanted, flag)
 
     from dpsynth.mechanisms import Sampler
     from dpsynth.models import Model, covariate_matrix
@@ -589,6 +604,8 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         ref = read_input(args.weights_from, args.column, "--weights-from")
         reference = ref[args.column].to_numpy()
         reference_X = covariate_matrix(ref, args.covariates, args.categorical)
+    if args.centring_from is not None:
+        args.centring = _reference_centre(args, model, X, sampler_of(args))
     sampler = Sampler(
         args.chains,
         args.iter_warmup,
@@ -648,6 +665,31 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
+
+
+def sampler_of(args: argparse.Namespace) -> Any:
+    """The MCMC settings the flags give."""
+    from dpsynth.mechanisms import Sampler
+
+    return Sampler(args.chains, args.iter_warmup, args.iter_sampling, args.backend, quiet=True)
+
+
+def _reference_centre(args: argparse.Namespace, model: Any, X: Any, sampler: Any) -> dict:
+    """``--centring-from``: public parameter values fitted to the public reference file."""
+    from dpsynth.models import covariate_matrix
+    from dpsynth.plan import reference_point
+
+    ref = read_input(args.centring_from, args.column, "--centring-from")
+    if not args.quiet:
+        print("[dpsynth] fitting the model to the public reference file", file=sys.stderr)
+    return reference_point(
+        ref[args.column].to_numpy(),
+        model,
+        bounds=tuple(args.bounds) if args.bounds else None,
+        reference_X=covariate_matrix(ref, args.covariates, args.categorical),
+        X=X,
+        sampler=sampler,
+    )
 
 
 def _print_verdict(verdict: dict[str, Any]) -> None:
