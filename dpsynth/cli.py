@@ -286,8 +286,9 @@ def _add_synthesize(sub: Any) -> None:
         "--truncation",
         choices=("weighted-fit", "lw-bound"),
         default=None,
-        help="weighted-e: record bound compared with M: max over the Weighted fit's draws "
-        "(default) or alpha_i f_i from the Unweighted fit (reproduces the paper's Table 1)",
+        help="weighted-e: record bound compared with M: alpha_i f_i from the Unweighted fit "
+        "(lw-bound, default: reproduces the censoring paper's Table 1) or the maximum over "
+        "the Weighted fit's draws (weighted-fit)",
     )
     t.add_argument(
         "--downscale",

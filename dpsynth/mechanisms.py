@@ -440,7 +440,7 @@ class Synthesizer:
         c: float = 1.0,
         g: float = 0.0,
         neighbours: str = "add-remove",
-        truncation: str = "weighted-fit",
+        truncation: str = "lw-bound",
         downscale: float | None = None,
     ) -> Result:
         """Weighted-e (censoring paper, Section 2.2): zero the weights of records whose bound
@@ -448,8 +448,8 @@ class Synthesizer:
 
         ``truncation`` (:data:`dpsynth.weights.WEIGHTED_E_RULES`) names the record bound:
         ``weighted-fit`` max_s |alpha_i f_theta_s(x_i)| over the Weighted fit's draws,
-        ``lw-bound`` alpha_i f_i with the Unweighted fit's f_i that built the LW weights (the
-        reading that reproduces Table 1). ``downscale`` multiplies the LW weights first
+        ``lw-bound`` (default) alpha_i f_i with the Unweighted fit's f_i that built the LW
+        weights (the reading that reproduces Table 1). ``downscale`` multiplies the LW weights first
         (Section 4.4); the ``weighted-fit`` rule then reads the downscaled Weighted fit.
         """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
