@@ -1170,6 +1170,8 @@ def _cmdstan_run(  # pragma: no cover - needs a CmdStan installation
         if watcher is not None:
             with contextlib.suppress(OSError):
                 watcher.stdin.close()  # the watcher finds the folder gone and exits
+            # reaped without waiting here (it may still be starting up)
+            threading.Thread(target=watcher.wait, name="dpsynth-watcher", daemon=True).start()
 
 
 def _flock(fd: int, *, blocking: bool) -> bool:
@@ -1253,12 +1255,28 @@ def _reap_run_folder(folder: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-_WATCHER_MAIN = """
-import os, sys
-sys.stdin.buffer.read()  # returns when the run ends or its process dies
-if os.path.isdir(sys.argv[1]):
-    _reap_run_folder(sys.argv[1])
-"""
+def _watcher_source() -> str | None:
+    """The watcher's program: :func:`_reap_run_folder`'s source, then its main lines.
+
+    Read once, when this module is imported (the file on disk may change later, for
+    example when dpsynth is upgraded under a running kernel); ``None`` without source.
+    """
+    import inspect
+
+    try:
+        reaper = inspect.getsource(_reap_run_folder)
+    except (OSError, TypeError):
+        return None
+    main = (
+        "import os, sys\n"
+        "sys.stdin.buffer.read()  # returns when the run ends or its process dies\n"
+        "if os.path.isdir(sys.argv[1]):\n"
+        "    _reap_run_folder(sys.argv[1])\n"
+    )
+    return reaper + "\n\n" + main
+
+
+_WATCHER_SOURCE = _watcher_source()
 
 
 def _start_run_watcher(folder: str) -> subprocess.Popen | None:
@@ -1269,14 +1287,11 @@ def _start_run_watcher(folder: str) -> subprocess.Popen | None:
     dies, however. It runs in its own session, so a signal to this process group does not
     reach it. ``None`` if no Python interpreter can be started.
     """
-    import inspect
-
-    if not sys.executable or not os.path.isdir("/proc"):
+    if not sys.executable or not os.path.isdir("/proc") or not _WATCHER_SOURCE:
         return None
-    source = inspect.getsource(_reap_run_folder) + _WATCHER_MAIN
     try:
         return subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", source, folder],
+            [sys.executable, "-I", "-S", "-c", _WATCHER_SOURCE, folder],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -745,3 +745,41 @@ def test_cmdstanpy_fit_keeps_empty_outputs_and_reports_progress(capfd):
     assert set(fits["pystan"].draws) == set(fits["cmdstanpy"].draws)
     out, err = capfd.readouterr()
     assert out == "" and err.count("Sampling: 100%") == 2 and "\x1b[" not in err
+
+
+@_CMDSTAN
+@pytest.mark.slow
+def test_cmdstanpy_cli_release_leaves_nothing_but_its_outputs(tmp_path):
+    """test_no_residue's check, with CmdStan: fresh HOME, cache and TMPDIR; the compiled
+    executable is copied in (no compile). Allowed: empty build locks in the cache."""
+    exe = Path(engine.compile_program(engine.STAN_DIR / "beta.stan", backend="cmdstanpy"))
+    for name in ("home", "tmp", "work", "dpsynth-cache/cmdstan"):
+        (tmp_path / name).mkdir(parents=True)
+    for path in (exe, exe.with_suffix(".stan")):  # the executable stays newer than its program
+        shutil.copy2(path, tmp_path / "dpsynth-cache" / "cmdstan" / path.name)
+    rng = np.random.default_rng(4)
+    values = rng.beta(2, 5, 150).clip(1e-4, 1 - 1e-4)
+    (tmp_path / "work" / "in.csv").write_text("y\n" + "\n".join(f"{v:.6f}" for v in values))
+    before = {p for p in tmp_path.rglob("*") if not p.is_dir()}
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path / "home"),
+        "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+        "TMPDIR": str(tmp_path / "tmp"),
+        "DPSYNTH_CACHE_DIR": str(tmp_path / "dpsynth-cache"),
+        "DPSYNTH_STAN_BACKEND": "cmdstanpy",
+    }
+    cmd = [sys.executable, "-m", "dpsynth", "synthesize", "in.csv", "--column", "y"]
+    cmd += ["--mechanism", "censor-uw", "--epsilon", "6", "--m", "2", "--quiet"]
+    cmd += ["--allow-unconverged", "--chains", "2", "--iter-warmup", "200"]
+    cmd += ["--iter-sampling", "200", "--out", "out.csv", "--report", "report.json"]
+    run = subprocess.run(
+        cmd, cwd=tmp_path / "work", env=env, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr
+    new = {p.relative_to(tmp_path).as_posix(): p for p in tmp_path.rglob("*") if not p.is_dir()}
+    new = {k: p for k, p in new.items() if p not in before}
+    assert {"work/out.csv", "work/report.json"} <= set(new)
+    leftovers = {k: p.stat().st_size for k, p in new.items() if not k.startswith("work/")}
+    assert all(k.endswith(".lock") and size == 0 for k, size in leftovers.items()), leftovers
+    assert list((tmp_path / "tmp").iterdir()) == []
