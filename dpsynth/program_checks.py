@@ -105,7 +105,7 @@ def check_program(
     run = ["outputs"]
     points = {"posterior_draws": len(posterior), "prior_draws": 0, "records_changed": 0}
     if censor_bound is not None:
-        prior = _prior_draws(stan_file, public_data(data, value, n), fit, seed, backend)
+        prior = _prior_draws(stan_file, public_data(data, value, n), seed, backend)
         params = posterior + prior
         records = tuple(sorted({0, n // 2, n - 1}))[:RECORDS]
         values = (value, *PLACEHOLDERS.get(synthesizer.model.outcome, PLACEHOLDERS["real"]))
@@ -146,7 +146,7 @@ def _check_outputs(stan_file, data, public, params, backend) -> None:
                 raise _refuse("outputs", f"`{name}` depends on the confidential data")
 
 
-def _prior_draws(stan_file, public, fit, seed, backend) -> list[dict[str, Any]]:
+def _prior_draws(stan_file, public, seed, backend) -> list[dict[str, Any]]:
     """Draws of the program's prior: NUTS at alpha = 0 on the public stand-in data."""
     prior_data = dict(public, want_rep=0)
     try:
@@ -161,7 +161,7 @@ def _prior_draws(stan_file, public, fit, seed, backend) -> list[dict[str, Any]]:
         raise _refuse_prior() from None
     picks = np.linspace(0, prior.n_draws - 1, N_POINTS).astype(int)
     draws = [prior.draw(int(s)) for s in picks]
-    values = log_density(stan_file, dict(prior_data, want_rep=0), draws, backend=backend)
+    values = log_density(stan_file, prior_data, draws, backend=backend)
     finite = [d for d, v in zip(draws, values, strict=True) if np.isfinite(v)]
     if len(finite) < 2:
         raise _refuse_prior()
