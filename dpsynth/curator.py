@@ -390,7 +390,7 @@ def _ols_intervals(z: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _ci_overlap(y: np.ndarray, syn: np.ndarray, design: np.ndarray, outcome: str) -> float:
     """Mean Karr et al. (2006) overlap of the coefficient intervals (0 if not estimable)."""
-    from dpsynth.studies.real_data import interval_overlap
+    from dpsynth.utility import interval_overlap
 
     a = _ols_intervals(_analysis_scale(y, outcome), design)
     b = _ols_intervals(_analysis_scale(syn, outcome), design)

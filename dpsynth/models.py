@@ -653,6 +653,32 @@ def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
     return np.hstack([ones, X])
 
 
+def transfer_beta(
+    beta: np.ndarray, X_from: np.ndarray | None, X_to: np.ndarray | None
+) -> np.ndarray:
+    """Coefficients on the design of ``X_from`` re-expressed on the design of ``X_to``.
+
+    :func:`dpsynth.models.design_matrix` standardizes each non-binary covariate by its own
+    mean and sd, so the same linear predictor has different coefficients on two databases;
+    this maps through the raw scale (exact: both designs span the same affine functions).
+    """
+    beta = np.asarray(beta, dtype=float).copy()
+    if X_from is None or X_to is None:
+        return beta
+    raw = beta.copy()
+    A, B = np.asarray(X_from, float), np.asarray(X_to, float)
+    for j in range(A.shape[1]):
+        if np.unique(A[:, j]).size > 2 and A[:, j].std() > 0:
+            raw[j + 1] = beta[j + 1] / A[:, j].std()
+            raw[0] -= raw[j + 1] * A[:, j].mean()
+    out = raw.copy()
+    for j in range(B.shape[1]):
+        if np.unique(B[:, j]).size > 2 and B[:, j].std() > 0:
+            out[0] += raw[j + 1] * B[:, j].mean()
+            out[j + 1] = raw[j + 1] * B[:, j].std()
+    return out
+
+
 def stan_data(
     model: Model,
     y: np.ndarray,

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth.curator import VERDICTS, utility_verdict
+from dpsynth.curator import VERDICTS
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler, Synthesizer
 from dpsynth.models import get_model
@@ -112,7 +112,7 @@ def reference_point(
     :func:`dpsynth.release.synthesize` (dpsynth's extension,
     :func:`dpsynth.models.record_centre`). Never pass confidential data here.
     """
-    from dpsynth.studies.real_data import transfer_beta
+    from dpsynth.models import transfer_beta
 
     fit = Synthesizer(
         reference_y, model, X=reference_X, bounds=bounds, seed=seed, sampler=sampler
@@ -247,19 +247,14 @@ def _candidate_row(
             )
     except InputError as exc:
         return {**row, "verdict": "refused", "next_step": str(exc), "seconds": _since(start)}
-    values = release.data["y"].to_numpy(dtype=float)
-    diag = release.diagnostics
-    v = utility_verdict(
-        y,
-        values.reshape(settings["m"], -1),
-        outcome=outcome,
-        X=X,
-        n_censored=diag.get("n_censored"),
-        n_zero_weight=diag.get("n_zero_weight"),
-        mechanism=mechanism,
-        model=model,
-        bounds=settings["bounds"],
-    )
+    v = release.diagnostics["utility"]  # every release carries the curator's verdict
+    if v.get("verdict") not in VERDICTS:
+        return {
+            **row,
+            "verdict": "refused",
+            "next_step": v.get("reason", ""),
+            "seconds": _since(start),
+        }
     summary, shares = v["summary"], v["shares"]
     return {
         **row,

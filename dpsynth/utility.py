@@ -164,3 +164,16 @@ def utility_table(confidential: ArrayLike, synthetic: Mapping[str, ArrayLike]) -
             **summary_statistics(values),
         }
     return pd.DataFrame(cols).loc[rows]
+
+
+def interval_overlap(
+    lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray
+) -> np.ndarray:
+    """Karr et al. (2006) interval overlap of two sets of intervals, clipped at 0 (disjoint).
+
+    0.5 * (overlap / (hi1 - lo1) + overlap / (hi2 - lo2)), overlap = min(hi) - max(lo); 1 for
+    identical intervals.
+    """
+    overlap = np.minimum(hi1, hi2) - np.maximum(lo1, lo2)
+    value = 0.5 * (overlap / (hi1 - lo1) + overlap / (hi2 - lo2))
+    return np.clip(value, 0.0, None)

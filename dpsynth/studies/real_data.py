@@ -40,9 +40,10 @@ from scipy.special import digamma, gammaln
 
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler, Synthesizer
+from dpsynth.models import transfer_beta
 from dpsynth.release import KnownSeedWarning, synthesize
 from dpsynth.studies.profiles import apply_profile, derive_profiles
-from dpsynth.utility import ecdf_measures
+from dpsynth.utility import ecdf_measures, interval_overlap
 
 __all__ = [
     "AGE_EDGES",
@@ -168,32 +169,6 @@ def covariates_of(frame: pd.DataFrame) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- reference point
-
-
-def transfer_beta(
-    beta: np.ndarray, X_from: np.ndarray | None, X_to: np.ndarray | None
-) -> np.ndarray:
-    """Coefficients on the design of ``X_from`` re-expressed on the design of ``X_to``.
-
-    :func:`dpsynth.models.design_matrix` standardizes each non-binary covariate by its own
-    mean and sd, so the same linear predictor has different coefficients on two databases;
-    this maps through the raw scale (exact: both designs span the same affine functions).
-    """
-    beta = np.asarray(beta, dtype=float).copy()
-    if X_from is None or X_to is None:
-        return beta
-    raw = beta.copy()
-    A, B = np.asarray(X_from, float), np.asarray(X_to, float)
-    for j in range(A.shape[1]):
-        if np.unique(A[:, j]).size > 2 and A[:, j].std() > 0:
-            raw[j + 1] = beta[j + 1] / A[:, j].std()
-            raw[0] -= raw[j + 1] * A[:, j].mean()
-    out = raw.copy()
-    for j in range(B.shape[1]):
-        if np.unique(B[:, j]).size > 2 and B[:, j].std() > 0:
-            out[0] += raw[j + 1] * B[:, j].mean()
-            out[j + 1] = raw[j + 1] * B[:, j].std()
-    return out
 
 
 def reference_point(
@@ -461,19 +436,6 @@ def nb2_fit(y: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     H = optimize.approx_fprime(res.x, score, 1e-6)
     cov = np.linalg.pinv((H + H.T) / 2)
     return res.x[:-1], np.sqrt(np.clip(np.diag(cov)[:-1], 0, None))
-
-
-def interval_overlap(
-    lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.ndarray
-) -> np.ndarray:
-    """Karr et al. (2006) interval overlap of two sets of intervals, clipped at 0 (disjoint).
-
-    0.5 * (overlap / (hi1 - lo1) + overlap / (hi2 - lo2)), overlap = min(hi) - max(lo); 1 for
-    identical intervals.
-    """
-    overlap = np.minimum(hi1, hi2) - np.maximum(lo1, lo2)
-    value = 0.5 * (overlap / (hi1 - lo1) + overlap / (hi2 - lo2))
-    return np.clip(value, 0.0, None)
 
 
 def table_codes(frame: pd.DataFrame, bound: int) -> tuple[np.ndarray, list[int]]:
