@@ -7,10 +7,13 @@ the Stan-backed studies are imported lazily: the module imports without a kernel
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import os
+import sys
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -137,6 +140,72 @@ def _escape(text: str) -> str:
     from html import escape
 
     return escape(text)
+
+
+class _StepLog:
+    """File-like: each line written is one step started; reports steps done and time left."""
+
+    def __init__(self, name: str, steps: int, path: str | None, clock: Any = None) -> None:
+        import time
+
+        self.name, self.steps, self.path = name, max(1, int(steps)), path
+        self.clock = clock or time.monotonic
+        self.stdout = sys.stdout  # where the lines go without a progress file
+        self.started, self.done, self.buffer = self.clock(), -1, ""
+
+    def write(self, text: str) -> int:
+        self.buffer += text
+        while "\n" in self.buffer:
+            line, self.buffer = self.buffer.split("\n", 1)
+            if line.strip():
+                self.step(line.strip())
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        self.emit(f"step {self.done + 1}/{self.steps} ({what})")
+
+    def finish(self) -> None:
+        self.done = self.steps
+        self.emit(f"{self.steps}/{self.steps} steps done")
+
+    def emit(self, text: str) -> None:
+        from dpsynth.studies.runner import PROGRESS_LABEL_ENV_VAR, _duration
+
+        elapsed = self.clock() - self.started
+        text += f", {_duration(elapsed)} elapsed"
+        if 0 < self.done < self.steps:
+            text += f", about {_duration(elapsed / self.done * (self.steps - self.done))} left"
+        label = os.environ.get(PROGRESS_LABEL_ENV_VAR)
+        line = f"[progress] {label + ': ' if label else ''}{self.name}: {text}\n"
+        if self.path is None:
+            self.stdout.write(line)
+            return
+        try:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(line)
+        except OSError:
+            self.path = None
+
+
+@contextlib.contextmanager
+def terminal_progress(name: str, steps: int) -> Iterator[None]:
+    """Report a long study's steps on the terminal of ``make book``.
+
+    Inside the block, each line the study prints (its "starting step ..." messages, e.g.
+    ``count_study(cfg, progress=True)``) becomes a line "step k/steps (...), elapsed, about T
+    left" in the file named by ``DPSYNTH_PROGRESS_LOG`` (the terminal, under ``make book``),
+    and nothing in the notebook; without that variable the lines are printed as usual.
+    """
+    from dpsynth.studies.runner import PROGRESS_ENV_VAR
+
+    log = _StepLog(name, steps, os.environ.get(PROGRESS_ENV_VAR) or None)
+    with contextlib.redirect_stdout(log):
+        yield
+    log.finish()
 
 
 def as_float(v: Any) -> float:
