@@ -1,4 +1,6 @@
-"""tools/prepare_executed.py: plumbing hidden, check markers out of the page, a footer."""
+"""What the executed pages show: tools/prepare_executed.py (plumbing hidden, check markers
+out of the page, stderr and local paths out of the outputs, a footer), and the notebook
+helpers whose output the pages carry (comparison tables, shell commands, progress lines)."""
 
 from __future__ import annotations
 
@@ -86,3 +88,91 @@ def test_echo_of_a_closing_convergence_check_is_dropped():
     out = prepare.prepare(nb, "ci")
     assert [o["output_type"] for o in out.cells[0].outputs] == ["stream"]
     assert [o["output_type"] for o in out.cells[1].outputs] == ["execute_result"]
+
+
+# ---- what the executed pages show: comparison tables, commands, progress lines ----------
+
+
+def _comparison():
+    from dpsynth.studies import verdicts
+
+    specs = [
+        {"key": "a", "label": "LW bound", "paper": 3.5, "rel_tol": 0.15},
+        {"key": "b", "label": "best synthesizer", "paper": "CW"},
+        {"key": "c", "label": "sd ratio", "paper": None},
+        {"key": "d", "label": "count", "paper": 10.0, "cause": "censor_w_count"},
+    ]
+    run = verdicts.summary_frame({"a": [3.1, 3.4, 3.9], "b": "LW", "c": 1.3, "d": [20, 21, 22]})
+    return verdicts.compare(specs, run, study="beta", run_label="this run (ci)")
+
+
+def test_verdict_parts_are_short_and_typed():
+    from dpsynth.studies.notebook import verdict_parts
+
+    parts = [verdict_parts(v) for v in _comparison()["verdict"]]
+    assert [p["kind"] for p in parts] == ["agrees", "differs", "not in the paper", "differs"]
+    assert parts[0]["basis"] == "this run, smaller than the paper's"
+    assert "SE" in parts[0]["detail"] and "standard errors" not in parts[0]["detail"]
+    from dpsynth.studies.verdicts import CAUSES
+
+    assert parts[3]["cause"] == CAUSES[("beta", "censor_w_count")]
+    assert all(len(p["detail"]) < 60 for p in parts)
+
+
+def test_comparison_html_is_a_table_with_coloured_verdicts_and_standard_errors():
+    from dpsynth.studies.notebook import comparison_html, comparison_summary, comparison_text
+
+    table = _comparison()
+    html = comparison_html(table, note="read the committed tables")
+    assert html.count("<tr class=") == 4 and "<table" in html and "<pre" not in html
+    for kind in ("agrees", "differs", "not-in-the-paper"):
+        assert f"dpsynth-verdict-{kind}" in html
+    assert 'class="dpsynth-se"' in html and "± " in html  # MC standard error beside the value
+    assert "<details" in html and "likely cause" in html
+    assert "tex2jax_ignore" in html  # dollar signs in labels are never maths
+    summary = comparison_summary(table)
+    assert summary.startswith("Of the 3 quantities the paper reports, 1 agrees with it and 2")
+    assert "1 is dpsynth's own" in summary
+    assert summary in comparison_text(table)
+
+
+def test_shell_command_is_what_a_reader_types():
+    from dpsynth.studies.notebook import shell_command
+
+    args = ["synthesize", "my data.csv", "--column", "salary", "--bounds", "0", "509000"]
+    args += ["--mechanism", "censor-uw", "--epsilon", "5", "--out", "out.csv"]
+    text = shell_command(args, width=50)
+    lines = text.splitlines()
+    assert lines[0].startswith("dpsynth synthesize 'my data.csv'")
+    assert all(line.endswith(" \\") for line in lines[:-1])
+    assert all(len(line) <= 52 for line in lines)
+    assert "--bounds 0 509000" in text  # a flag stays with its values
+
+
+def test_progress_lines_for_the_terminal(tmp_path, monkeypatch):
+    from dpsynth.studies import runner
+    from dpsynth.studies.notebook import terminal_progress
+
+    log = tmp_path / "progress.log"
+    monkeypatch.setenv(runner.PROGRESS_ENV_VAR, str(log))
+    monkeypatch.setenv(runner.PROGRESS_LABEL_ENV_VAR, "01_beta")
+    now = [0.0]
+    progress = runner.ProgressLog("beta_replicate", 4, 1, clock=lambda: now[0])
+    now[0] = 30.0
+    progress.update()  # 2 of 4: 1 computed in 30 s, 2 left
+    progress.update()
+    now[0] = 65.0
+    progress.update()
+    lines = log.read_text().splitlines()
+    assert (
+        lines[0] == "[progress] 01_beta: beta_replicate: 1 of 4 replicates from the cache, 3 to run"
+    )
+    assert lines[1].endswith("2/4 replicates done, 30 s elapsed, about 1 min 0 s left")
+    assert lines[-1].endswith("4/4 replicates done, 1 min 5 s elapsed")
+    log.unlink()
+    with terminal_progress("one-column study", 2):
+        print("[real_data] first")
+        print("[real_data] second")
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("[progress] 01_beta: one-column study: step 1/2 ([real_data] first)")
+    assert lines[-1].startswith("[progress] 01_beta: one-column study: 2/2 steps done")
