@@ -1007,16 +1007,16 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
     """
     model = _cmdstan_model(code, quiet)
     with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
-        if isinstance(inits, list) and all(i == inits[0] for i in inits[1:]):
-            inits = inits[0] if inits else None
+        if isinstance(inits, list):
+            inits = [_jsonable(i) for i in inits]  # arrays to lists: comparable, writable
+            if all(i == inits[0] for i in inits[1:]):
+                inits = inits[0] if inits else None
         if isinstance(inits, Mapping):
             import cmdstanpy
 
             inits_file = os.path.join(output_dir, "inits.json")
             cmdstanpy.write_stan_json(inits_file, _jsonable(inits))
             inits = inits_file
-        elif isinstance(inits, list):
-            inits = [_jsonable(i) for i in inits]
         sampling = {"chains": 1, **sampling}
         per_chain = sampling.get("iter_warmup", 1000) + sampling.get("iter_sampling", 1000)
         if sampling.get("fixed_param"):

@@ -694,6 +694,17 @@ def test_cmdstanpy_leaves_no_run_files(tmp_path, monkeypatch):
         MIX, data, seed=2, chains=2, iter_warmup=50, iter_sampling=50, backend="cmdstanpy"
     )
     inits = [{"mu": 0.1}, {"mu": -0.1}]
+    same = [{"mu": np.float64(0.2), "unused": np.array([1.0, 2.0])}] * 2  # one file for both
+    engine.fit(
+        MIX,
+        data,
+        seed=2,
+        chains=2,
+        iter_warmup=20,
+        iter_sampling=20,
+        inits=same,
+        backend="cmdstanpy",
+    )
     engine.fit(
         MIX,
         data,
