@@ -31,6 +31,7 @@ from dpsynth.studies.modips_simulation import (
     study_m_effect,
 )
 from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.runner import ProgressLog
 from dpsynth.studies.verdicts import NOT_IN_PAPER
 
 __all__ = [
@@ -183,44 +184,61 @@ def _sequence(key: str, cfg: dict[str, Any]) -> tuple:
 # ------------------------------------------------------------------------------ the studies
 
 
+def _announced(name: str, run: Any) -> pd.DataFrame:
+    """Run one section's study, with a line on the ``make book`` terminal when it ends."""
+    log = ProgressLog(name, 1, 0)
+    out = run()
+    log.update()
+    return out
+
+
 def section51(cfg: dict[str, Any]) -> pd.DataFrame:
     """Section 5.1 (Figure 6): Theorem 7 inference against m, binary and Gaussian, BIT/truncation.
 
     One row per (setting, m, rule) with a ``scenario`` label; see ``study_m_effect``.
     """
-    out = study_m_effect(
-        m_values=cfg["m_grid"],
-        reps=cfg["reps"],
-        seed=cfg["seed"],
-        epsilon=cfg["epsilon"],
-        workers=cfg["workers"],
+    out = _announced(
+        "section51",
+        lambda: study_m_effect(
+            m_values=cfg["m_grid"],
+            reps=cfg["reps"],
+            seed=cfg["seed"],
+            epsilon=cfg["epsilon"],
+            workers=cfg["workers"],
+        ),
     )
     return out.assign(scenario=scenario(out))
 
 
 def epsilon_check(cfg: dict[str, Any]) -> pd.DataFrame:
     """Figure 6(a)'s binary n = 100, p = 0.1 case at ε = ``cfg["epsilon_check"]`` (both boundings)."""
-    out = study_m_effect(
-        m_values=cfg["m_grid"],
-        reps=cfg["reps"],
-        seed=cfg["seed"] + 3,
-        epsilon=cfg["epsilon_check"],
-        ns_binary=(100,),
-        ps=(0.1,),
-        data_types=("binary",),
-        workers=cfg["workers"],
+    out = _announced(
+        "epsilon_check",
+        lambda: study_m_effect(
+            m_values=cfg["m_grid"],
+            reps=cfg["reps"],
+            seed=cfg["seed"] + 3,
+            epsilon=cfg["epsilon_check"],
+            ns_binary=(100,),
+            ps=(0.1,),
+            data_types=("binary",),
+            workers=cfg["workers"],
+        ),
     )
     return out.assign(scenario=scenario(out))
 
 
 def section52(cfg: dict[str, Any]) -> pd.DataFrame:
     """Section 5.2 (Table 1, Figure 7): Thm 7 vs Rubin, Raghunathan, Raab, single; BIT, m fixed."""
-    out = study_combination_rules(
-        m_values=(cfg["table_m"],),
-        reps=cfg["reps"],
-        seed=cfg["seed"] + 1,
-        epsilons=cfg["table_epsilons"],
-        workers=cfg["workers"],
+    out = _announced(
+        "section52",
+        lambda: study_combination_rules(
+            m_values=(cfg["table_m"],),
+            reps=cfg["reps"],
+            seed=cfg["seed"] + 1,
+            epsilons=cfg["table_epsilons"],
+            workers=cfg["workers"],
+        ),
     )
     return out.assign(scenario=scenario(out))
 
@@ -230,13 +248,16 @@ def section53(cfg: dict[str, Any]) -> pd.DataFrame:
 
     Communal rows get ``w`` = :func:`communal_share` (the individualized w they equal).
     """
-    out = study_allocation(
-        allocations=cfg["allocations"],
-        m=cfg["allocation_m"],
-        reps=cfg["reps"],
-        seed=cfg["seed"] + 2,
-        epsilon=cfg["epsilon"],
-        workers=cfg["workers"],
+    out = _announced(
+        "section53",
+        lambda: study_allocation(
+            allocations=cfg["allocations"],
+            m=cfg["allocation_m"],
+            reps=cfg["reps"],
+            seed=cfg["seed"] + 2,
+            epsilon=cfg["epsilon"],
+            workers=cfg["workers"],
+        ),
     )
     w = out["allocation"].where(
         out["sanitization"] != "communal", communal_share(out["lower"], out["upper"])
