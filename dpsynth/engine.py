@@ -1334,23 +1334,31 @@ def _interruptible(call: Callable[[], _T], on_interrupt: Callable[[], None]) -> 
     thread pool). Then ``on_interrupt`` runs (it should make ``call`` return, for example
     by killing child processes), the worker is given 10 s to finish, and the exception
     is re-raised.
+
+    The wait is on an event the worker sets when done, not on ``Thread.join``: a join
+    that an exception interrupts can leave the thread marked finished while it still
+    runs (CPython 3.11), and the caller would go on (removing the run's folder and the
+    log filter) while cmdstanpy's threads are still reporting the killed chains.
     """
     result: dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
         try:
             result["value"] = call()
         except BaseException as exc:  # handed to the calling thread
             result["error"] = exc
+        finally:
+            done.set()
 
     worker = threading.Thread(target=target, name="dpsynth-stan", daemon=True)
     worker.start()
     try:
-        while worker.is_alive():
-            worker.join(0.1)
+        while not done.wait(0.1):
+            pass
     except BaseException:
         on_interrupt()
-        worker.join(10)
+        done.wait(10)
         raise
     if "error" in result:
         raise result["error"]
