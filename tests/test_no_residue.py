@@ -32,7 +32,7 @@ def _files(root: Path) -> dict[str, int]:
 def test_cli_release_leaves_nothing_but_its_outputs(tmp_path: Path) -> None:
     import httpstan.cache
 
-    model = engine.compile_program(engine.STAN_DIR / "beta.stan")  # 'models/<id>'
+    model = engine.compile_program(engine.STAN_DIR / "beta.stan", backend="pystan")  # models/<id>
     version_dir = httpstan.cache.cache_directory()
     cache = tmp_path / "xdg" / "httpstan" / version_dir.name / model
     shutil.copytree(version_dir / model, cache, ignore=shutil.ignore_patterns("fits"))
