@@ -116,7 +116,8 @@ class Model:
 
         ``unit`` outcomes must satisfy 0 < y < 1 unless public ``bounds`` (lo, hi)
         are given, in which case y must lie in [lo, hi] and is mapped to
-        (y - lo + 0.5) / (hi - lo + 1) (``dpsynth.data.scale_to_unit``; never bounds
+        (y - lo + pad) / (hi - lo + 2 pad), pad = min(0.5, 1e-6 (hi - lo))
+        (``dpsynth.data.scale_to_unit``; never bounds
         read from the data). ``positive`` outcomes (log-normal, gamma) are mapped the same
         way with public bounds, so a record at the lower bound (an income of 0 with bounds
         [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite; without bounds they
@@ -147,7 +148,7 @@ class Model:
                     "y",
                     arr <= 0,
                     f"is not positive, which model {self.name!r} needs; give public bounds "
-                    "(a record at the lower bound is then modelled at half a unit above it)",
+                    "(a record at the lower bound is then modelled just above it)",
                 )
                 return arr
             _first_bad(
@@ -167,7 +168,7 @@ class Model:
         """Inverse of :meth:`to_stan_scale` for synthetic records (same shape).
 
         ``unit`` outcomes with public ``bounds`` go back through
-        ``dpsynth.data.unscale_from_unit`` (into (lo - 0.5, hi + 0.5)); ``positive``
+        ``dpsynth.data.unscale_from_unit`` (into (lo - pad, hi + pad)); ``positive``
         outcomes too, then clipped to [lo, hi] (a log-normal or gamma draw has no upper
         limit; clipping to public bounds is post-processing); counts come back as int64;
         anything else is returned as floats unchanged.

@@ -137,3 +137,13 @@ def test_scale_round_trip_and_open_interval() -> None:
         scale_to_unit([509_001.0], lo, hi)
     with pytest.raises(InputError, match="^bounds:"):
         scale_to_unit([1.0], hi, lo)
+
+
+def test_unit_scaling_pads_narrow_ranges_by_a_millionth():
+    x = np.array([0.0, 0.25, 1.0])
+    u = scale_to_unit(x, 0.0, 1.0)  # data already in [0, 1] are not squeezed
+    np.testing.assert_allclose(u, (x + 1e-6) / (1 + 2e-6))
+    assert np.all((u > 0) & (u < 1))
+    np.testing.assert_allclose(unscale_from_unit(u, 0.0, 1.0), x, atol=1e-15)
+    # wide ranges keep half a unit (half a dollar of salary)
+    np.testing.assert_allclose(scale_to_unit([0.0], 0, 509_000), [0.5 / 509_001])

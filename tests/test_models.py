@@ -104,7 +104,7 @@ def test_scale_round_trip():
     beta = get_model("beta")
     x = np.array([0.0, 12.5, 99.0, 100.0])
     u = beta.to_stan_scale(x, bounds=(0.0, 100.0))
-    assert np.allclose(u, (x + 0.5) / 101)
+    assert np.allclose(u, (x + 1e-4) / (100 + 2e-4))  # pad: a millionth of the range
     assert np.allclose(beta.from_stan_scale(u, bounds=(0.0, 100.0)), x)
     assert np.array_equal(beta.from_stan_scale(u), u)  # no bounds: the Stan scale is the scale
     counts = get_model("negbin").from_stan_scale(np.array([[1.0, 4.0], [0.0, 2.0]]))
@@ -114,13 +114,14 @@ def test_scale_round_trip():
 @pytest.mark.parametrize("name", POSITIVE)
 def test_positive_outcomes_zero_at_the_lower_bound(name):
     """A positive model maps public bounds [lo, hi] as the beta model does, so a record at
-    the lower bound (an income of 0) lands at 0.5 / (hi - lo + 1) > 0 and its ll is finite;
+    the lower bound (an income of 0) lands at pad / (hi - lo + 2 pad) > 0 (pad 1e-3 here, a
+    millionth of the range) and its ll is finite;
     without bounds a record <= 0 is refused, naming its position, never its value; synthetic
     records come back clipped to the bounds."""
     model = get_model(name)
     y = np.array([0.0, 250.0, 1000.0])
     z = model.to_stan_scale(y, bounds=(0.0, 1000.0))
-    assert np.allclose(z, (y + 0.5) / 1001)
+    assert np.allclose(z, (y + 1e-3) / (1000 + 2e-3))
     assert np.allclose(model.from_stan_scale(z, bounds=(0.0, 1000.0)), y)
     with pytest.raises(InputError, match=r"^y: record 2 \(and 1 more\) is not positive") as err:
         model.to_stan_scale([3.0, 0.0, -7.5])
