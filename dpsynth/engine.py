@@ -251,39 +251,12 @@ def fit(
     if inits is not None and len(inits) != chains:
         raise InputError("inits", f"needs one dict per chain ({chains}), got {len(inits)}")
     init_list = [dict(i) for i in inits] if inits is not None else None
+    settings = _Run(
+        code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet, adapt_delta
+    )
+    sample = _sample_pystan if name == "pystan" else _sample_cmdstanpy
     with _silenced(quiet):
-        if name == "pystan":
-            run = _withheld(
-                lambda: _sample_pystan(
-                    _Run(
-                        code,
-                        dict(data),
-                        seed,
-                        chains,
-                        iter_warmup,
-                        iter_sampling,
-                        init_list,
-                        quiet,
-                        adapt_delta,
-                    )
-                )
-            )
-        else:
-            run = _withheld(
-                lambda: _sample_cmdstanpy(
-                    _Run(
-                        code,
-                        dict(data),
-                        seed,
-                        chains,
-                        iter_warmup,
-                        iter_sampling,
-                        init_list,
-                        quiet,
-                        adapt_delta,
-                    )
-                )
-            )
+        run = _withheld(lambda: sample(settings))
     return StanFit(
         draws={k: v for k, v in run.draws.items() if k not in RECORD_OUTPUTS},
         chains=chains,

@@ -695,26 +695,17 @@ def test_cmdstanpy_leaves_no_run_files(tmp_path, monkeypatch):
     )
     inits = [{"mu": 0.1}, {"mu": -0.1}]
     same = [{"mu": np.float64(0.2), "unused": np.array([1.0, 2.0])}] * 2  # one file for both
-    engine.fit(
-        MIX,
-        data,
-        seed=2,
-        chains=2,
-        iter_warmup=20,
-        iter_sampling=20,
-        inits=same,
-        backend="cmdstanpy",
-    )
-    engine.fit(
-        MIX,
-        data,
-        seed=2,
-        chains=2,
-        iter_warmup=20,
-        iter_sampling=20,
-        inits=inits,
-        backend="cmdstanpy",
-    )
+    for chain_inits in (same, inits):
+        engine.fit(
+            MIX,
+            data,
+            seed=2,
+            chains=2,
+            iter_warmup=20,
+            iter_sampling=20,
+            inits=chain_inits,
+            backend="cmdstanpy",
+        )
     engine.generate(MIX, data, fit.draw(0), seed=1, backend="cmdstanpy")
     engine.log_density(MIX, data, [fit.draw(0)], backend="cmdstanpy")
     assert list(tmp_path.iterdir()) == []
