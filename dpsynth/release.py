@@ -364,6 +364,7 @@ def public_utility_figures(
     mean = privacy.laplace_mechanism(float(arr.mean()), (hi - lo) / n, half, rng)
     distances = np.array([ecdf_measures(arr, s)["max_ecdf"] for s in sets])
     noised = np.atleast_1d(privacy.laplace_mechanism(distances, m / n, half, rng))
+    noised = np.clip(noised, 0.0, 1.0)  # a distance lies in [0, 1]: post-processing
     ledger.spend("public utility figures: noised mean", half, "all records")
     ledger.spend("public utility figures: noised max-ECDF per set", half, "all records")
     return {
