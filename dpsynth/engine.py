@@ -310,12 +310,7 @@ def log_density(
     CmdStan's ``log_prob`` method at 18 significant digits. Output the program prints is
     discarded; Stan's errors are withheld as in :func:`fit`.
     """
-    name = choose_backend(backend)
-    code = program_code(stan_file)
-    with _silenced(True):
-        if name == "pystan":
-            return _withheld(lambda: _log_density_pystan(code, dict(data), list(params)))
-        return _withheld(lambda: _log_density_cmdstanpy(code, dict(data), list(params)))
+    return _at_params(stan_file, data, params, backend, _log_density_pystan, _log_density_cmdstanpy)
 
 
 def outputs_at(
@@ -332,12 +327,16 @@ def outputs_at(
     program's outputs depend on those data (what :mod:`dpsynth.program_checks` tests).
     Not for synthesis (use :func:`generate`, which takes a fresh seed).
     """
-    name = choose_backend(backend)
+    return _at_params(stan_file, data, params, backend, _outputs_pystan, _outputs_cmdstanpy)
+
+
+def _at_params(stan_file, data, params, backend, pystan_call, cmdstanpy_call) -> Any:
+    """Evaluate a program at fixed parameter values on the chosen backend, silently, with
+    Stan's errors withheld (:func:`log_density`, :func:`outputs_at`)."""
+    call = pystan_call if choose_backend(backend) == "pystan" else cmdstanpy_call
     code = program_code(stan_file)
     with _silenced(True):
-        if name == "pystan":
-            return _withheld(lambda: _outputs_pystan(code, dict(data), list(params)))
-        return _withheld(lambda: _outputs_cmdstanpy(code, dict(data), list(params)))
+        return _withheld(lambda: call(code, dict(data), list(params)))
 
 
 def convergence_diagnostics(
