@@ -7,6 +7,11 @@ test reads each page's prose (code, maths, roles and links removed) and fails on
 number or percentage that is not in the page's :data:`ALLOWED` list, where each entry says why
 the number is not a result (a setting, a threshold, a definition, the paper's own value, a
 worked example). Integers are not checked (counts of records, sets, chains, years, ...).
+Every book page is read, except those listed in :data:`NOT_COVERED` with why.
+
+A second check makes sure glue cannot silently show nothing: every key a page uses is glued by
+the page's own code or by the page it names; the choices page, which glues whole files under a
+prefix, must quote only quantities those files hold.
 """
 
 from __future__ import annotations

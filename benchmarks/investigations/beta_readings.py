@@ -15,7 +15,8 @@ master seed 5000, not the notebooks' 20230), with the ``paper`` profile of
 
     .venv/bin/python benchmarks/investigations/beta_readings.py [--R 8]
 
-About 16 s per database on one core.
+About 16 s per database on one core, more on a loaded machine; the JSON file beside its CSV
+records the last run's wall time.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ it reruns notebook 04's four synthesizers and records:
 
     .venv/bin/python benchmarks/investigations/cw_radius.py
 
-About a minute on one core.
+The JSON file beside its CSV records the last run's wall time.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the k it lands at.
 
     .venv/bin/python benchmarks/investigations/reweight_k.py
 
-About a minute on one core.
+The JSON file beside its CSV records the last run's wall time.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the notebook's one replicate), on all 1000 records of the stand-in, it records:
 
     .venv/bin/python benchmarks/investigations/sdr_standin.py
 
-About a minute on one core.
+The JSON file beside its CSV records the last run's wall time.
 """
 
 from __future__ import annotations
