@@ -65,3 +65,30 @@ def part_files():
         return sorted(p for p in Path(folder).rglob("*") if p.name.endswith(".part"))
 
     return find
+
+
+def _cmdstan_installed() -> bool:
+    from dpsynth import engine
+
+    return engine.cmdstan_available()
+
+
+BACKENDS = [
+    pytest.param("pystan", id="pystan"),
+    pytest.param(
+        "cmdstanpy",
+        id="cmdstanpy",
+        marks=pytest.mark.skipif(
+            not _cmdstan_installed(), reason="CmdStan not installed: cmdstanpy case not run"
+        ),
+    ),
+]
+"""The two Stan backends, for tests whose behaviour must be the same on both."""
+
+
+@pytest.fixture(params=BACKENDS)
+def stan_backend(request, monkeypatch) -> str:
+    """Run the test on each backend in turn (``DPSYNTH_STAN_BACKEND`` set for the test and the
+    processes it starts); the cmdstanpy case is skipped, visibly, without CmdStan."""
+    monkeypatch.setenv("DPSYNTH_STAN_BACKEND", request.param)
+    return request.param

@@ -16,6 +16,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +27,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import cli
+from dpsynth import cli, engine
 from dpsynth.cli import FLAGS, REFUSALS, main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -322,6 +323,9 @@ CASES = [
 ]
 
 
+CMDSTAN = engine.cmdstan_available()
+
+
 def _case(c) -> Case:
     return c.values[0] if hasattr(c, "values") else c
 
@@ -376,8 +380,32 @@ def _run_in_process(argv: list[str], capsys) -> tuple[int, str]:
     return code, captured.err
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: _case(c).id)
-def test_refusal_contract(case: Case, tmp_path, capsys):
+STAN_FAMILIES = ("user program", "convergence")
+"""Refusals that come from Stan's side (compiling, checking, sampling): run on each backend."""
+
+
+def _with_backends(cases: list) -> list:
+    """``(case, backend)`` params: the Stan families once per backend (cmdstanpy skipped,
+    visibly, without CmdStan), every other case once with the default backend (None)."""
+    out = []
+    for c in cases:
+        marks = list(getattr(c, "marks", ()))
+        case = _case(c)
+        if case.family not in STAN_FAMILIES:
+            out.append(pytest.param(case, None, marks=marks, id=case.id))
+            continue
+        for backend in ("pystan", "cmdstanpy"):
+            extra = []
+            if backend == "cmdstanpy" and not CMDSTAN:
+                extra = [pytest.mark.skip(reason="CmdStan not installed: cmdstanpy case not run")]
+            out.append(pytest.param(case, backend, marks=marks + extra, id=f"{case.id}-{backend}"))
+    return out
+
+
+@pytest.mark.parametrize(("case", "backend"), _with_backends(CASES))
+def test_refusal_contract(case: Case, backend: str | None, tmp_path, capsys, monkeypatch):
+    if backend is not None:
+        monkeypatch.setenv("DPSYNTH_STAN_BACKEND", backend)
     unwritable = _unwritable_folder(tmp_path) if case.id == "report-unwritable" else ""
     inp = case.setup(tmp_path) if case.setup else _default_input(tmp_path)
     before = _snapshot(tmp_path)
@@ -543,7 +571,7 @@ SIGNALS = [
 @pytest.mark.parametrize(
     ("sig", "status"), [*SIGNALS, pytest.param(signal.SIGKILL, -signal.SIGKILL, id="SIGKILL")]
 )
-def test_signal_during_sampling_leaves_nothing(sig, status, tmp_path):
+def test_signal_during_sampling_leaves_nothing(sig, status, tmp_path, stan_backend):
     # 2 chains x (1,000,000 + 100) iterations on 2,000 records: minutes of sampling
     # (measured about 3,500 iterations per second per chain); the signal comes 1 s after
     # the engine's first progress line ("Sampling:   0%")
@@ -600,6 +628,16 @@ def test_signal_during_sampling_leaves_nothing(sig, status, tmp_path):
     while _alive(kids) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _alive(kids) == [], "child processes of the CLI outlived it by 10 s"
+
+    # cmdstanpy's run folder (data JSON, CSV draws) went with the CLI, also after SIGKILL
+    # (its watcher process removes it)
+    def runs() -> list[Path]:
+        return list(Path(tempfile.gettempdir()).glob(f"dpsynth-cmdstan-{child.proc.pid}-*"))
+
+    deadline = time.monotonic() + 10.0
+    while runs() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert runs() == []
 
 
 WRITE_HOOK = """

@@ -63,7 +63,7 @@ def test_changes_touch_only_their_records():
 
 
 @pytest.mark.slow
-def test_outputs_at_and_log_density_known_answers():
+def test_outputs_at_and_log_density_known_answers(stan_backend):
     path = TEST_STAN / "normal_known_sd.stan"
     data = _data(sigma=2.0, mu0=0.0, tau0=10.0)
     params = [{"mu": 0.3}, {"mu": -1.0}]

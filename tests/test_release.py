@@ -608,7 +608,7 @@ GALLERY = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("program", "check"), GALLERY, ids=[g[0] for g in GALLERY])
-def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch):
+def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch, stan_backend):
     from dpsynth import program_checks
 
     # 48 random halves: a two-record dependence escapes all with probability (3/4)^48 < 1e-5
@@ -629,7 +629,7 @@ def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch):
 
 
 @pytest.mark.slow
-def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch):
+def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch, stan_backend):
     """Synthesis runs the program on public stand-ins: with its check switched off, a program
     whose y_rep copies y still releases no confidential value."""
     from dpsynth import program_checks
@@ -650,7 +650,9 @@ def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch
 
 
 @pytest.mark.slow
-def test_honest_user_program_is_released_as_dp_with_its_checks_named(converging_sampler):
+def test_honest_user_program_is_released_as_dp_with_its_checks_named(
+    converging_sampler, stan_backend
+):
     y = np.random.default_rng(9).normal(1.0, 1.0, 150)
     model = Model.from_stan_file(TEST_STAN / "honest_normal.stan", "real")
     # epsilon 8: M = 2, so records near the posterior mean are not clamped
