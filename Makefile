@@ -51,7 +51,7 @@ lint: venv
 	$(BIN)/ruff check dpsynth tests benchmarks data tools book/_ext $(NOTEBOOKS)
 
 pytest: compile
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile -p no:cacheprovider \
+	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile -p no:cacheprovider \
 	  --ignore=tests/test_notebook_outputs.py tests
 
 # nbval without a second execution: the cells marked NBVAL_CHECK_OUTPUT in the notebooks the

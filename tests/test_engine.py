@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -493,6 +494,23 @@ def test_interruptible_worker_gets_stopped():
         common.interruptible(lambda: 1 / 0, stop.set)
 
 
+def _httpstan_stan_version() -> tuple[int, int]:
+    """The Stan version httpstan was built with, from its bundled ``stan/version.hpp``."""
+    import httpstan
+
+    header = (Path(httpstan.__file__).parent / "include/stan/version.hpp").read_text()
+    major, minor = (
+        int(re.search(rf"#define STAN_{k} (\d+)", header)[1]) for k in ("MAJOR", "MINOR")
+    )
+    return major, minor
+
+
+def _cmdstan_stan_version() -> tuple[int, int]:
+    import cmdstanpy
+
+    return tuple(cmdstanpy.cmdstan_version() or (0, 0))[:2]
+
+
 @pytest.mark.slow
 def test_both_backends_give_the_same_draws_for_the_same_seed():
     """Same program, data, seed and settings: the same draws, bit for bit, on both backends
@@ -510,6 +528,12 @@ def test_both_backends_give_the_same_draws_for_the_same_seed():
     assert {b: f.backend for b, f in fits.items()} == {"pystan": "pystan", "cmdstanpy": "cmdstanpy"}
     a, b = fits["pystan"], fits["cmdstanpy"]
     assert a.draws["mu"].shape == b.draws["mu"].shape == (1000,)
+    if _cmdstan_stan_version() != _httpstan_stan_version():  # another Stan: agree in law
+        se = np.hypot(a.draws["mu"].std(), b.draws["mu"].std()) / np.sqrt(
+            min(a.diagnostics["ess_bulk_min"], b.diagnostics["ess_bulk_min"])
+        )
+        assert abs(a.draws["mu"].mean() - b.draws["mu"].mean()) < 5 * se
+        pytest.skip("CmdStan's Stan differs from httpstan's: bitwise comparison not run")
     assert np.array_equal(a.draws["mu"], b.draws["mu"])
     assert np.array_equal(a.contrib, b.contrib) and np.array_equal(
         a.contrib_uncensored, b.contrib_uncensored
