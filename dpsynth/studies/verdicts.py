@@ -66,7 +66,7 @@ CAUSES: dict[tuple[str, str], str] = {
     ),
     ("beta", "censor_w_count_downscaled"): (
         "not reproduced: no single downscaling factor fits both downscaled rows of Table S4 "
-        "(0.9 fits Weighted-e; Censor_w's share of censoring databases needs about 0.8-0.85 "
+        "(0.9 fits Weighted-e; Censor_w's share of censoring databases needs a smaller one "
         "with re-weighted weights, and plain weights censor far too few at any factor)"
     ),
     ("beta", "weighted_e_count_downscaled"): (
