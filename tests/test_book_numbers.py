@@ -49,6 +49,11 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "book/scaling.md": {},
     "book/quickstart.md": {"3.11": "the Python version required"},
+    "book/install.md": {
+        "3.11": "the Python version required",
+        "2.35": "the Stan version httpstan ships (a version)",
+        "2.7": "the MathJax version Debian ships (a version)",
+    },
     "book/glossary.md": {},
     "book/choices.md": {
         "0.5": "the data-generating Beta(0.5, 3) (the paper's setting)",
@@ -161,9 +166,7 @@ ALLOWED: dict[str, dict[str, str]] = {
 }
 """Per page: the decimal numbers and percentages its prose may contain, and why."""
 
-NOT_COVERED: dict[str, str] = {
-    "book/install.md": "being rewritten (its decimals are tool versions); add it when that lands",
-}
+NOT_COVERED: dict[str, str] = {}
 """Book pages the test does not read yet, and why. Every other book page must be in ALLOWED."""
 
 NUMBER = re.compile(r"(?<![\w.§/-])(\d+\.\d+ ?%?|\d+ ?%)(?!\.?\d)(?![A-Za-z_])")
