@@ -44,7 +44,7 @@ class StanFailure(Exception):
 
 
 class Run(NamedTuple):
-    """One sampling run's settings, as :func:`fit` passes them to a backend."""
+    """One sampling run's settings, as :func:`~dpsynth.engine.fit` passes them to a backend."""
 
     code: str
     data: dict
