@@ -20,18 +20,10 @@ from typing import Any
 
 import pandas as pd
 
+from dpsynth.studies.results import _plain
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "results" / "investigations"
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, tuple | list):
-        return [_plain(x) for x in v]
-    if hasattr(v, "item"):
-        return v.item()
-    return v
 
 
 def write(name: str, values: Mapping[str, Any], settings: Mapping[str, Any], start: float) -> Path:
