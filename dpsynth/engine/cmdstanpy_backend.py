@@ -133,37 +133,45 @@ def _cmdstan_sample(  # pragma: no cover - needs a CmdStan installation
     """
     model = _cmdstan_model(code, quiet)
     with _cmdstan_run(model, data, quiet) as (data_file, output_dir):
-        if isinstance(inits, list):
-            inits = [jsonable(i) for i in inits]  # arrays to lists: comparable, writable
-            if all(i == inits[0] for i in inits[1:]):
-                inits = inits[0] if inits else None
-        if isinstance(inits, Mapping):
-            import cmdstanpy
+        return _sample_in(model, data_file, output_dir, seed, inits, quiet, **sampling)
 
-            inits_file = os.path.join(output_dir, "inits.json")
-            cmdstanpy.write_stan_json(inits_file, jsonable(inits))
-            inits = inits_file
-        sampling = {"chains": 1, **sampling}
-        per_chain = sampling.get("iter_warmup", 1000) + sampling.get("iter_sampling", 1000)
-        if sampling.get("fixed_param"):
-            per_chain = sampling.get("iter_sampling", 1000)
-        if not quiet:  # progress lines in tenths, as the PyStan path prints them
-            sampling.setdefault("refresh", max(1, per_chain // 10))
-        with _cmdstan_progress(output_dir, sampling["chains"] * per_chain, quiet):
-            out = _cmdstan_interruptible(
-                output_dir,
-                lambda: model.sample(
-                    data=data_file,
-                    seed=int(seed) % (2**31),
-                    inits=inits,
-                    output_dir=output_dir,
-                    sig_figs=18,
-                    show_progress=False,
-                    **sampling,
-                ),
-            )
-        out.draws()  # read every CSV while the folder still exists
-        return out
+
+def _sample_in(  # pragma: no cover - needs a CmdStan installation
+    model: Any, data_file: str, output_dir: str, seed: int, inits: Any, quiet: bool, **sampling: Any
+) -> Any:
+    """:func:`_cmdstan_sample`'s body, in a run folder that is already there (so several
+    calls on the same data share one folder, one data file and one watcher)."""
+    if isinstance(inits, list):
+        inits = [jsonable(i) for i in inits]  # arrays to lists: comparable, writable
+        if all(i == inits[0] for i in inits[1:]):
+            inits = inits[0] if inits else None
+    if isinstance(inits, Mapping):
+        import cmdstanpy
+
+        inits_file = os.path.join(output_dir, "inits.json")
+        cmdstanpy.write_stan_json(inits_file, jsonable(inits))
+        inits = inits_file
+    sampling = {"chains": 1, **sampling}
+    per_chain = sampling.get("iter_warmup", 1000) + sampling.get("iter_sampling", 1000)
+    if sampling.get("fixed_param"):
+        per_chain = sampling.get("iter_sampling", 1000)
+    if not quiet:  # progress lines in tenths, as the PyStan path prints them
+        sampling.setdefault("refresh", max(1, per_chain // 10))
+    with _cmdstan_progress(output_dir, sampling["chains"] * per_chain, quiet):
+        out = _cmdstan_interruptible(
+            output_dir,
+            lambda: model.sample(
+                data=data_file,
+                seed=int(seed) % (2**31),
+                inits=inits,
+                output_dir=output_dir,
+                sig_figs=18,
+                show_progress=False,
+                **sampling,
+            ),
+        )
+    out.draws()  # read every CSV while the folder still exists
+    return out
 
 
 @contextlib.contextmanager
@@ -250,12 +258,16 @@ def log_density(  # pragma: no cover - needs a CmdStan installation
 def outputs_at(  # pragma: no cover - needs a CmdStan installation
     code: str, data: dict, params: list[dict]
 ) -> list[dict[str, np.ndarray]]:
+    model = _cmdstan_model(code)
     out = []
-    for p in params:
-        fit = _cmdstan_sample(code, data, 1, jsonable(p), True, fixed_param=True, iter_sampling=1)
-        draws = _cmdstan_draws(code, fit)
-        names = set(parameters_block_names(code, tuple(draws)))
-        out.append({k: v[0] for k, v in draws.items() if k not in names})
+    with _cmdstan_run(model, data, True) as (data_file, folder):
+        for p in params:
+            fit = _sample_in(
+                model, data_file, folder, 1, jsonable(p), True, fixed_param=True, iter_sampling=1
+            )
+            draws = _cmdstan_draws(code, fit)
+            names = set(parameters_block_names(code, tuple(draws)))
+            out.append({k: v[0] for k, v in draws.items() if k not in names})
     return out
 
 

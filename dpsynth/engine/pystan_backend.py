@@ -73,12 +73,6 @@ _NUTS = "stan::services::sample::hmc_nuts_diag_e_adapt"
 _FIXED_PARAM = "stan::services::sample::fixed_param"
 
 
-def build(code: str, quiet: bool) -> str:
-    """Compile ``code`` unless a finished build is cached (:func:`_compile_httpstan`);
-    return httpstan's model name."""
-    return _compile_httpstan(code, quiet)
-
-
 def _models_folder() -> Path:
     import httpstan.cache
 
@@ -118,7 +112,7 @@ def _services_module(code: str) -> Any:
     """The compiled program's ``stan::services`` extension module, loaded in this process."""
     import httpstan.models
 
-    return httpstan.models.import_services_extension_module(_compile_httpstan(code, True))
+    return httpstan.models.import_services_extension_module(build(code, True))
 
 
 def log_density(code: str, data: dict, params: list[dict]) -> np.ndarray:
@@ -197,7 +191,7 @@ def _run_httpstan(
     """
     import stan.fit
 
-    model_name = _compile_httpstan(code, quiet)
+    model_name = build(code, quiet)
     jdata = jsonable(data)
     key = (model_name, shape_key(data))
     payloads = [
@@ -483,7 +477,7 @@ def _stop_sampler_pool() -> None:
         old.shutdown(wait=False, cancel_futures=True)
 
 
-def _compile_httpstan(code: str, quiet: bool) -> str:
+def build(code: str, quiet: bool) -> str:
     """Build the program's httpstan model unless a finished build is cached; return its name."""
     import httpstan.models
 
