@@ -42,7 +42,7 @@ venv: $(STAMP) $(KERNEL_STAMP)
 # Compile the shipped Stan programs once, two at a time (no two processes build the same one).
 compile: venv
 	@echo "[make] compiling the shipped Stan programs if not cached in ~/.cache/httpstan (once:" \
-	  "about a minute per program on a quiet machine, several under load; silent meanwhile)" >&2
+	  "about a minute per program on a quiet machine, several under load; a line every 30 s)" >&2
 	@start=$$(date +%s); \
 	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()" && \
 	echo "[make] Stan programs ready in $$(( $$(date +%s) - start )) s" >&2
@@ -79,7 +79,8 @@ book/executed/%.ipynb: notebooks/%.ipynb $(LIBRARY) tools/prepare_executed.py $(
 	$(BIN)/papermill $< $$part -p profile $(PROFILE) --cwd notebooks -k python3 --log-level ERROR \
 	  --progress-bar && $(BIN)/python tools/prepare_executed.py $$part --profile $(PROFILE) && \
 	  mv $$part $@; status=$$?; sleep 1; kill $$tailpid; rm -f $$log; \
-	[ $$status -eq 0 ] || exit $$status; \
+	[ $$status -eq 0 ] || { $(BIN)/python tools/explain_failure.py $$part $* $(PROFILE); \
+	  exit $$status; }; \
 	echo "[make] $* took $$(( $$(date +%s) - start )) s" | tee -a book/executed/timings.log >&2
 
 book-html: $(EXECUTED) | mathjax

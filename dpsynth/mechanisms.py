@@ -82,6 +82,26 @@ class Sampler:
             raise InputError("adapt_delta", f"must lie in [0.5, 1) (got {self.adapt_delta!r})")
 
 
+# Weights and centres are rounded to this many decimals before a fit (:func:`stable_input`).
+STABLE_DECIMALS = 9
+
+
+def stable_input(values: np.ndarray) -> np.ndarray:
+    """Round a fit's derived real inputs (weights, centres) to :data:`STABLE_DECIMALS` decimals.
+
+    They are computed in numpy from posterior draws (the record bounds behind LW weights,
+    re-weighting, a reference fit's log-likelihood), and numpy's transcendental functions and
+    BLAS kernels differ by an ulp or so between processors (SIMD and OpenBLAS dispatch).
+    MCMC amplifies such a difference into other chains, so the same seed gave other numbers on
+    another machine. Rounded to 1e-9, an ulp-sized difference (about 1e-16) changes the input
+    only if it straddles a rounding boundary, about once in 10^7 values; the rounding moves
+    each weight by at most 5e-10, far below anything the mechanisms' guarantees or the
+    studies' figures resolve. Rounding keeps weights within [0, 1]. Exact data (outcomes,
+    covariates, bounds) are not rounded.
+    """
+    return np.round(np.asarray(values, dtype=float), STABLE_DECIMALS)
+
+
 CHUNK_ELEMENTS = 2**22
 """Draws x records evaluated at once when scanning a fit (32 MB of doubles per chunk)."""
 
@@ -307,8 +327,10 @@ class Synthesizer:
         record's log-likelihood before weighting and clamping; the fit's ``log_lik`` and its
         bounds are then those of ll - centre, the quantity the program clamps.
         """
-        centre_key = None if centre is None else np.asarray(centre, dtype=float).tobytes()
-        key = (tag, np.asarray(alpha).tobytes(), censor_bound, centre_key)
+        alpha = stable_input(alpha)
+        centre = None if centre is None else stable_input(centre)
+        centre_key = None if centre is None else centre.tobytes()
+        key = (tag, alpha.tobytes(), censor_bound, centre_key)
         if key in self._fits:
             return self._fits[key]
         self._say(f"fitting {fit_description(tag)} of {self.data_label} ({self.n:,} records)")
@@ -336,8 +358,8 @@ class Synthesizer:
         )
         source = mirror if mirror is not None else sf.record_log_lik
         if centre is not None:
-            source = _centred_source(source, np.asarray(centre, dtype=float))
-        wf = WeightedFit(sf, np.asarray(alpha, dtype=float), source, censor_bound, data)
+            source = _centred_source(source, centre)
+        wf = WeightedFit(sf, alpha, source, censor_bound, data)
         self._fits[key] = wf
         return wf
 

@@ -759,25 +759,51 @@ def covariate_matrix(
     return X
 
 
-def compile_all(models: tuple[str, ...] = tuple(MODELS), workers: int = 2) -> None:
+def compile_all(
+    models: tuple[str, ...] = tuple(MODELS), workers: int = 2, heartbeat: float = 30.0
+) -> None:
     """Compile the shipped programs once, ``workers`` at a time, each in its own process.
 
     Separate interpreters, one per program: distinct programs build in parallel, so no two
-    processes write the same cache entry.
+    processes write the same cache entry. Progress goes to stderr: a line when a program
+    starts and ends (with its time; "cached" when nothing had to be built), and every
+    ``heartbeat`` seconds a line naming the programs still compiling, so that a compile
+    slowed by a loaded machine is never silent.
     """
     import subprocess
     import sys
+    import time
 
-    pending = list(models)
-    running: list[tuple[str, subprocess.Popen]] = []
+    def say(text: str) -> None:
+        print(f"[dpsynth] {text}", file=sys.stderr, flush=True)
+
+    pending, total, done = list(models), len(models), 0
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    start = last_beat = time.monotonic()
     while pending or running:
         while pending and len(running) < workers:
             name = pending.pop(0)
             code = f"from dpsynth.models import _compile_one; _compile_one({name!r})"
-            running.append((name, subprocess.Popen([sys.executable, "-c", code])))
-        name, proc = running.pop(0)
-        if proc.wait() != 0:
-            raise RuntimeError(f"compiling the {name} program failed (exit {proc.returncode})")
+            running[name] = (subprocess.Popen([sys.executable, "-c", code]), time.monotonic())
+        time.sleep(0.2)
+        for name, (proc, began) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[name]
+            if proc.returncode != 0:
+                for other, _ in running.values():
+                    other.kill()
+                raise RuntimeError(f"compiling the {name} program failed (exit {proc.returncode})")
+            done += 1
+            took = time.monotonic() - began
+            say(f"Stan program {name} ready in {took:.0f} s ({done}/{total})")
+        now = time.monotonic()
+        if running and now - last_beat >= heartbeat:
+            last_beat = now
+            say(
+                f"still compiling {', '.join(running)} ({now - start:.0f} s so far; "
+                f"{done}/{total} ready; a loaded machine takes several minutes a program)"
+            )
 
 
 def _compile_one(name: str) -> None:

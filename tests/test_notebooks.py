@@ -97,10 +97,27 @@ def test_notebook_helpers() -> None:
     assert (
         notebook._plain("Censor_w") == "Censor_w" and type(notebook._plain(np.float32(1))) is float
     )
-    assert notebook.assert_converged([1.001, 1.02], 1.05) == 1.02
-    for bad in ([1.001, 1.06], [1.0, float("nan")], []):
-        with pytest.raises(AssertionError):
-            notebook.assert_converged(bad, 1.05)
+
+
+def test_check_convergence_warns_and_goes_on(capsys):
+    """Within the limits: one printed line. Outside them (R-hat, NaN, no value, ESS,
+    divergences): a WARNING naming the figure, no exception (the chapter goes on)."""
+    from dpsynth.studies import notebook
+
+    assert notebook.check_convergence([1.001, 1.02], 1.05) is True
+    assert "max R-hat 1.020 < 1.05" in capsys.readouterr().out
+    for bad, says in (
+        ([1.001, 1.06], "max R-hat 1.060 over 2 fits is not below 1.05"),
+        ([1.0, float("nan")], "max R-hat nan"),
+        ([], "over 0 fits"),
+    ):
+        assert notebook.check_convergence(bad, 1.05) is False
+        out = capsys.readouterr().out
+        assert out.startswith("WARNING: ") and says in out and "rerun" in out
+    assert notebook.check_convergence([1.0], ess_bulk_min=40.0, divergences=0) is False
+    assert "smallest bulk ESS 40 is below 100" in capsys.readouterr().out
+    assert notebook.check_convergence([1.0], ess_bulk_min=400.0, divergences=3) is False
+    assert "3 divergent transitions" in capsys.readouterr().out
 
 
 def test_code_lines_fit_the_book_column():

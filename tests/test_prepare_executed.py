@@ -82,7 +82,7 @@ def test_echo_of_a_closing_convergence_check_is_dropped():
     echo = nbformat.v4.new_output("execute_result", data={"text/plain": "1.004"})
     nb = nbformat.v4.new_notebook()
     nb.cells = [
-        _cell("fit = run()\nassert_converged(fit.rhat, 1.05)", outputs=[printed, echo]),
+        _cell("fit = run()\ncheck_convergence(fit.rhat, 1.05)", outputs=[printed, echo]),
         _cell("table.round(2)", outputs=[echo]),
     ]
     out = prepare.prepare(nb, "ci")

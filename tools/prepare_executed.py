@@ -15,7 +15,7 @@ In place, it:
 3. keeps only what a reader needs in the outputs: stderr streams (library warnings,
    progress bars) are left out of the page, with one line on the terminal saying how many,
    local paths (this checkout, the home and temporary directories) are replaced by
-   neutral text, and the echoed return value of a closing ``assert_converged(...)`` is
+   neutral text, and the echoed return value of a closing ``check_convergence(...)`` is
    dropped (its printed line stays);
 4. takes the ``# NBVAL_CHECK_OUTPUT`` marker out of the rendered source and records it as the
    cell tag ``nbval-check-output`` (which ``tests/test_notebook_outputs.py`` reads);
@@ -42,9 +42,9 @@ MARKER = "# NBVAL_CHECK_OUTPUT"
 CHECK_TAG = "nbval-check-output"
 PLUMBING_CALLS = {"setup", "glue_numbers", "glue", "filterwarnings", "show_settings"}
 SETTINGS_CALLS = {"settings"}
-# Calls whose return value is plumbing when a cell ends with them: assert_converged prints
-# its check and returns the largest R-hat, which the page need not echo.
-SILENT_RESULTS = {"assert_converged"}
+# Calls whose return value is plumbing when a cell ends with them: check_convergence prints
+# its check (or shows a warning box) and returns whether it passed; the page need not echo it.
+SILENT_RESULTS = {"check_convergence"}
 REPO = Path(__file__).resolve().parents[1]
 
 

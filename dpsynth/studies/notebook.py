@@ -280,17 +280,54 @@ def glue_tables(tables: Mapping[str, Any]) -> None:
         glue(key, frame, display=False)
 
 
-def assert_converged(rhat_values: Any, threshold: float = 1.05, what: str = "fits") -> float:
-    """Raise AssertionError unless every R-hat is below ``threshold`` (NaN fails).
+def check_convergence(
+    rhat_values: Any,
+    threshold: float = 1.05,
+    what: str = "fits",
+    *,
+    ess_bulk_min: float | None = None,
+    min_ess: float = 100.0,
+    divergences: int | None = None,
+) -> bool:
+    """Report the largest R-hat (and, if given, the smallest bulk ESS and the divergences).
 
-    Prints the number of values and the largest; returns the largest.
+    Within its limits a run prints one line. Outside them (R-hat at or above ``threshold``,
+    NaN, bulk ESS under ``min_ess``, any divergence) the chapter shows a warning box that
+    names the figure and what to do, and goes on: short chains on a loaded or different
+    machine can miss a limit that the paper-scale run meets, and one such fit must not
+    stop a book build (the tests keep the assertions that matter). Returns True when
+    every figure is within its limits.
     """
     values = np.atleast_1d(np.asarray(rhat_values, dtype=float)).ravel()
     worst = float(np.max(values)) if values.size else math.nan
+    problems = []
     if not worst < threshold:
-        raise AssertionError(f"max R-hat {worst:.3f} over {values.size} {what} >= {threshold}")
-    print(f"{values.size} {what}: max R-hat {worst:.3f} < {threshold}")
-    return worst
+        problems.append(f"max R-hat {worst:.3f} over {values.size} {what} is not below {threshold}")
+    if ess_bulk_min is not None and not ess_bulk_min >= min_ess:
+        problems.append(f"smallest bulk ESS {ess_bulk_min:.0f} is below {min_ess:.0f}")
+    if divergences:
+        problems.append(f"{divergences} divergent transitions")
+    if not problems:
+        print(f"{values.size} {what}: max R-hat {worst:.3f} < {threshold}")
+        return True
+    _warning_box(
+        "; ".join(problems)
+        + ". The chains of this run have not mixed well enough for these figures to carry "
+        "only the Monte Carlo error stated: read them with care, or rerun the notebook with "
+        "longer chains (profile paper) or another seed."
+    )
+    return False
+
+
+def _warning_box(text: str) -> None:
+    """A warning admonition in the book (the theme's own style); "WARNING: ..." elsewhere."""
+    from html import escape
+
+    _display(
+        '<div class="admonition warning"><p class="admonition-title">Warning</p>'
+        f"<p>{escape(text)}</p></div>",
+        f"WARNING: {text}",
+    )
 
 
 def weights_panel(result: Any) -> tuple[np.ndarray, np.ndarray]:
