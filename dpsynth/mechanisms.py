@@ -87,7 +87,7 @@ STABLE_DECIMALS = 9
 
 
 def stable_input(values: np.ndarray) -> np.ndarray:
-    """Round a fit's derived real inputs (weights, centres) to :data:`STABLE_DECIMALS` decimals.
+    """Round a fit's derived real inputs (weights, centres) to ``STABLE_DECIMALS`` (9) decimals.
 
     They are computed in numpy from posterior draws (the record bounds behind LW weights,
     re-weighting, a reference fit's log-likelihood), and numpy's transcendental functions and
