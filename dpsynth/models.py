@@ -123,7 +123,8 @@ class Model:
         [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite; without bounds they
         must satisfy y > 0 and are used as they are. Counts must be non-negative integers
         and come back as int64. ``bounds`` only apply to ``unit`` and ``positive`` outcomes
-        (otherwise they are checked but not used). Raises
+        (for counts and real outcomes they are checked, every record must lie within them,
+        and the synthetic records are clipped to them). Raises
         :class:`~dpsynth.errors.InputError` naming ``"y"`` or ``"bounds"``.
         """
         try:
@@ -134,15 +135,13 @@ class Model:
             raise InputError("y", "the data are empty")
         _first_bad("y", ~np.isfinite(arr), "is missing or infinite")
         lohi = _check_bounds(bounds)
+        if lohi is not None:  # every outcome type: the public bounds are a promise
+            require_within_bounds("y", arr, lohi)
         if self.outcome in ("unit", "positive"):
             if lohi is not None:
                 from dpsynth.data import scale_to_unit
 
-                lo, hi = lohi
-                _first_bad(
-                    "y", (arr < lo) | (arr > hi), f"lies outside the public bounds [{lo}, {hi}]"
-                )
-                return np.asarray(scale_to_unit(arr, lo, hi), float)
+                return np.asarray(scale_to_unit(arr, *lohi), float)
             if self.outcome == "positive":
                 _first_bad(
                     "y",
@@ -189,6 +188,33 @@ class Model:
 
 
 STAN_INT_MAX = 2**31 - 1
+
+
+def require_within_bounds(param: str, y: Any, bounds: tuple[float, float]) -> None:
+    """Refuse records outside the public ``bounds`` [lo, hi], naming the first's position
+    and how many there are (never a value); :func:`dpsynth.release.synthesize`'s
+    ``clip_to_bounds`` clamps them instead."""
+    lo, hi = bounds
+    arr = np.asarray(y, dtype=float).ravel()
+    _first_bad(
+        param,
+        (arr < lo) | (arr > hi),
+        f"lies outside the public bounds [{lo:g}, {hi:g}] (pass clip_to_bounds=True to "
+        "clamp such records to the bounds instead)",
+    )
+
+
+def clip_to_public_bounds(y: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Synthetic records clamped to the public ``bounds`` (post-processing; None: as they are).
+
+    ``unscale_from_unit`` maps (0, 1) into (lo - pad, hi + pad) (the pad of
+    ``scale_to_unit``), so a beta draw near 1 lands up to ``pad`` above hi; a count or a
+    real draw has no upper limit at all.
+    """
+    if bounds is None:
+        return y
+    clipped = np.clip(y, *bounds)
+    return clipped.astype(y.dtype) if np.issubdtype(y.dtype, np.integer) else clipped
 
 
 def _first_bad(param: str, mask: np.ndarray, what: str) -> None:
