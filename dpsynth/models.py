@@ -772,6 +772,15 @@ def covariate_matrix(
     missing = [c for c in cols + sorted(cats) if c not in frame.columns]
     if missing:
         raise InputError("covariates", f"no column(s) {', '.join(missing)} in the input")
+    for c in cols:
+        missing = frame[c].isna().to_numpy()
+        if missing.any():  # never coded as a level or a number
+            raise InputError(
+                "covariates",
+                f"covariate {c!r} has {int(missing.sum())} missing value(s) (first at record "
+                f"{int(np.flatnonzero(missing)[0]) + 1}); missing covariates are never recoded: "
+                "complete or remove them in the file",
+            )
     parts = []
     for c in cols:
         col = frame[c]
@@ -783,6 +792,40 @@ def covariate_matrix(
     if not np.all(np.isfinite(X)):
         raise InputError("covariates", "contain NaN or infinite values")
     return X
+
+
+def require_reference_levels(
+    frame: pd.DataFrame,
+    reference: pd.DataFrame,
+    covariates: str | None,
+    categorical: str | None,
+    param: str,
+) -> None:
+    """Refuse a public reference file whose categorical covariates lack a level of the
+    data's (or have one the data lack): the two designs would not have the same columns.
+
+    Names the reference's flag (``param``), the covariate and the level."""
+    cols = [c.strip() for c in (covariates or "").split(",") if c.strip()]
+    cats = {c.strip() for c in (categorical or "").split(",") if c.strip()}
+    for c in cols:
+        if c not in reference.columns:
+            raise InputError(param, f"has no covariate column {c!r}")
+        text = not pd.api.types.is_numeric_dtype(frame[c])
+        if c not in cats and not text and pd.api.types.is_numeric_dtype(reference[c]):
+            continue
+        ours = set(frame[c].dropna().astype(str))
+        theirs = set(reference[c].dropna().astype(str))
+        for lacking, where, other in (
+            (ours - theirs, "lacks", "the data have"),
+            (theirs - ours, "has", "the data lack"),
+        ):
+            if lacking:
+                more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+                raise InputError(
+                    param,
+                    f"{where} level {sorted(lacking)[0]!r}{more} of categorical covariate {c!r} "
+                    f"that {other}: the reference and the data need the same levels",
+                )
 
 
 def compile_all(models: tuple[str, ...] = tuple(MODELS), workers: int = 2) -> None:
