@@ -12,7 +12,7 @@ The file (JSON lines, human-readable) starts with a header holding the cap, set 
 the file is created, and the SHA-256 of the confidential dataset, so that two datasets never
 share a ledger by accident; one line per charge and one per outcome follow. The file is
 CONFIDENTIAL (the outcomes depend on the data): it is created with mode 0600 and rewritten
-atomically (a private temporary file and a rename) under an exclusive lock on ``PATH.lock``,
+atomically (a private temporary file and a rename) under an exclusive lock on its folder,
 so concurrent releases never lose or interleave a line.
 """
 
@@ -239,11 +239,16 @@ def _write_private(path: Path, header: dict[str, Any], lines: list[dict[str, Any
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive lock on ``PATH.lock`` (the ledger itself is replaced by renames)."""
-    from dpsynth.engine.common import build_lock
+    """An exclusive ``flock`` on the ledger's folder (the ledger itself is replaced by
+    renames, and a lock file would be a file written by a refused attempt)."""
+    from dpsynth.engine.common import flock
 
-    with build_lock(path.parent, path.name):
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        flock(fd, blocking=True)
         yield
+    finally:
+        os.close(fd)
 
 
 def _now() -> str:

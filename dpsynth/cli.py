@@ -117,8 +117,9 @@ REFUSALS: list[tuple[str, str, str]] = [
     ),
     (
         "missing values",
-        "a missing outcome or covariate value (column and count named)",
-        "--drop-missing (outcome only)",
+        "a missing outcome or covariate value (column and count named); --drop-missing "
+        "without --n-synthetic, with --covariates or sbs",
+        "--column / --covariates / --drop-missing / --n-synthetic",
     ),
     (
         "reference levels",

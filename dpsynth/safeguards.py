@@ -119,8 +119,8 @@ def check_drop_missing(
     if n_synthetic is None:
         raise InputError(
             "n_synthetic",
-            "drop_missing makes the number of records kept private: give the number of "
-            "synthetic records as a public number",
+            "with drop_missing=True the number of records kept is private: give the number "
+            "of synthetic records as a public number",
         )
     if X is not None:
         raise InputError(
