@@ -60,6 +60,8 @@ from dpsynth.engine.common import (
     build_lock,
     chain_arrays,
     jsonable,
+    message_phase_counts,
+    message_phase_line,
     message_summary,
     parameters_block_names,
     shape_key,
@@ -357,14 +359,20 @@ async def _wait_for(client: Any, operations: list[dict], quiet: bool) -> None:
 def _report_messages(outputs: Sequence[bytes]) -> None:
     """Summarise Stan's rejections, warnings and errors while sampling; their text is withheld.
 
+    Counted by kind and by phase (initialisation and warm-up, where rejections are normal,
+    against sampling: :func:`~dpsynth.engine.common.message_phase_counts`, chain by chain).
     The counts come from the fit to the confidential data, so the line is marked
     confidential (it reaches the curator's terminal only, never a file).
     """
-    texts = []
+    texts, phases = [], {"before sampling": 0, "sampling": 0}
     for output in outputs:
+        chain = []
         for line in output.splitlines():
             if b'"logger"' in line:
-                texts.append(json.loads(line)["values"][0])
+                chain.append(json.loads(line)["values"][0])
+        texts += chain
+        for phase, c in message_phase_counts(chain).items():
+            phases[phase] += c
     counts = message_summary(texts)
     if any(counts.values()):
         hints = {kind: hint for kind, _, hint in MESSAGE_KINDS}
@@ -372,7 +380,8 @@ def _report_messages(outputs: Sequence[bytes]) -> None:
         print(
             "[dpsynth] CONFIDENTIAL (from the fit to the confidential data): Stan sent "
             + "; ".join(parts)
-            + ". Their text is withheld because it can contain data values.",
+            + f". By phase: {message_phase_line(phases)}."
+            + " Their text is withheld because it can contain data values.",
             file=sys.stderr,
         )
 
