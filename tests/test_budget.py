@@ -141,7 +141,14 @@ def test_nothing_read_before_the_charge_cli(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "read_input", watched)
     argv = ["synthesize", str(inp), "--column", "y", "--mechanism", "ph", "--bounds", "0", "1"]
-    argv += ["--epsilon", "1", "--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
+    argv += [
+        "--epsilon",
+        "1",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--report",
+        str(tmp_path / "r.json"),
+    ]
     argv += ["--budget-file", str(ledger), "--budget-total", "4"]
     assert cli.main(argv) == 2  # the missing value is refused after the charge
     assert seen == ["pending"]
@@ -163,9 +170,7 @@ for _ in range(int(sys.argv[2])):
 def test_concurrent_charges_are_all_kept(tmp_path):
     path = tmp_path / "budget.jsonl"
     budget.charge(path, dataset_sha256="f" * 64, epsilon=0.01, what="first", total=100.0)
-    procs = [
-        subprocess.Popen([sys.executable, "-c", _CHARGER, str(path), "25"]) for _ in range(2)
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", _CHARGER, str(path), "25"]) for _ in range(2)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
     header, lines = budget.read_ledger(path)
     entries = [x["entry"] for x in lines]
