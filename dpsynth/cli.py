@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpsynth import __version__
-from dpsynth.errors import InputError, require_epsilon
+from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
 
 if TYPE_CHECKING:  # the scientific stack is imported only once the arguments are checked
     import pandas as pd
@@ -86,6 +86,11 @@ FLAGS = {
     "adapt_delta": "--adapt-delta",
     "clip_to_bounds": "--clip-to-bounds",
     "public_utility": "--public-utility",
+    "allow_large_epsilon": "--allow-large-epsilon",
+    "budget_file": "--budget-file",
+    "budget_total": "--budget-total",
+    "dataset_sha256": "IN.csv",
+    "drop_missing": "--drop-missing",
     "estimand": "--estimand",
     "rule": "--rule",
     "set_column": "--set-column",
@@ -103,6 +108,24 @@ REFUSALS: list[tuple[str, str, str]] = [
     ("output paths", "a directory, a missing folder, not writable", "--out/--report"),
     ("output paths", "equal to the input or to another output", "--out/--report/--diagnostics"),
     ("epsilon", "not a number, <= 0, outside [1e-6, 1000]", "--epsilon"),
+    ("epsilon", "above the sanity limit 20 per release", "--allow-large-epsilon"),
+    (
+        "budget",
+        "the release would exceed the dataset's cap, the file belongs to another dataset, "
+        "no cap for a new file",
+        "--budget-file / --budget-total",
+    ),
+    (
+        "missing values",
+        "a missing outcome or covariate value (column and count named); --drop-missing "
+        "without --n-synthetic, with --covariates or sbs",
+        "--column / --covariates / --drop-missing / --n-synthetic",
+    ),
+    (
+        "reference levels",
+        "a public reference file lacking a level of a categorical covariate",
+        "--weights-from / --centring-from",
+    ),
     ("m", "< 1, more sets than posterior draws", "--m"),
     ("seed", "negative or >= 2^63", "--seed"),
     ("MCMC sizes", "chains outside 1-64, iterations outside their ranges", "--chains/--iter-*"),
@@ -142,8 +165,19 @@ class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"dpsynth: error: {message}", file=sys.stderr)
+        print(f"dpsynth: error: {message}{_model_name_hint(message)}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def _model_name_hint(message: str) -> str:
+    """A hint for ``--model negbin-regression`` and the like: any model takes covariates."""
+    found = re.search(r"argument --model: invalid choice: '([^']*)'", message)
+    if not found:
+        return ""
+    base = re.sub(r"[-_ ]?regression$", "", found[1])
+    if base != found[1] and base in MODELS:
+        return f"; every model is a regression when given --covariates: use --model {base} --covariates COLS"
+    return "; any model takes --covariates (it then is a regression)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,7 +213,12 @@ def _add_synthesize(sub: Any) -> None:
         ("input", "IN.csv", "confidential data (UTF-8 CSV)", "the confidential outcome column"),
     )
     s.add_argument(
-        "--model", default=None, choices=MODELS, metavar="MODEL", help="%(choices)s (default beta)"
+        "--model",
+        default=None,
+        choices=MODELS,
+        metavar="MODEL",
+        help="%(choices)s (default beta); any model with --covariates is a regression "
+        "(e.g. --model negbin --covariates age,region)",
     )
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
     s.add_argument(
@@ -193,7 +232,34 @@ def _add_synthesize(sub: Any) -> None:
         "--epsilon",
         required=True,
         type=float,
-        help="TOTAL privacy budget of the release; each of the m sets gets epsilon/m",
+        help="TOTAL privacy budget of the release; each of the m sets gets epsilon/m "
+        "(at most 20 without --allow-large-epsilon)",
+    )
+    s.add_argument(
+        "--allow-large-epsilon",
+        action="store_true",
+        help="accept --epsilon above the sanity limit of 20 (the report says what it means)",
+    )
+    s.add_argument(
+        "--budget-file",
+        default=None,
+        metavar="BUDGET.jsonl",
+        help="CONFIDENTIAL privacy-budget ledger of this dataset: every attempt (refused and "
+        "failed ones too) charges --epsilon before the data are read; refused if the cap "
+        "would be exceeded",
+    )
+    s.add_argument(
+        "--budget-total",
+        type=float,
+        default=None,
+        metavar="E",
+        help="the dataset's total epsilon cap, given once, when --budget-file is created",
+    )
+    s.add_argument(
+        "--drop-missing",
+        action="store_true",
+        help="drop records with a missing outcome instead of refusing them (needs "
+        "--n-synthetic; no covariates; the count goes to the confidential diagnostics)",
     )
     s.add_argument(
         "--neighbours",
@@ -210,7 +276,8 @@ def _add_synthesize(sub: Any) -> None:
     s.add_argument(
         "--covariates",
         default=None,
-        help="comma-separated covariate columns (treated as public, written to OUT)",
+        help="comma-separated covariate columns (treated as public, written to OUT); any "
+        "--model takes them and becomes a regression",
     )
     s.add_argument(
         "--categorical",
@@ -589,23 +656,57 @@ def _synthesize_command(args: argparse.Namespace) -> int:
     for flag in ("--weights-from", "--centring-from"):
         if (path := getattr(args, flag[2:].replace("-", "_"))) is not None:
             check_input_file(path, wanted, flag)
+    require_sane_epsilon("epsilon", args.epsilon, args.allow_large_epsilon)
+    charge = _charge_budget(args, outputs)
 
+    from dpsynth.budget import attempt
+
+    with attempt(charge):  # the outcome goes to the ledger, whatever happens
+        return _release_command(args, outputs, stan_mechanism, charge)
+
+
+def _charge_budget(args: argparse.Namespace, outputs: dict[str, Path]) -> Any:
+    """``--budget-file``: charge ``--epsilon`` to the dataset's ledger before IN.csv is read."""
+    if args.budget_file is None:
+        if args.budget_total is not None:
+            raise InputError("--budget-total", "only applies with --budget-file")
+        return None
+    check_output_paths(args.input, {**outputs, "--budget-file": args.budget_file})
+    from dpsynth import budget
+
+    return budget.charge(
+        args.budget_file,
+        dataset_sha256=budget.file_sha256(args.input),
+        epsilon=args.epsilon,
+        what=f"{args.mechanism} m={args.m} on {Path(args.input).name}",
+        total=args.budget_total,
+    )
+
+
+def _release_command(
+    args: argparse.Namespace, outputs: dict[str, Path], stan_mechanism: bool, charge: Any
+) -> int:
+    """Read the data (after the budget charge), release, write the files, print."""
     from dpsynth.mechanisms import Sampler
-    from dpsynth.models import Model, covariate_matrix
+    from dpsynth.models import Model, covariate_matrix, require_reference_levels
     from dpsynth.release import KnownSeedWarning, synthesize
 
-    frame = read_input(args.input, args.column, "IN.csv")
+    frame = read_input(args.input, args.column, "IN.csv", allow_missing=args.drop_missing)
     model: str | Model = args.model or "beta"
     if args.stan_file:
         model = Model.from_stan_file(args.stan_file, args.outcome or "real")
     X = covariate_matrix(frame, args.covariates, args.categorical) if stan_mechanism else None
     covariates = frame[_names(args.covariates)] if args.covariates else None
     reference = reference_X = None
+    public_files = _public_file_hashes(args)
     if args.weights_from is not None:
         ref = read_input(args.weights_from, args.column, "--weights-from")
+        require_reference_levels(frame, ref, args.covariates, args.categorical, "--weights-from")
         reference = ref[args.column].to_numpy()
         reference_X = covariate_matrix(ref, args.covariates, args.categorical)
     if args.centring_from is not None:
+        ref = read_input(args.centring_from, args.column, "--centring-from")
+        require_reference_levels(frame, ref, args.covariates, args.categorical, "--centring-from")
         args.centring = _reference_centre(args, model, X, sampler_of(args))
     sampler = Sampler(
         args.chains,
@@ -655,6 +756,10 @@ def _synthesize_command(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             clip_to_bounds=args.clip_to_bounds,
             public_utility=args.public_utility,
+            allow_large_epsilon=args.allow_large_epsilon,
+            budget_file=charge,
+            drop_missing=args.drop_missing,
+            public_files=public_files,
             **{k: v for k, v in tuning.items() if v is not None and v is not False},
         )
     for w in caught:
@@ -662,7 +767,7 @@ def _synthesize_command(args: argparse.Namespace) -> int:
             print(f"dpsynth: warning: --seed: {w.message}", file=sys.stderr)
     release.write(outputs["--out"], outputs["--report"], outputs.get("--diagnostics"))
     if not args.quiet:
-        _print_verdict(release.diagnostics.get("utility", {}))
+        _print_verdict(release.diagnostics.get("utility", {}), release.report.get("guarantee"))
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
@@ -693,15 +798,17 @@ def _reference_centre(args: argparse.Namespace, model: Any, X: Any, sampler: Any
     )
 
 
-def _print_verdict(verdict: dict[str, Any]) -> None:
+def _print_verdict(verdict: dict[str, Any], guarantee: str | None = None) -> None:
     """The curator's utility verdict on stderr, marked confidential (never in a file but
-    the confidential diagnostics)."""
-    if verdict.get("verdict") in ("good", "fair", "poor"):
-        from dpsynth.curator import format_summary
+    the confidential diagnostics); first word "NOT DP" for a release without a guarantee."""
+    from dpsynth.curator import format_summary, not_dp_line
 
-        text = api_words_as_flags(format_summary(verdict))
+    if verdict.get("verdict") in ("good", "fair", "poor"):
+        text = api_words_as_flags(format_summary({"guarantee": guarantee, **verdict}))
     else:
         text = f"CONFIDENTIAL: no utility verdict ({verdict.get('reason', 'unavailable')})"
+        if (not_dp := not_dp_line(guarantee)) is not None:
+            text = f"{not_dp}\n{text}"
     for line in text.splitlines():
         print(f"[dpsynth] {line}", file=sys.stderr)
 
@@ -808,8 +915,26 @@ def _columns_hint(names: list[str]) -> str:
     return hint
 
 
-def read_input(path: str, column: str, param: str) -> pd.DataFrame:
-    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers."""
+def _public_file_hashes(args: argparse.Namespace) -> dict[str, str]:
+    """SHA-256 of every public reference file the release uses, by flag (for the report)."""
+    from dpsynth.budget import file_sha256
+
+    return {
+        flag: file_sha256(path)
+        for flag, path in (
+            ("--weights-from", args.weights_from),
+            ("--centring-from", args.centring_from),
+        )
+        if path is not None
+    }
+
+
+def read_input(path: str, column: str, param: str, allow_missing: bool = False) -> pd.DataFrame:
+    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers.
+
+    Missing outcome values are refused with the column's name and their count, unless
+    ``allow_missing`` (``--drop-missing``: the library drops them); non-numeric and
+    infinite values are always refused."""
     import numpy as np
     import pandas as pd
 
@@ -821,11 +946,20 @@ def read_input(path: str, column: str, param: str) -> pd.DataFrame:
     frame.columns = [str(c).strip() for c in frame.columns]
     if len(frame) == 0:
         raise InputError("--column", "the data are empty")
+    missing = frame[column].isna().to_numpy()
+    if missing.any() and not allow_missing:
+        hint = "; --drop-missing drops such records" if param == "IN.csv" else ""
+        raise InputError(
+            "--column",
+            f"column {column!r} of {path} has {int(missing.sum())} missing value(s) (first at "
+            f"record {int(np.flatnonzero(missing)[0]) + 1}){hint}",
+        )
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-    bad = np.flatnonzero(~np.isfinite(values))
+    bad = np.flatnonzero(~np.isfinite(values) & ~missing)
     if bad.size:
         raise InputError(
-            "--column", f"record {int(bad[0]) + 1} of {path} is missing, non-numeric or infinite"
+            "--column",
+            f"record {int(bad[0]) + 1} of column {column!r} of {path} is non-numeric or infinite",
         )
     frame[column] = values
     return frame

@@ -137,6 +137,13 @@ RULES: tuple[tuple[str, str], ...] = (
         "(dpsynth.plan)",
     ),
     ("good", "the release meets every threshold: it can be published as it is"),
+    (
+        "good_not_dp",
+        "the synthetic data meet every utility threshold, but the release has no DP "
+        "guarantee ({guarantee}): do not publish it as a private release; for one, use a "
+        "strict-DP mechanism (censor-uw, censor-w with reference weights, ph, sbs) without "
+        "a seed",
+    ),
 )
 """Next-step rules, in order: (name, advice). Every rule that fires is listed; the first is
 the next step. "censored": censored share >= MANY_CENSORED (censoring mechanisms);
@@ -144,7 +151,8 @@ the next step. "censored": censored share >= MANY_CENSORED (censoring mechanisms
 > SKEWED and the mean error not good; "ph_wide_bounds": PH, the max-ECDF not good and the
 95% quantile below a tenth of the public range; "regression": the CI overlap not good; "off":
 the verdict is not good and no rule above fired; "good": the verdict is good (then it is the
-next step, and any other rule that fired follows as a note)."""
+next step, and any other rule that fired follows as a note); "good_not_dp": "good" for a release
+without a DP guarantee (it never says the release can be published)."""
 
 _PH_SPAN = 0.10
 
@@ -161,6 +169,7 @@ def utility_verdict(
     mechanism: str | None = None,
     model: str | None = None,
     bounds: tuple[float, float] | None = None,
+    guarantee: str | None = None,
 ) -> dict[str, Any]:
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
@@ -170,7 +179,9 @@ def utility_verdict(
     (each synthetic outcome beside its record's covariates). ``n_censored`` and
     ``n_zero_weight`` (from the release's confidential diagnostics), ``n`` (default: the
     records of ``confidential``), ``mechanism``, ``model`` and public ``bounds`` feed the
-    next-step rules. Returns a JSON-able dict: ``verdict``, ``next_step``, ``next_steps``,
+    next-step rules. ``guarantee`` is the release's (the report's ``guarantee``): any but
+    ``"DP"`` makes the summary start "NOT DP" and the good rule never say "publish" (None: a
+    plan on public data, no release). Returns a JSON-able dict: ``verdict``, ``next_step``, ``next_steps``,
     ``reasons``, ``summary`` (medians over sets), ``levels`` (per figure), ``confidential``
     and ``synthetic`` (statistics), ``sets`` (per-set figures), ``shares``, ``thresholds``.
     """
@@ -194,6 +205,7 @@ def utility_verdict(
         "model": model,
         "skewness": float(stats.skew(y)) if y.size > 2 else 0.0,
         "span": _span(y, bounds),
+        "guarantee": guarantee,
     }
     fired = _rules(verdict, levels, summary, shares, context)
     steps = [text.format(**_fill(summary, shares, context)) for _, text in fired]
@@ -214,6 +226,8 @@ def utility_verdict(
         "outcome": outcome,
         "mechanism": mechanism,
         "model": model,
+        "guarantee": guarantee,
+        "dp": None if guarantee is None else guarantee == "DP",
         "thresholds": {
             k: {"good": g, "fair": f, "direction": d} for k, (g, f, d) in THRESHOLDS.items()
         },
@@ -250,14 +264,28 @@ def verdict_of_release(
     )
 
 
+def not_dp_line(guarantee: str | None) -> str | None:
+    """The line that opens the terminal verdict of a release without a DP guarantee."""
+    if guarantee in (None, "DP"):
+        return None
+    return (
+        f"NOT DP: this release has no differential-privacy guarantee (guarantee: {guarantee}); "
+        "do not publish it as a private release"
+    )
+
+
 def format_summary(verdict: dict[str, Any]) -> str:
-    """A short summary for the curator's terminal (stderr), first word "CONFIDENTIAL"."""
+    """A short summary for the curator's terminal (stderr): first word "NOT DP" for a release
+    without a DP guarantee, else "CONFIDENTIAL"."""
     conf, syn, summ = verdict["confidential"], verdict["synthetic"], verdict["summary"]
     what = " ".join(str(v) for v in (verdict.get("mechanism"), verdict.get("model")) if v)
+    not_dp = not_dp_line(verdict.get("guarantee"))
+    level = verdict["verdict"].upper()
     lines = [
+        *([not_dp] if not_dp else []),
         "CONFIDENTIAL (computed from the confidential data without noise; do not publish): "
         f"utility of {verdict['m']} synthetic set(s){' (' + what + ')' if what else ''}",
-        f"  verdict: {verdict['verdict'].upper()}",
+        f"  verdict: NOT DP (utility {level})" if not_dp else f"  verdict: {level}",
         f"  mean: data {conf['mean']:.4g}, synthetic {syn['mean']:.4g} "
         f"(error {summ['mean_error']:.1%}, {verdict['levels']['mean_error']})",
         f"  sd: data {conf['sd']:.4g}, synthetic {syn['sd']:.4g} "
@@ -442,8 +470,9 @@ def _rules(
         "regression": levels.get("ci_overlap", "good") != "good",
     }
     fired = [(name, text) for name, text in RULES if fires.get(name, False)]
-    if verdict == "good":  # publishable; anything else that fired is a note
-        return [_rule("good"), *fired]
+    if verdict == "good":  # publishable if DP; anything else that fired is a note
+        not_dp = context["guarantee"] not in (None, "DP")
+        return [_rule("good_not_dp" if not_dp else "good"), *fired]
     return fired or [_rule("off")]
 
 
@@ -453,11 +482,12 @@ def _rule(name: str) -> tuple[str, str]:
 
 def _fill(
     summary: dict[str, float], shares: dict[str, float | None], context: dict[str, Any]
-) -> dict[str, float]:
+) -> dict[str, Any]:
     return {
         "censored": shares["censored"] or 0.0,
         "zero_weight": shares["zero_weight"] or 0.0,
         "skewness": context["skewness"],
         "span": context["span"] or 0.0,
         "ci_overlap": summary.get("ci_overlap", float("nan")),
+        "guarantee": context["guarantee"],
     }

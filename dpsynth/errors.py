@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,27 @@ def require_finite_positive(param: str, value: float) -> float:
     if not (v > 0 and v < float("inf")):
         raise InputError(param, f"must be > 0 and finite (got {value!r})")
     return v
+
+
+EPSILON_SANITY_LIMIT = 20.0
+"""The largest total epsilon of one release accepted without ``allow_large_epsilon``.
+
+epsilon bounds the factor e^epsilon by which a release can change anyone's odds about one
+record: e^20 is about 4.9e8, so above 20 the guarantee protects nothing worth the name.
+20 is also about the largest total a statistical agency has published for a whole product
+(the 2020 US Census redistricting data: 17.14 for persons plus 2.47 for housing units).
+"""
+
+
+def require_sane_epsilon(param: str, epsilon: float, allow_large: bool) -> None:
+    """Refuse a total epsilon above :data:`EPSILON_SANITY_LIMIT` unless explicitly allowed."""
+    if epsilon > EPSILON_SANITY_LIMIT and not allow_large:
+        raise InputError(
+            param,
+            f"{epsilon:g} is above dpsynth's sanity limit of {EPSILON_SANITY_LIMIT:g} per "
+            f"release (e^epsilon = {math.exp(min(epsilon, 700)):.3g}: the guarantee then "
+            "protects almost nothing); pass allow_large_epsilon=True if you mean it",
+        )
 
 
 def require_epsilon(param: str, value: Any) -> float:

@@ -713,14 +713,19 @@ class Synthesizer:
         )
 
     def _to_original_scale(self, y: np.ndarray) -> np.ndarray:
+        """Synthetic records on the outcome's scale, always inside the public bounds."""
+        from dpsynth.models import clip_to_public_bounds
+
         from_stan = getattr(self.model, "from_stan_scale", None)
         if from_stan is not None:
-            return np.asarray(from_stan(y, self.bounds), dtype=float)
-        if self.bounds is None or self.model.outcome != "unit":
-            return y
-        from dpsynth.data import unscale_from_unit
+            out = np.asarray(from_stan(y, self.bounds), dtype=float)
+        elif self.bounds is None or self.model.outcome != "unit":
+            out = y
+        else:
+            from dpsynth.data import unscale_from_unit
 
-        return np.asarray(unscale_from_unit(y, *self.bounds), dtype=float)
+            out = np.asarray(unscale_from_unit(y, *self.bounds), dtype=float)
+        return clip_to_public_bounds(out, self.bounds)
 
     def _seed(self, tag: str) -> int:
         digest = np.random.SeedSequence([self.seed, *map(ord, tag)]).generate_state(1)[0]

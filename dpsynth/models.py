@@ -123,7 +123,8 @@ class Model:
         [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite; without bounds they
         must satisfy y > 0 and are used as they are. Counts must be non-negative integers
         and come back as int64. ``bounds`` only apply to ``unit`` and ``positive`` outcomes
-        (otherwise they are checked but not used). Raises
+        (for counts and real outcomes they are checked, every record must lie within them,
+        and the synthetic records are clipped to them). Raises
         :class:`~dpsynth.errors.InputError` naming ``"y"`` or ``"bounds"``.
         """
         try:
@@ -134,15 +135,13 @@ class Model:
             raise InputError("y", "the data are empty")
         _first_bad("y", ~np.isfinite(arr), "is missing or infinite")
         lohi = _check_bounds(bounds)
+        if lohi is not None:  # every outcome type: the public bounds are a promise
+            require_within_bounds("y", arr, lohi)
         if self.outcome in ("unit", "positive"):
             if lohi is not None:
                 from dpsynth.data import scale_to_unit
 
-                lo, hi = lohi
-                _first_bad(
-                    "y", (arr < lo) | (arr > hi), f"lies outside the public bounds [{lo}, {hi}]"
-                )
-                return np.asarray(scale_to_unit(arr, lo, hi), float)
+                return np.asarray(scale_to_unit(arr, *lohi), float)
             if self.outcome == "positive":
                 _first_bad(
                     "y",
@@ -189,6 +188,33 @@ class Model:
 
 
 STAN_INT_MAX = 2**31 - 1
+
+
+def require_within_bounds(param: str, y: Any, bounds: tuple[float, float]) -> None:
+    """Refuse records outside the public ``bounds`` [lo, hi], naming the first's position
+    and how many there are (never a value); :func:`dpsynth.release.synthesize`'s
+    ``clip_to_bounds`` clamps them instead."""
+    lo, hi = bounds
+    arr = np.asarray(y, dtype=float).ravel()
+    _first_bad(
+        param,
+        (arr < lo) | (arr > hi),
+        f"lies outside the public bounds [{lo:g}, {hi:g}] (pass clip_to_bounds=True to "
+        "clamp such records to the bounds instead)",
+    )
+
+
+def clip_to_public_bounds(y: np.ndarray, bounds: tuple[float, float] | None) -> np.ndarray:
+    """Synthetic records clamped to the public ``bounds`` (post-processing; None: as they are).
+
+    ``unscale_from_unit`` maps (0, 1) into (lo - pad, hi + pad) (the pad of
+    ``scale_to_unit``), so a beta draw near 1 lands up to ``pad`` above hi; a count or a
+    real draw has no upper limit at all.
+    """
+    if bounds is None:
+        return y
+    clipped = np.clip(y, *bounds)
+    return clipped.astype(y.dtype) if np.issubdtype(y.dtype, np.integer) else clipped
 
 
 def _first_bad(param: str, mask: np.ndarray, what: str) -> None:
@@ -746,6 +772,15 @@ def covariate_matrix(
     missing = [c for c in cols + sorted(cats) if c not in frame.columns]
     if missing:
         raise InputError("covariates", f"no column(s) {', '.join(missing)} in the input")
+    for c in cols:
+        missing = frame[c].isna().to_numpy()
+        if missing.any():  # never coded as a level or a number
+            raise InputError(
+                "covariates",
+                f"covariate {c!r} has {int(missing.sum())} missing value(s) (first at record "
+                f"{int(np.flatnonzero(missing)[0]) + 1}); missing covariates are never recoded: "
+                "complete or remove them in the file",
+            )
     parts = []
     for c in cols:
         col = frame[c]
@@ -757,6 +792,40 @@ def covariate_matrix(
     if not np.all(np.isfinite(X)):
         raise InputError("covariates", "contain NaN or infinite values")
     return X
+
+
+def require_reference_levels(
+    frame: pd.DataFrame,
+    reference: pd.DataFrame,
+    covariates: str | None,
+    categorical: str | None,
+    param: str,
+) -> None:
+    """Refuse a public reference file whose categorical covariates lack a level of the
+    data's (or have one the data lack): the two designs would not have the same columns.
+
+    Names the reference's flag (``param``), the covariate and the level."""
+    cols = [c.strip() for c in (covariates or "").split(",") if c.strip()]
+    cats = {c.strip() for c in (categorical or "").split(",") if c.strip()}
+    for c in cols:
+        if c not in reference.columns:
+            raise InputError(param, f"has no covariate column {c!r}")
+        text = not pd.api.types.is_numeric_dtype(frame[c])
+        if c not in cats and not text and pd.api.types.is_numeric_dtype(reference[c]):
+            continue
+        ours = set(frame[c].dropna().astype(str))
+        theirs = set(reference[c].dropna().astype(str))
+        for lacking, where, other in (
+            (ours - theirs, "lacks", "the data have"),
+            (theirs - ours, "has", "the data lack"),
+        ):
+            if lacking:
+                more = f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else ""
+                raise InputError(
+                    param,
+                    f"{where} level {sorted(lacking)[0]!r}{more} of categorical covariate {c!r} "
+                    f"that {other}: the reference and the data need the same levels",
+                )
 
 
 def compile_all(

@@ -256,10 +256,11 @@ def _candidate_row(
             "seconds": _since(start),
         }
     summary, shares = v["summary"], v["shares"]
+    # the plan's releases are seeded; the guarantee an unseeded release would state
+    guarantee = release.report.get("if_unseeded", release.report).get("guarantee")
     return {
         **row,
-        # the plan's releases are seeded; the guarantee an unseeded release would state
-        "guarantee": release.report.get("if_unseeded", release.report).get("guarantee"),
+        "guarantee": guarantee,
         "verdict": v["verdict"],
         "mean_error_pct": 100 * summary["mean_error"],
         "sd_error_pct": 100 * summary["sd_error"],
@@ -268,9 +269,19 @@ def _candidate_row(
         "zero_share_error": summary.get("zero_share_error"),
         "censored_share": shares["censored"],
         "zero_weight_share": shares["zero_weight"],
-        "next_step": v["next_step"],
+        "next_step": _unseeded_next_step(v, guarantee),
         "seconds": _since(start),
     }
+
+
+def _unseeded_next_step(verdict: dict[str, Any], guarantee: str | None) -> str:
+    """The verdict's next step as an unseeded release would get it (the plan's runs are
+    seeded, so a good verdict says "no DP guarantee" even for a strict-DP candidate)."""
+    if verdict.get("rules", [None])[0] == "good_not_dp" and guarantee == "DP":
+        from dpsynth.curator import RULES
+
+        return dict(RULES)["good"]
+    return verdict["next_step"]
 
 
 def _since(start: float) -> float:

@@ -66,6 +66,27 @@ NEIGHBOUR_MEANING = {
     ),
 }
 
+DROPPED_RECORDS_MAP = {
+    "substitution": (
+        "records with a missing value are dropped: substituting one record of the file "
+        "changes the records kept by at most one substitution (a value present before and "
+        "after) or one addition or removal (a value that becomes missing or present); the "
+        "mechanism's bound is set for substitution, which covers both (censoring: epsilon "
+        "= 4M for a substitution, 2M for an addition or removal; histogram: l1 sensitivity "
+        "2 against 1), and the number of records kept stays private (the number of "
+        "synthetic records is the public n_synthetic)"
+    ),
+    "add-remove": (
+        "records with a missing value are dropped: adding or removing one record of the "
+        "file adds or removes at most one record kept, so the add-remove bound holds for "
+        "the records kept"
+    ),
+}
+"""The neighbour map of a release that drops records with a missing value, per relation on
+the file (the relation the mechanism's internal bound is set for is the same one; the
+substitution bound covers an addition or removal, tested in ``tests/test_privacy.py``)."""
+
+
 PUBLIC_TUNING = frozenset(
     {
         "c",

@@ -38,8 +38,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import __version__, privacy
-from dpsynth.errors import InputError, require_choice, require_finite_positive, require_m
+from dpsynth import __version__, budget, privacy, safeguards
+from dpsynth.errors import (
+    InputError,
+    require_choice,
+    require_finite_positive,
+    require_m,
+    require_sane_epsilon,
+)
 from dpsynth.histogram import perturbed_histogram, ph_bins
 from dpsynth.mechanisms import (
     GUARANTEE,
@@ -171,6 +177,12 @@ def synthesize(
     progress: bool = False,
     clip_to_bounds: bool = False,
     public_utility: float | None = None,
+    allow_large_epsilon: bool = False,
+    budget_file: str | Path | budget.Charge | None = None,
+    budget_total: float | None = None,
+    dataset_sha256: str | None = None,
+    drop_missing: bool = False,
+    public_files: dict[str, str] | None = None,
     **tuning: Any,
 ) -> Release:
     """Release m synthetic sets of ``y`` under a total privacy budget ``epsilon``.
@@ -193,11 +205,22 @@ def synthesize(
     published). ``public_utility`` (an epsilon slice of the total) also publishes noised
     utility figures in the report (:func:`public_utility_figures`); the sets then share
     ``epsilon - public_utility``.
+
+    ``epsilon`` above :data:`dpsynth.errors.EPSILON_SANITY_LIMIT` is refused unless
+    ``allow_large_epsilon`` (the report then says what such an epsilon means).
+    ``budget_file`` (a path, or a :class:`dpsynth.budget.Charge` its caller made before
+    reading the data) charges ``epsilon`` to the dataset's privacy-budget ledger BEFORE any
+    record is looked at (:func:`dpsynth.budget.charge`; ``budget_total``: the cap of a new
+    file; ``dataset_sha256``: the dataset's identity, by default a hash of ``y`` and ``X``)
+    and records the outcome; the report cites the entry. ``drop_missing`` drops records
+    with a missing outcome (needs the public ``n_synthetic``, no covariates; the count goes
+    to the diagnostics; :data:`dpsynth.privacy.DROPPED_RECORDS_MAP`). ``public_files``
+    (name -> SHA-256 of a public file used, e.g. a reference) is stated in the report.
     """
     require_choice("mechanism", mechanism, ALL_MECHANISMS)
     epsilon = privacy.require_epsilon("epsilon", epsilon)
+    require_sane_epsilon("epsilon", epsilon, allow_large_epsilon)
     eps_utility = _utility_slice(public_utility, epsilon, bounds, neighbours)
-    y, n_clipped = _clipped(y, bounds, clip_to_bounds)
     m = require_m(m)
     require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
     if n_synthetic is not None:
@@ -215,13 +238,82 @@ def synthesize(
                 "a regression's covariates are public, so n is public: use substitution",
             )
     _check_unused_tuning(mechanism, tuning, reference)
+    tuning = safeguards.check_drop_missing(drop_missing, mechanism, X, n_synthetic, bounds, tuning)
+    if clip_to_bounds and bounds is None:
+        raise InputError("clip_to_bounds", "needs public bounds")
+    charge = safeguards.charge_budget(
+        budget_file, budget_total, dataset_sha256, epsilon, f"{mechanism} m={m}", (y, X)
+    )
+    owned = charge if not isinstance(budget_file, budget.Charge) else None
+    with budget.attempt(owned):  # the outcome is recorded, whatever happens next
+        y, n_dropped = safeguards.missing_outcome(y, column, drop_missing)
+        y, n_clipped = _clipped(y, bounds, clip_to_bounds)
+        if bounds is not None:
+            from dpsynth.models import require_within_bounds
+
+            require_within_bounds("y", y, privacy.require_public_bounds(bounds))
+        safeguards.require_complete_covariates(X, covariates)
+        release = _release(
+            y,
+            model=model,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            eps_utility=eps_utility,
+            m=m,
+            neighbours=neighbours,
+            X=X,
+            covariates=covariates,
+            bounds=bounds,
+            n_synthetic=n_synthetic,
+            seed=seed,
+            column=column,
+            sampler=sampler,
+            reference=reference,
+            reference_X=reference_X,
+            allow_unconverged=allow_unconverged,
+            progress=progress,
+            clip_to_bounds=clip_to_bounds,
+            n_clipped=n_clipped,
+            public_utility=public_utility,
+            tuning=tuning,
+        )
+        safeguards.add_fields(release, epsilon, charge, drop_missing, n_dropped, public_files)
+    return release
+
+
+def _release(
+    y: Any,
+    *,
+    model: str | Model,
+    mechanism: str,
+    epsilon: float,
+    eps_utility: float,
+    m: int,
+    neighbours: str,
+    X: np.ndarray | None,
+    covariates: pd.DataFrame | None,
+    bounds: tuple[float, float] | None,
+    n_synthetic: int | None,
+    seed: int | None,
+    column: str,
+    sampler: Sampler | None,
+    reference: Any,
+    reference_X: np.ndarray | None,
+    allow_unconverged: bool,
+    progress: bool,
+    clip_to_bounds: bool,
+    n_clipped: int,
+    public_utility: float | None,
+    tuning: dict[str, Any],
+) -> Release:
+    """The release itself, once the budget is charged and the records checked."""
     known_seed = seed is not None
     if known_seed:
         warnings.warn(
             "a release made with a known seed is reproducible by anyone who has the seed "
             "and is therefore not private; omit the seed for a real release",
             KnownSeedWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
         seed = int(seed)
     else:
@@ -266,6 +358,7 @@ def synthesize(
         report = _known_seed(report)
     report = {
         **report,
+        **safeguards.public_inputs(column, X, covariates, bounds),
         "neighbours": neighbours,
         "neighbours_meaning": privacy.NEIGHBOUR_MEANING[neighbours],
         "ledger": ledger.to_dict(),
@@ -299,6 +392,7 @@ def _verdict(req: _Request, sets: np.ndarray, report: dict, diag: dict, result: 
             mechanism=req.mechanism,
             model=report.get("model"),
             bounds=req.bounds,
+            guarantee=report.get("guarantee"),
         )
     except (InputError, ValueError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}

@@ -136,6 +136,7 @@ def test_sbs_end_to_end(tmp_path, capsys, strict_json):
             "v",
             "--mechanism",
             "sbs",
+            "--clip-to-bounds",  # N(1, 1) draws beyond [-4, 4] (issue 27)
             "--bounds",
             "-4",
             "4",
@@ -178,6 +179,7 @@ def synth_csv(tmp_path, capsys):
             "y",
             "--mechanism",
             "sbs",
+            "--clip-to-bounds",  # N(1, 1) draws beyond [-4, 4] (issue 27)
             "--bounds",
             "-4",
             "4",

@@ -128,6 +128,23 @@ def _normal_input(tmp: Path) -> Path:
     return path
 
 
+def _ledger_of_another_dataset(tmp: Path) -> Path:
+    from dpsynth import budget
+
+    budget.charge(tmp / "budget.jsonl", dataset_sha256="0" * 64, epsilon=1.0, what="x", total=9.0)
+    return _default_input(tmp)
+
+
+def _reference_lacking_a_level(tmp: Path) -> Path:
+    rng = np.random.default_rng(5)
+    g = np.array(["a", "b", "c"])[np.arange(60) % 3]
+    pd.DataFrame({"y": rng.beta(2, 2, 60), "g": g}).to_csv(tmp / "in.csv", index=False)
+    pd.DataFrame({"y": rng.beta(2, 2, 40), "g": g[:40] == "a"}).replace(
+        {True: "a", False: "b"}
+    ).to_csv(tmp / "ref.csv", index=False)
+    return tmp / "in.csv"
+
+
 def _unwritable_folder(tmp: Path) -> str:
     """A folder this process cannot write to (the test is skipped when there is none).
 
@@ -194,6 +211,64 @@ CASES = [
         Case(f"epsilon-{v}", "epsilon", "--epsilon", ["--epsilon", v])
         for v in ("0", "-1", "nan", "inf", "1e-308", "1e308", "abc")
     ],
+    Case("epsilon-above-sanity-limit", "epsilon", "--epsilon", ["--epsilon", "25"]),
+    # budget (issue 27): refused before the data are read, the ledger untouched
+    Case(
+        "budget-over-cap",
+        "budget",
+        "--budget-file",
+        ["--budget-file", "{tmp}/budget.jsonl", "--budget-total", "0.5"],
+    ),
+    Case("budget-new-without-cap", "budget", "--budget-total", ["--budget-file", "{tmp}/b.jsonl"]),
+    Case(
+        "budget-other-dataset",
+        "budget",
+        "--budget-file",
+        ["--budget-file", "{tmp}/budget.jsonl"],
+        setup=_ledger_of_another_dataset,
+    ),
+    # missing values (issue 27)
+    Case(
+        "missing-numeric-covariate",
+        "missing values",
+        "--covariates",
+        ["--model", "beta-regression", "--covariates", "x"],
+        base="stan",
+        setup=_csv("y,x\n0.1,1\n0.2,\n0.3,3\n0.4,4\n"),
+    ),
+    Case(
+        "missing-text-covariate",
+        "missing values",
+        "--covariates",
+        ["--model", "beta-regression", "--covariates", "g"],
+        base="stan",
+        setup=_csv("y,g\n0.1,a\n0.2,\n0.3,b\n0.4,a\n"),
+    ),
+    Case(
+        "drop-missing-without-n",
+        "missing values",
+        "--n-synthetic",
+        ["--drop-missing"],
+        setup=_csv("y\n0.1\n\n0.3\n"),
+    ),
+    Case(
+        "drop-missing-with-covariates",
+        "missing values",
+        "--drop-missing",
+        ["--model", "beta-regression", "--covariates", "x", "--drop-missing", "--n-synthetic", "3"],
+        base="stan",
+        setup=_csv("y,x\n0.1,1\n,2\n0.3,3\n0.4,4\n"),
+    ),
+    # reference levels (issue 27)
+    Case(
+        "reference-lacks-level",
+        "reference levels",
+        "--weights-from",
+        ["--mechanism", "censor-w", "--model", "beta-regression", "--covariates", "g"]
+        + ["--weights-from", "{tmp}/ref.csv"],
+        base="stan",
+        setup=_reference_lacking_a_level,
+    ),
     # m
     Case("m-zero", "m", "--m", ["--m", "0"]),
     Case("m-negative", "m", "--m", ["--m", "-2"]),

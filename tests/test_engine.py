@@ -804,3 +804,28 @@ def test_cmdstanpy_fit_keeps_empty_outputs_and_reports_progress(capfd):
     assert set(fits["pystan"].draws) == set(fits["cmdstanpy"].draws)
     out, err = capfd.readouterr()
     assert out == "" and err.count("Sampling: 100%") == 2 and "\x1b[" not in err
+
+
+def test_stan_messages_are_counted_by_phase():
+    """Rejections during initialisation and warm-up are normal; during sampling they are
+    named apart (issue 27: "32 errors" with no hint whether they matter)."""
+    from dpsynth.engine.common import message_phase_counts, message_phase_line
+
+    chain = [
+        "error:Rejecting initial value:",
+        "info:Iteration:   1 / 400 [  0%]  (Warmup)",
+        "info:Informational Message: The current Metropolis proposal is about to be rejected",
+        "info:Iteration: 201 / 400 [ 50%]  (Sampling)",
+        "info:Informational Message: The current Metropolis proposal is about to be rejected",
+        "info: Elapsed Time: 0.4 seconds (Warm-up)",
+    ]
+    counts = message_phase_counts(chain)
+    assert counts == {"before sampling": 2, "sampling": 1}
+    line = message_phase_line(counts)
+    assert "do not affect the release" in line and "1 rejected during sampling" in line
+    only_warmup = message_phase_line({"before sampling": 32, "sampling": 0})
+    assert (
+        only_warmup.startswith("32 evaluation(s) rejected")
+        and "none during sampling" in only_warmup
+    )
+    assert message_phase_line({"before sampling": 0, "sampling": 0}) is None

@@ -88,6 +88,48 @@ def message_summary(texts: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+def message_phase_counts(texts: Sequence[str]) -> dict[str, int]:
+    """One chain's withheld messages (:data:`MESSAGE_KINDS`) counted by phase, in order.
+
+    Stan's progress lines tell the phases apart: "Iteration: ... (Sampling)" starts the
+    sampling phase (Stan prints it at the first sampling iteration); everything before is
+    initialisation or warm-up. Progress and timing lines are not counted.
+    """
+    counts = {"before sampling": 0, "sampling": 0}
+    phase = "before sampling"
+    for text in texts:
+        if "Iteration:" in text:
+            phase = "sampling" if "(Sampling)" in text else phase
+            continue
+        if any(
+            marker in text if kind == "rejected proposals" else text.startswith(marker)
+            for kind, marker, _ in MESSAGE_KINDS
+        ):
+            counts[phase] += 1
+    return counts
+
+
+def message_phase_line(counts: dict[str, int]) -> str | None:
+    """Whether Stan's rejections matter, in words (None when there were none)."""
+    before, during = counts.get("before sampling", 0), counts.get("sampling", 0)
+    if before + during == 0:
+        return None
+    parts = []
+    if before:
+        parts.append(
+            f"{before} evaluation(s) rejected during initialisation and warm-up (normal "
+            "while the sampler finds the posterior's bulk; they do not affect the release)"
+        )
+    if during:
+        parts.append(
+            f"{during} rejected during sampling (each keeps the previous draw, so the draws "
+            "stay valid; many slow the chains down, which the convergence checks catch)"
+        )
+    else:
+        parts.append("none during sampling")
+    return "; ".join(parts)
+
+
 @contextlib.contextmanager
 def build_lock(folder: Path, name: str) -> Iterator[None]:
     """An exclusive ``flock`` on ``folder/<name>.lock``: one build of a program at a time.

@@ -17,8 +17,9 @@ What is written to disk, and where (httpstan 4.13). The cache root is
 - elsewhere: ``stanc`` reads the program from a temporary folder
   ``$TMPDIR/httpstan_*/`` that httpstan removes; the C++ compiler's object files go to a
   private temporary working folder removed after the build (httpstan would otherwise
-  write ``./build/temp.*/`` under the current directory); every chain leaves an empty
-  Unix socket ``$TMPDIR/httpstan_*.sock`` (no content; httpstan never removes it).
+  write ``./build/temp.*/`` under the current directory); every chain's Unix socket
+  ``$TMPDIR/httpstan_*.sock`` (no content), which httpstan never removes, is removed by
+  :func:`_sockets_removed` when the fit ends, also on error and on interruption.
 
 How it runs. Chains are requests to httpstan's REST API served in this process; httpstan
 samples each chain in a forked worker of a process pool (bound to this process's life,
@@ -59,6 +60,8 @@ from dpsynth.engine.common import (
     build_lock,
     chain_arrays,
     jsonable,
+    message_phase_counts,
+    message_phase_line,
     message_summary,
     parameters_block_names,
     shape_key,
@@ -212,7 +215,7 @@ def _run_httpstan(
     _ensure_event_loop_ok()
     _bind_sampler_pool()
     try:
-        with _logger_disabled("httpstan"), _immediate_keyboard_interrupt():
+        with _logger_disabled("httpstan"), _immediate_keyboard_interrupt(), _sockets_removed():
             params, outputs = asyncio.run(
                 _httpstan_session(model_name, jdata, _PARAMS.get(key), payloads, fit_names, quiet)
             )
@@ -356,14 +359,20 @@ async def _wait_for(client: Any, operations: list[dict], quiet: bool) -> None:
 def _report_messages(outputs: Sequence[bytes]) -> None:
     """Summarise Stan's rejections, warnings and errors while sampling; their text is withheld.
 
+    Counted by kind and by phase (initialisation and warm-up, where rejections are normal,
+    against sampling: :func:`~dpsynth.engine.common.message_phase_counts`, chain by chain).
     The counts come from the fit to the confidential data, so the line is marked
     confidential (it reaches the curator's terminal only, never a file).
     """
-    texts = []
+    texts, phases = [], {"before sampling": 0, "sampling": 0}
     for output in outputs:
+        chain = []
         for line in output.splitlines():
             if b'"logger"' in line:
-                texts.append(json.loads(line)["values"][0])
+                chain.append(json.loads(line)["values"][0])
+        texts += chain
+        for phase, c in message_phase_counts(chain).items():
+            phases[phase] += c
     counts = message_summary(texts)
     if any(counts.values()):
         hints = {kind: hint for kind, _, hint in MESSAGE_KINDS}
@@ -371,7 +380,8 @@ def _report_messages(outputs: Sequence[bytes]) -> None:
         print(
             "[dpsynth] CONFIDENTIAL (from the fit to the confidential data): Stan sent "
             + "; ".join(parts)
-            + ". Their text is withheld because it can contain data values.",
+            + f". By phase: {message_phase_line(phases)}."
+            + " Their text is withheld because it can contain data values.",
             file=sys.stderr,
         )
 
@@ -570,6 +580,37 @@ def _immediate_keyboard_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@contextlib.contextmanager
+def _sockets_removed() -> Iterator[None]:
+    """Remove the Unix socket files httpstan makes for each chain, once the block ends.
+
+    ``httpstan.services_stub`` names each socket with ``tempfile.mkstemp`` and never
+    unlinks it; a recording stand-in for its ``tempfile`` keeps the names this process
+    made, so exactly those are removed (never another process's sockets).
+    """
+    import httpstan.services_stub as stub
+
+    made: list[str] = []
+    real = stub.tempfile
+
+    class _Recording:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def mkstemp(self, *args: Any, **kwargs: Any) -> tuple[int, str]:
+            fd, name = real.mkstemp(*args, **kwargs)
+            made.append(name)
+            return fd, name
+
+    stub.tempfile = _Recording()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        stub.tempfile = real
+        for name in made:
+            Path(name).unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
