@@ -342,3 +342,41 @@ def metric_grid(
         rows = -(-len(labels) // ncol)
         fig.suptitle(title, y=1 + (0.32 * rows + 0.1) / height, va="bottom")
     return fig
+
+
+def tick_label_overlaps(fig: Figure, pad: float = 1.0) -> list[str]:
+    """Pairs of tick labels of one axis that overlap when ``fig`` is drawn, as text.
+
+    Draws the figure once and compares the window extents (pixels, from the figure's
+    renderer) of neighbouring visible tick labels of every visible axis, major and minor,
+    within the axis' view limits; ``pad`` pixels of clearance are required between two
+    labels. An empty list means every tick label can be read.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found: list[str] = []
+    for ax in fig.get_axes():
+        if not ax.get_visible():
+            continue
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            lo, hi = sorted(axis.get_view_interval())
+            span = (hi - lo) * 1e-9
+            boxes = []
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                label = tick.label1
+                loc = tick.get_loc()
+                if loc is None or not (lo - span <= loc <= hi + span):
+                    continue
+                if not (tick.get_visible() and label.get_visible() and label.get_text().strip()):
+                    continue
+                boxes.append((label.get_window_extent(renderer), label.get_text()))
+            key = (lambda b: b[0].x0) if name == "x" else (lambda b: b[0].y0)
+            boxes.sort(key=key)
+            for (a, ta), (b, tb) in zip(boxes, boxes[1:], strict=False):
+                if a.padded(pad / 2).overlaps(b.padded(pad / 2)):
+                    where = (
+                        ax.get_title() or ax.get_ylabel() or f"axes {fig.get_axes().index(ax) + 1}"
+                    )
+                    found.append(f"{name} axis of {where!r}: {ta!r} and {tb!r}")
+                    break
+    return found

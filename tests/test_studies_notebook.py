@@ -1,0 +1,164 @@
+"""Notebook helpers a student meets: the knob check, HTML tables, overlapping tick labels."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from dpsynth.studies import notebook, plots  # noqa: E402
+from dpsynth.studies.notebook import KnobError, check_knobs  # noqa: E402
+
+KNOBS = {
+    "profile": ("ci", "paper"),
+    "epsilons": "list of positive numbers or None",
+    "R": "positive int or None",
+    "n": "positive int or None",
+    "seed": "non-negative int or None",
+    "data_path": "path or None",
+    "use_cache": "bool",
+}
+
+
+def namespace(**extra):
+    ns = {
+        "profile": "ci",
+        "epsilons": None,
+        "R": None,
+        "n": None,
+        "seed": None,
+        "data_path": None,
+        "use_cache": True,
+        # what a kernel and the notebook's imports leave in globals()
+        "In": [],
+        "Out": {},
+        "get_ipython": lambda: None,
+        "exit": None,
+        "quit": None,
+        "_": None,
+        "_i1": "profile = 'ci'",
+        "np": np,
+        "check_knobs": check_knobs,
+        "pd": pd,
+    }
+    ns.update(extra)
+    return ns
+
+
+def test_good_knobs_pass():
+    check_knobs(namespace(), KNOBS)
+    check_knobs(
+        namespace(profile="paper", epsilons=[5, 4.5], R=3, n=100, seed=0, data_path="x.csv"),
+        KNOBS,
+    )
+
+
+def test_an_unknown_knob_is_refused_in_one_line_naming_it_and_the_knobs():
+    with pytest.raises(KnobError) as exc:
+        check_knobs(namespace(nn=300), KNOBS)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert "'nn'" in msg and "profile, epsilons, R, n, seed, data_path, use_cache" in msg
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "allowed"),
+    [
+        ("profile", "full", "one of 'ci', 'paper'"),
+        ("profile", None, "one of 'ci', 'paper'"),
+        ("n", -5, "a positive int or None"),
+        ("n", 2.5, "a positive int or None"),
+        ("R", True, "a positive int or None"),
+        ("seed", -1, "a non-negative int or None"),
+        ("epsilons", [5, -1], "a list of positive numbers or None"),
+        ("epsilons", [], "a list of positive numbers or None"),
+        ("epsilons", [math.inf], "a list of positive numbers or None"),
+        ("use_cache", "yes", "a bool"),
+        ("data_path", "", "a path or None"),
+    ],
+)
+def test_an_invalid_value_is_refused_in_one_line(knob, value, allowed):
+    with pytest.raises(KnobError) as exc:
+        check_knobs(namespace(**{knob: value}), KNOBS)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{knob} = {value!r} is not allowed") and msg.endswith(allowed)
+
+
+def test_a_knob_error_is_a_value_error():
+    assert issubclass(KnobError, ValueError)
+
+
+def test_in_ipython_the_error_shows_as_one_line(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        capsys.readouterr()
+        res = shell.run_cell(
+            "from dpsynth.studies.notebook import check_knobs\n"
+            "profile = 'ci'\nnn = 3\n"
+            "check_knobs(globals(), {'profile': ('ci', 'paper')})\n"
+        )
+        out = capsys.readouterr()
+        assert isinstance(res.error_in_exec, KnobError)  # papermill still stops
+        shown = [ln for ln in (out.out + out.err).splitlines() if ln.strip()]
+        assert shown == [
+            "KnobError: unknown knob 'nn' (papermill -p nn ...); this notebook's knobs: profile"
+        ]
+    finally:
+        shell.set_custom_exc((), None)
+        InteractiveShell.clear_instance()
+
+
+def test_show_table_outside_a_notebook_prints_the_frame_without_nan(capsys):
+    frame = pd.DataFrame({"rule": ["thm7", "rubin"], "p": [0.95, np.nan]})
+    notebook.show_table(frame, caption="Table 1", float_format="{:.2f}")
+    out = capsys.readouterr().out
+    assert out.startswith("Table 1\n") and "0.95" in out and "NaN" not in out
+
+
+def test_show_table_html_has_no_nan(monkeypatch):
+    shown = {}
+    monkeypatch.setattr(notebook, "_display", lambda html, text: shown.update(html=html))
+    notebook.show_table(pd.DataFrame({"p": [np.nan, 0.5]}), caption="T")
+    assert "<table" in shown["html"] and "NaN" not in shown["html"]
+    assert "<caption>T</caption>" in shown["html"]
+
+
+def crowded(n_ticks: int):
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot(np.arange(n_ticks), np.arange(n_ticks))
+    ax.set_xticks(np.arange(n_ticks), [f"{x:.4f}" for x in np.linspace(0, 1, n_ticks)])
+    return fig
+
+
+def test_tick_label_overlaps_are_found():
+    fig = crowded(12)
+    found = plots.tick_label_overlaps(fig)
+    plt.close(fig)
+    assert found and found[0].startswith("x axis")
+
+
+def test_readable_ticks_pass():
+    fig = crowded(2)
+    assert plots.tick_label_overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_show_leaves_a_visible_note_under_a_figure_with_overlapping_ticks(monkeypatch):
+    import IPython.display
+
+    notes = []
+    monkeypatch.setattr(IPython.display, "display", lambda *a, **k: None)
+    monkeypatch.setattr(notebook, "_display", lambda html, text: notes.append(text))
+    notebook.show(crowded(12))
+    assert len(notes) == 1 and notes[0].startswith("Tick labels overlap")
+    notebook.show(crowded(2))
+    assert len(notes) == 1
