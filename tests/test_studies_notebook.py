@@ -162,3 +162,24 @@ def test_show_leaves_a_visible_note_under_a_figure_with_overlapping_ticks(monkey
     assert len(notes) == 1 and notes[0].startswith("Tick labels overlap")
     notebook.show(crowded(2))
     assert len(notes) == 1
+
+
+def test_metric_grid_wraps_four_panels_into_two_columns_with_readable_ticks():
+    rows = []
+    for sc in ("n = 100, [-4, 4]", "n = 100, [-4, 5]", "n = 1000, [-4, 4]", "n = 1000, [-4, 5]"):
+        for b in ("bit", "truncation"):
+            for w in np.linspace(0.05, 0.95, 10):
+                rows.append(
+                    {"scenario": sc, "bounding": b, "w": w, "bias": w / 10, "coverage": 0.9,
+                     "ci_half_width": 1 - w}
+                )
+    frame = pd.DataFrame(rows)
+    plots.use_style()
+    fig = plots.metric_grid(
+        frame, "w", ["bias", "coverage", "ci_half_width"], panel="scenario", group="bounding",
+        xlabel="share $w$ of $\\epsilon$ on $\\bar x$", title="Figure 8",
+    )
+    shape = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    assert shape == (6, 2)
+    assert plots.tick_label_overlaps(fig) == []
+    plt.close(fig)
