@@ -369,7 +369,8 @@ def mean_se_text(values: Any, fmt: str = "{:.3f}") -> str:
         return "not run"
     if not math.isfinite(se):
         return fmt.format(mean)  # one value (e.g. the confidential data's own statistic)
-    return f"{fmt.format(mean)} ± {fmt.format(se)}"
+    # no-break spaces: a table cell never wraps between the value and its error
+    return f"{fmt.format(mean)}\u00a0±\u00a0{fmt.format(se)}"
 
 
 def mean_se_frame(
