@@ -170,16 +170,83 @@ def test_metric_grid_wraps_four_panels_into_two_columns_with_readable_ticks():
         for b in ("bit", "truncation"):
             for w in np.linspace(0.05, 0.95, 10):
                 rows.append(
-                    {"scenario": sc, "bounding": b, "w": w, "bias": w / 10, "coverage": 0.9,
-                     "ci_half_width": 1 - w}
+                    {
+                        "scenario": sc,
+                        "bounding": b,
+                        "w": w,
+                        "bias": w / 10,
+                        "coverage": 0.9,
+                        "ci_half_width": 1 - w,
+                    }
                 )
     frame = pd.DataFrame(rows)
     plots.use_style()
     fig = plots.metric_grid(
-        frame, "w", ["bias", "coverage", "ci_half_width"], panel="scenario", group="bounding",
-        xlabel="share $w$ of $\\epsilon$ on $\\bar x$", title="Figure 8",
+        frame,
+        "w",
+        ["bias", "coverage", "ci_half_width"],
+        panel="scenario",
+        group="bounding",
+        xlabel="share $w$ of $\\epsilon$ on $\\bar x$",
+        title="Figure 8",
     )
     shape = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
     assert shape == (6, 2)
     assert plots.tick_label_overlaps(fig) == []
     plt.close(fig)
+
+
+def _parameters_cell(md: str) -> list[str]:
+    import re
+
+    cell = re.search(r"tags: \[parameters\]\n(.*?)^```", md, re.S | re.M).group(1)
+    return re.findall(r"^(\w+)\s*=", cell, re.M)
+
+
+def test_every_notebook_declares_exactly_its_knobs():
+    from pathlib import Path
+
+    from dpsynth.studies.knobs import KNOBS
+
+    stems = sorted(p.stem for p in (Path(__file__).parents[1] / "notebooks").glob("[0-9]*.md"))
+    assert stems == sorted(KNOBS)
+    for stem in stems:
+        md = (Path(__file__).parents[1] / "notebooks" / f"{stem}.md").read_text()
+        assert _parameters_cell(md) == list(KNOBS[stem]), stem
+
+
+def test_each_notebooks_defaults_pass_its_knob_check():
+    import ast
+    import re
+    from pathlib import Path
+
+    from dpsynth.studies.knobs import KNOBS
+
+    for stem in KNOBS:
+        md = (Path(__file__).parents[1] / "notebooks" / f"{stem}.md").read_text()
+        cell = re.search(r"tags: \[parameters\]\n(.*?)^```", md, re.S | re.M).group(1)
+        ns: dict = {}
+        exec(compile(ast.parse(cell), stem, "exec"), ns)
+        check_knobs({k: v for k, v in ns.items() if k != "__builtins__"}, stem)
+        with pytest.raises(KnobError, match="profile"):
+            check_knobs({**ns, "profile": "full"}, stem)
+
+
+def test_a_stem_names_the_knobs_and_an_unknown_stem_is_refused():
+    with pytest.raises(KnobError, match="'nn'.*profile, epsilons, R, n, seed, n_jobs"):
+        check_knobs({"profile": "ci", "nn": 3}, "01_beta_censoring")
+    with pytest.raises(ValueError, match="no notebook"):
+        check_knobs({}, "10_nothing")
+
+
+def test_the_rerun_page_lists_every_notebook_and_its_knobs():
+    from pathlib import Path
+
+    from dpsynth.studies.knobs import KNOBS
+
+    page = (Path(__file__).parents[1] / "book" / "rerun.md").read_text()
+    for stem, knobs in KNOBS.items():
+        row = next((ln for ln in page.splitlines() if ln.startswith(f"| `{stem}` |")), None)
+        assert row is not None, f"book/rerun.md has no row for {stem}"
+        listed = row.rsplit("|", 2)[-2]
+        assert [k.strip("` ") for k in listed.split(",")] == [k for k in knobs if k != "profile"]

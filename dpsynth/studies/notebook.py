@@ -142,10 +142,12 @@ def _one_line_traceback(
     return stb
 
 
-def check_knobs(namespace: Mapping[str, Any], allowed: Mapping[str, str | tuple]) -> None:
+def check_knobs(namespace: Mapping[str, Any], allowed: str | Mapping[str, str | tuple]) -> None:
     """Refuse a notebook parameter the notebook does not have, or a value it does not accept.
 
-    Call it in the cell after the parameters cell, as ``check_knobs(globals(), KNOBS)``:
+    Call it in the cell after the parameters cell, as
+    ``check_knobs(globals(), "01_beta_censoring")``: a notebook stem names its knobs in
+    :data:`dpsynth.studies.knobs.KNOBS`. Or pass the knobs themselves:
     ``allowed`` maps each knob to a tuple of allowed values (``("ci", "paper")``) or a kind
     of :data:`KNOB_KINDS`, optionally ``" or None"`` (``"positive int or None"``). A global
     that is not a knob is refused unless its name starts with ``_``, IPython defined it
@@ -161,6 +163,12 @@ def check_knobs(namespace: Mapping[str, Any], allowed: Mapping[str, str | tuple]
         shell = None
     if shell is not None:
         shell.set_custom_exc((KnobError,), _one_line_traceback)
+    if isinstance(allowed, str):
+        from dpsynth.studies.knobs import KNOBS
+
+        if allowed not in KNOBS:
+            raise ValueError(f"check_knobs: no notebook {allowed!r} in dpsynth.studies.knobs")
+        allowed = KNOBS[allowed]
     knobs = ", ".join(allowed)
     for name, value in namespace.items():
         if name.startswith("_") or name in IPYTHON_NAMES or name in allowed:
