@@ -497,6 +497,7 @@ BUILD_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home|tmp)/[^\s'\"<>),;]*")
 TRACKER_WORDS = (
     (re.compile(r"\bthe issue\b", re.I), "the issue"),
     (re.compile(r"\bissue\s*#\s*\d*", re.I), "issue #"),
+    (re.compile(r"\bissues? \d+\b", re.I), "issue 19"),
     (re.compile(r"\bthe case that started\b", re.I), "the case that started"),
     (re.compile(r"\btickets?\b", re.I), "ticket"),
 )

@@ -374,8 +374,9 @@ def _first_or_max(col: pd.Series) -> Any:
 
 
 def targets(table: pd.DataFrame, epsilon: float = 5.0) -> dict[str, Any]:
-    """The issue's targets at ``epsilon``: the best strict-DP posterior mechanism within 10% of
-    the mean and 5 points of the zero share; PH max-ECDF <= 1.5 x the OpenDP histogram's."""
+    """dpsynth's targets for count data at ``epsilon``: the best strict-DP posterior
+    mechanism within 10% of the mean and 5 points of the zero share; PH max-ECDF <= 1.5 x the
+    OpenDP histogram's."""
     data = table[table["mechanism"] == "Data"].iloc[0]
     at = table[np.isclose(table["epsilon"], epsilon)]
     bayes = at[~at["mechanism"].isin(["ph", "opendp-histogram", "unweighted"])]
