@@ -250,3 +250,12 @@ def test_the_rerun_page_lists_every_notebook_and_its_knobs():
         assert row is not None, f"book/rerun.md has no row for {stem}"
         listed = row.rsplit("|", 2)[-2]
         assert [k.strip("` ") for k in listed.split(",")] == [k for k in knobs if k != "profile"]
+
+
+def test_show_table_without_index_and_for_a_series(monkeypatch):
+    shown = {}
+    monkeypatch.setattr(notebook, "_display", lambda html, text: shown.update(html=html, text=text))
+    notebook.show_table(pd.DataFrame({"fit": [1, 2], "c": [0.5, 0.25]}), index=False)
+    assert "<th>fit</th>" in shown["html"] and "<th>0</th>" not in shown["html"]
+    notebook.show_table(pd.Series({"best": "negbin censor-uw/reference", "met": True}))
+    assert "negbin censor-uw/reference" in shown["html"] and "<table" in shown["html"]

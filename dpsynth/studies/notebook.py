@@ -63,22 +63,34 @@ def show(fig: Any) -> None:
 
 
 def show_table(
-    frame: Any, caption: str = "", na_rep: str = "–", float_format: str | None = None
+    frame: Any,
+    caption: str = "",
+    na_rep: str = "–",
+    float_format: str | None = None,
+    index: bool = True,
 ) -> None:
     """Display a ``pandas.DataFrame`` as an HTML table (plain text outside a notebook).
 
     A frame left as a cell's last expression is shown by Jupyter as HTML, but ``print(frame)``
     or a frame inside another object is plain text that wraps in the book's column (a
     column then falls on its own line). Missing values show as ``na_rep`` (an en dash), not
-    NaN; ``float_format`` (e.g. ``"{:.3f}"``) formats the floats.
+    NaN; ``float_format`` (e.g. ``"{:.3f}"``) formats the floats; ``index=False`` leaves the
+    row labels out. A ``pandas.Series`` is shown as a one-column table.
     """
+    if not hasattr(frame, "columns"):  # a Series
+        frame = frame.to_frame()
     fmt = float_format.format if float_format else None
     html = frame.to_html(
-        na_rep=na_rep, float_format=fmt, border=0, classes="dpsynth-table", escape=True
+        na_rep=na_rep,
+        float_format=fmt,
+        border=0,
+        classes="dpsynth-table",
+        escape=True,
+        index=index,
     )
     if caption:
         html = html.replace(">", f"><caption>{_escape(caption)}</caption>", 1)
-    text = frame.to_string(na_rep=na_rep, float_format=fmt)
+    text = frame.to_string(na_rep=na_rep, float_format=fmt, index=index)
     _display(html, f"{caption}\n{text}" if caption else text)
 
 
