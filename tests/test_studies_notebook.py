@@ -259,3 +259,22 @@ def test_show_table_without_index_and_for_a_series(monkeypatch):
     assert "<th>fit</th>" in shown["html"] and "<th>0</th>" not in shown["html"]
     notebook.show_table(pd.Series({"best": "negbin censor-uw/reference", "met": True}))
     assert "negbin censor-uw/reference" in shown["html"] and "<table" in shown["html"]
+
+
+def test_frames_show_a_dash_for_missing_values_not_nan():
+    html = notebook.frame_html(pd.DataFrame({"radius": [np.nan, 18.0], "k": [0.95, None]}))
+    assert 'class="dataframe"' in html and "NaN" not in html and notebook.NA_REP in html
+
+
+def test_setup_makes_frame_html_the_notebooks_view_of_a_frame(monkeypatch):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.kernel = object()  # setup() configures only a kernel's shell
+        monkeypatch.setattr(shell, "run_line_magic", lambda *a: None)  # no GUI loop here
+        notebook.setup()
+        fmt = shell.display_formatter.formatters["text/html"]
+        assert "NaN" not in fmt(pd.DataFrame({"x": [np.nan]}))
+    finally:
+        InteractiveShell.clear_instance()

@@ -548,18 +548,15 @@ def nan_cells(info: PageInfo) -> list[str]:
 def looks_like_table(text: str) -> bool:
     """Does a plain-text output look like a table (a pandas frame or an aligned print)?
 
-    Three or more lines that split into at least three columns on runs of two or more
-    spaces, the same number of columns on most of them; or pandas' wrapped-frame marker
+    Three or more lines, and at least half of the lines, that split into at least three
+    columns on runs of two or more spaces; or pandas' wrapped-frame marker
     (a header line ending in a backslash)."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     if any(ln.endswith(" \\") for ln in lines[:-1]) and len(lines) >= 3:
         return True
     counts = [len(re.split(r"\s{2,}", ln.strip())) for ln in lines]
     wide = [c for c in counts if c >= 3]
-    if len(wide) < 3:
-        return False
-    most = max(set(wide), key=wide.count)
-    return wide.count(most) >= max(3, len(lines) // 2)
+    return len(wide) >= 3 and 2 * len(wide) >= len(lines)
 
 
 def text_tables(info: PageInfo) -> list[str]:

@@ -24,7 +24,8 @@ from dpsynth.studies import plots
 
 def setup(figure_format: str = "png") -> None:
     """Silence tqdm's "IProgress not found" warning; inline figures as ``figure_format`` in
-    the book's one plot style (:func:`dpsynth.studies.plots.use_style`).
+    the book's one plot style (:func:`dpsynth.studies.plots.use_style`); DataFrames shown as
+    HTML with missing values as a dash (:func:`frame_html`), not NaN.
 
     The warning comes from ``tqdm.auto``, imported by cmdstanpy, in kernels without
     ipywidgets. PyStan's event loop inside Jupyter is handled by ``dpsynth.engine``.
@@ -43,6 +44,28 @@ def setup(figure_format: str = "png") -> None:
 
     set_matplotlib_formats(figure_format)
     plots.use_style()
+    import pandas as pd
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, frame_html)
+
+
+NA_REP = "\u2013"
+"""What a missing value shows as in the book's tables (an en dash, never NaN)."""
+
+
+def frame_html(frame: Any) -> str:
+    """A DataFrame as the HTML table a notebook shows (``setup()`` makes it the notebooks'
+    HTML view of every frame): pandas' own table, missing values as :data:`NA_REP`."""
+    import pandas as pd
+
+    return frame.to_html(
+        na_rep=NA_REP,
+        max_rows=pd.get_option("display.max_rows"),
+        max_cols=pd.get_option("display.max_columns"),
+        show_dimensions=False,
+        border=0,
+        notebook=True,
+    )
 
 
 def show(fig: Any) -> None:
@@ -65,7 +88,7 @@ def show(fig: Any) -> None:
 def show_table(
     frame: Any,
     caption: str = "",
-    na_rep: str = "–",
+    na_rep: str = NA_REP,
     float_format: str | None = None,
     index: bool = True,
 ) -> None:
