@@ -117,18 +117,22 @@ browser:
 book-check: browser
 	$(BIN)/python tools/check_book.py _build/html
 
-# Print-friendly Foundations: each chapter of Part 1, as built, printed to _build/pdf/ by
-# headless chromium with the theme's print stylesheet (after `make book` or book-html).
-FOUNDATIONS := intro dp_primer pseudo_posterior censoring reweighting modips stan_convention \
-	by_hand glossary
+# The whole book, print-friendly: every page of _toc.yml (its root and every `file:` entry,
+# the executed notebooks under book/executed/ included), as built, printed to
+# _build/pdf/NN_<page>.pdf in reading order by headless chromium with the theme's print
+# stylesheet (after `make book` or book-html).
+TOC_PAGES = $(shell sed -n -E 's/^[[:space:]]*(-[[:space:]]*)?(root|file):[[:space:]]*([^[:space:]#]+).*/\3/p' _toc.yml)
 book-pdf: browser
 	@test -f _build/html/book/dp_primer.html || { echo "book-pdf: build the book first" >&2; exit 2; }
 	@mkdir -p _build/pdf
-	@for page in $(FOUNDATIONS); do \
+	@i=0; for page in $(TOC_PAGES); do \
+	  i=$$((i + 1)); html=_build/html/$$page.html; \
+	  test -f $$html || { echo "book-pdf: $$html was not built" >&2; exit 1; }; \
+	  out=_build/pdf/$$(printf '%02d' $$i)_$$(basename $$page).pdf; \
 	  chromium --headless --no-sandbox --disable-gpu --no-pdf-header-footer \
-	    --virtual-time-budget=20000 --print-to-pdf=_build/pdf/$$page.pdf \
-	    file://$(CURDIR)/_build/html/book/$$page.html 2>/dev/null || exit 1; \
-	  echo "[make] _build/pdf/$$page.pdf" >&2; \
+	    --virtual-time-budget=20000 --print-to-pdf=$$out \
+	    file://$(CURDIR)/$$html 2>/dev/null || exit 1; \
+	  echo "[make] $$out" >&2; \
 	done
 
 # The test command: lint (library and notebooks), unit and Stan tests, the book under the ci

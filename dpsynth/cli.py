@@ -460,6 +460,9 @@ class _LazyChoices:
     def __iter__(self) -> Iterator[str]:
         return iter(self._values())
 
+    def __repr__(self) -> str:  # what help's %(choices)s and sphinx-argparse print
+        return ", ".join(self._values())
+
 
 MODELS = _LazyChoices("dpsynth.models", "MODELS")
 """The shipped models' names (``dpsynth.models.MODELS``), loaded when argparse asks."""

@@ -724,7 +724,7 @@ def convergence_failures(diagnostics: dict[str, float]) -> list[str]:
 
 MULTIMODAL_RHAT = 1.3
 """R-hat above this with a bulk ESS under :data:`MULTIMODAL_ESS`: the chains sit in different
-modes (longer chains do not help; seen with censored posteriors, issue 19)."""
+modes (longer chains do not help; seen with censored posteriors of skewed incomes)."""
 MULTIMODAL_ESS = 20.0
 
 

@@ -284,6 +284,37 @@ def _modips_combine() -> np.ndarray:
     return np.array([r.estimate, r.between, r.variance, r.df])
 
 
+def _stan_m() -> np.ndarray:
+    per_set = 8.0 / 4
+    return np.array([privacy.censor_bound(per_set, nb) for nb in ("substitution", "add-remove")])
+
+
+def _stan_contrib() -> np.ndarray:
+    ll = normal_log_lik([0.0, 1.0, 3.0], 0.0, 1.0)
+    alpha = np.array([1.0, 1.0, 0.5])
+    return np.concatenate(
+        [
+            ll[0],
+            privacy.weighted_contributions(ll, alpha)[0],
+            privacy.weighted_contributions(ll, alpha, 2.0)[0],
+        ]
+    )
+
+
+def _hand_record() -> np.ndarray:
+    f = float(beta_log_lik([0.01], 0.5, 3.0)[0, 0])
+    clamped = [
+        float(privacy.weighted_contributions(np.array([[f]]), np.ones(1), m)[0, 0])
+        for m in (privacy.censor_bound(4.0), privacy.censor_bound(2.0))
+    ]
+    return np.array([f, *clamped])
+
+
+def _hand_compose() -> np.ndarray:
+    m = privacy.censor_bound(4.0)
+    return np.array([3 * privacy.epsilon_of(m, nb) for nb in ("add-remove", "substitution")])
+
+
 def _choose_units() -> np.ndarray:
     y = np.array([42.0, 55.0, 61.0])  # salaries in thousands of dollars
     thousands = normal_log_lik(y, 50.0, 10.0)[0]
@@ -310,9 +341,15 @@ _EXERCISES: dict[str, Callable[[], np.ndarray]] = {
     "ex-modips-sdd": _modips_sdd,
     "ex-modips-sphc": _modips_sphc,
     "ex-modips-combine": _modips_combine,
+    "ex-stan-m": _stan_m,
+    "ex-stan-contrib": _stan_contrib,
+    "ex-hand-record": _hand_record,
+    "ex-hand-compose": _hand_compose,
     "ex-choose-units": _choose_units,
     "ex-choose-budget": _choose_budget,
 }
+
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 EXPECTED: dict[str, np.ndarray] = {
     # dp_primer: Laplace scale 1/(500 * 1) and P(|noise| > 0.01) = exp(-0.01 / 0.002)
@@ -343,6 +380,21 @@ EXPECTED: dict[str, np.ndarray] = {
     "ex-modips-sphc": np.array([500.0, 2.0]),
     # q-bar = 1, b = (0 + .04 + .04) / 2, T = .04 + .04 / 3, nu = 2 (1 + 3 * .04 / .04)^2
     "ex-modips-combine": np.array([1.0, 0.04, 0.04 + 0.04 / 3, 32.0]),
+    # total epsilon 8 over m = 4 sets: M = 2 / 4 (substitution), 2 / 2 (add/remove)
+    "ex-stan-m": np.array([0.5, 1.0]),
+    # N(y | 0, 1) at y = (0, 1, 3): -log(2 pi) / 2 - y^2 / 2; alpha = (1, 1, 1/2); clamp at 2
+    "ex-stan-contrib": np.array(
+        [-_HALF_LOG_2PI, -_HALF_LOG_2PI - 0.5, -_HALF_LOG_2PI - 4.5]
+        + [-_HALF_LOG_2PI, -_HALF_LOG_2PI - 0.5, (-_HALF_LOG_2PI - 4.5) / 2]
+        + [-_HALF_LOG_2PI, -_HALF_LOG_2PI - 0.5, -2.0]
+    ),
+    # Beta(0.5, 3) at y = 0.01: -log(0.01) / 2 + 2 log(0.99) - log B(1/2, 3), B = 16/15;
+    # about 2.22: above M = 2 (epsilon 4, add/remove), so clamped to 2; to 1 at M = 1
+    "ex-hand-record": np.array(
+        [-0.5 * math.log(0.01) + 2 * math.log(0.99) - math.log(16 / 15), 2.0, 1.0]
+    ),
+    # three draws at M = 2: 3 * 2M (add/remove), 3 * 4M (substitution)
+    "ex-hand-compose": np.array([12.0, 24.0]),
     # every log-density shifts by -log 1000 when dollars replace thousands of dollars
     "ex-choose-units": np.full(3, -math.log(1000.0)),
     # epsilon 6 over m = 3 sets: M = 2 / 4 (substitution), 2 / 2 (add/remove)

@@ -112,6 +112,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     "book/cli.md": {},
     "book/rerun.md": {},
     "book/intro.md": {},
+    "book/syllabus.md": {},
     "book/pseudo_posterior.md": {},
     "book/bibliography.md": {},
     "book/api.md": {},

@@ -176,3 +176,8 @@ def test_progress_lines_for_the_terminal(tmp_path, monkeypatch):
     lines = log.read_text().splitlines()
     assert lines[0].startswith("[progress] 01_beta: one-column study: step 1/2 ([real_data] first)")
     assert lines[-1].startswith("[progress] 01_beta: one-column study: 2/2 steps done")
+
+
+def test_the_knob_check_cell_is_plumbing():
+    src = 'from dpsynth.studies.notebook import check_knobs\n\ncheck_knobs(globals(), "01_beta_censoring")'
+    assert prepare.is_plumbing(src)

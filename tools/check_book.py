@@ -32,7 +32,16 @@ rendered page. The checks:
    and no text in a notebook output is clipped: no element of an output has content
    wider than its box (a scroll box hiding the end of a line, or hidden overflow) or
    taller than a box that hides it (tables may scroll inside themselves);
-7. a screenshot of the intro page is written to _build/screenshots/intro.png.
+7. what the page says (pure functions of the parsed page, tested in
+   tests/test_check_book.py): no Python object repr (`<... object at 0x...>`), no
+   absolute path of the build machine (/work/, /root/, /home/, /tmp/), no tracker
+   wording ("the issue", "issue #", "the case that started", "ticket", or "reviewer"
+   not linked to the glossary), no NaN in a table cell, no notebook output printed as
+   a plain-text table (show it as HTML), and no note of overlapping tick labels
+   (dpsynth.studies.notebook.show writes one under a figure whose tick labels overlap,
+   measured with matplotlib's renderer); and at 1280 px no code block or table is cut
+   off at the right (wider than its scroll box);
+8. a screenshot of the intro page is written to _build/screenshots/intro.png.
 
 It prints one summary line, `book check: N pages, M figures, K internal links,
 F formulas: OK`, and exits 0; otherwise it lists the problems and exits 1 (2 if
@@ -117,6 +126,8 @@ TEXT_SKIP_CLASSES = {
     "tex2jax_ignore",
     "mathjax_ignore",
 }
+# Elements whose text a reader never sees (the check's own result <pre> is added by id).
+UNSEEN_TAGS = {"script", "style", "noscript", "template", "title"}
 RAW_TEX = re.compile(
     r"\$\$"  # display-math delimiters
     r"|\\[()\[\]]"  # \( \) \[ \]
@@ -203,6 +214,24 @@ PROBE_JS = r"""
         ' px wide in a ' + o.clientWidth + ' px box' : 'content ' + o.scrollHeight +
         ' px tall in a ' + o.clientHeight + ' px box') + ': "' + snippet + '"');
     }
+    // Cut-off code and tables: a code block, or a table's scroll box, anywhere in the
+    // article whose content is wider than its box (the reader must scroll to see the end).
+    res.cutoff = [];
+    var art = document.querySelector('article, .bd-article');
+    var blocks = art ? art.querySelectorAll('pre, table') : [];
+    for (var b = 0; b < blocks.length && res.cutoff.length < 5; b++) {
+      var el = blocks[b], box = null;
+      if (el.getClientRects().length === 0) continue;
+      for (var up = el; up && up !== art; up = up.parentElement) {
+        if (getComputedStyle(up).overflowX !== 'visible' && up.scrollWidth > up.clientWidth + 1) {
+          box = up; break;
+        }
+      }
+      if (!box) continue;
+      var line = (el.textContent || '').trim().split('\n')[0].replace(/\s+/g, ' ').slice(0, 60);
+      res.cutoff.push({kind: el.tagName === 'TABLE' ? 'table' : 'code',
+                       content: box.scrollWidth, box: box.clientWidth, text: line});
+    }
     var pre = document.createElement('pre');
     pre.id = '%(result_id)s';
     pre.style.display = 'none';
@@ -283,6 +312,10 @@ class PageInfo:
     ids: set[str] = field(default_factory=set)
     hrefs: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)  # visible prose, outside code and scripts
+    all_text: list[str] = field(default_factory=list)  # everything a reader sees, code included
+    output_pres: list[str] = field(default_factory=list)  # <pre> text of notebook outputs
+    cells: list[str] = field(default_factory=list)  # text of every table cell (td, th)
+    term_links: list[str] = field(default_factory=list)  # text of links to glossary terms
     probe: dict | None = None  # the injected script's measurements
 
 
@@ -315,14 +348,20 @@ class PageParser(html.parser.HTMLParser):
         self._in_result = False
         self._result: list[str] = []
         self._heading: list[str] | None = None
+        # open captures: (stack depth of the element, kind, text pieces)
+        self._captures: list[tuple[int, str, list[str]]] = []
+
+    @property
+    def _in_output(self) -> bool:
+        return any("output" in flags for _, _, _, flags in self._stack)
 
     @property
     def _in_article(self) -> bool:
-        return any(is_article for _, is_article, _ in self._stack)
+        return any(is_article for _, is_article, _, _ in self._stack)
 
     @property
     def _text_hidden(self) -> bool:
-        return any(hidden for _, _, hidden in self._stack)
+        return any(hidden for _, _, hidden, _ in self._stack)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: (v or "") for k, v in attrs}
@@ -355,13 +394,25 @@ class PageParser(html.parser.HTMLParser):
                 self.info.article_imgs.append(a.get("src", ""))
             if tag in ("h1", "h2"):
                 self._heading = []
+        flags: set[str] = set()
+        if classes & {"cell_output", "output"}:
+            flags.add("output")
+        if tag in UNSEEN_TAGS or a.get("id") == RESULT_ID:
+            flags.add("unseen")
         if tag not in self.VOID:
-            self._stack.append((tag, is_article, hidden))
+            depth = len(self._stack)
+            if tag == "pre" and self._in_output and a.get("id") != RESULT_ID:
+                self._captures.append((depth, "pre", []))
+            if tag in ("td", "th"):
+                self._captures.append((depth, "cell", []))
+            if tag == "a" and "#term-" in a.get("href", ""):
+                self._captures.append((depth, "term", []))
+            self._stack.append((tag, is_article, hidden, frozenset(flags)))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
         if tag not in self.VOID and self._stack and self._stack[-1][0] == tag:
-            self._stack.pop()
+            self._close_from(len(self._stack) - 1)
 
     def handle_endtag(self, tag: str) -> None:
         if tag == "title":
@@ -373,8 +424,21 @@ class PageParser(html.parser.HTMLParser):
             self._heading = None
         for i in range(len(self._stack) - 1, -1, -1):  # tolerate unclosed tags
             if self._stack[i][0] == tag:
-                del self._stack[i:]
+                self._close_from(i)
                 break
+
+    def _close_from(self, depth: int) -> None:
+        """Pop the stack down to `depth`, handing over the text of the captures it closes."""
+        del self._stack[depth:]
+        while self._captures and self._captures[-1][0] >= depth:
+            _, kind, pieces = self._captures.pop()
+            text = "".join(pieces)
+            if kind == "pre":
+                self.info.output_pres.append(text)
+            elif kind == "cell":
+                self.info.cells.append(" ".join(text.split()))
+            else:
+                self.info.term_links.append(" ".join(text.split()))
 
     def handle_data(self, data: str) -> None:
         if self._in_title:
@@ -383,7 +447,13 @@ class PageParser(html.parser.HTMLParser):
             self._result.append(data)
         if self._heading is not None:
             self._heading.append(data)
-        if not self._text_hidden and any(t == "body" for t, _, _ in self._stack):
+        in_body = any(t == "body" for t, _, _, _ in self._stack)
+        if not in_body or any("unseen" in flags for _, _, _, flags in self._stack):
+            return
+        self.info.all_text.append(data)
+        for _, _, pieces in self._captures:
+            pieces.append(data)
+        if not self._text_hidden:
             self.info.text.append(data)
 
     def close(self) -> None:
@@ -414,6 +484,122 @@ def raw_tex(info: PageInfo) -> tuple[int, list[str]]:
                 snippets.append(text[max(0, m.start() - 30) : m.end() + 30])
         last_end = m.end() + 30
     return count, snippets
+
+
+# ------------------------------------------------------------- page content
+# Pure functions of a parsed page (PageInfo): each returns the problems it finds, so that
+# tests/test_check_book.py can run them on small hand-made pages, without chromium.
+
+OBJECT_REPR = re.compile(r"<[A-Za-z_][\w.]* object at 0x[0-9a-fA-F]+>")
+# An absolute path of the build machine (a home, scratch or work folder) in the page text.
+BUILD_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home|tmp)/[^\s'\"<>),;]*")
+# Wording of the project's tracker, which a reader of the book has never seen.
+TRACKER_WORDS = (
+    (re.compile(r"\bthe issue\b", re.I), "the issue"),
+    (re.compile(r"\bissue\s*#\s*\d*", re.I), "issue #"),
+    (re.compile(r"\bissues? \d+\b", re.I), "issue 19"),
+    (re.compile(r"\bthe case that started\b", re.I), "the case that started"),
+    (re.compile(r"\btickets?\b", re.I), "ticket"),
+)
+REVIEWER = re.compile(r"\breviewers?\b", re.I)
+NAN_CELL = re.compile(r"(?<![\w.])nan(?![\w.])", re.I)
+TICK_OVERLAP = re.compile(r"tick labels overlap", re.I)
+
+
+def _excerpt(text: str, m: re.Match, width: int = 30) -> str:
+    return " ".join(text[max(0, m.start() - width) : m.end() + width].split())
+
+
+def object_reprs(info: PageInfo) -> list[str]:
+    """Python object reprs (``<pkg.Thing object at 0x...>``) anywhere in the page text."""
+    text = " ".join(info.all_text)
+    return sorted({m.group(0) for m in OBJECT_REPR.finditer(text)})
+
+
+def build_paths(info: PageInfo) -> list[str]:
+    """Absolute paths of the build machine (/work/, /root/, /home/, /tmp/) in the page text."""
+    text = " ".join(info.all_text)
+    return sorted({m.group(0) for m in BUILD_PATH.finditer(text)})
+
+
+def tracker_wording(info: PageInfo) -> list[str]:
+    """Excerpts of prose that speaks the tracker's language ("the issue", "ticket", ...), and
+    "reviewer" where the page neither links it to the glossary nor defines it as a term."""
+    text = " ".join(" ".join(info.text).split())
+    found = []
+    for pattern, _ in TRACKER_WORDS:
+        found += [f"...{_excerpt(text, m)}..." for m in pattern.finditer(text)]
+    explained = any(REVIEWER.search(t) for t in info.term_links) or any(
+        i.startswith("term-") and "reviewer" in i.lower() for i in info.ids
+    )
+    if not explained:
+        found += [
+            f"...{_excerpt(text, m)}... (unexplained: link it to the glossary)"
+            for m in REVIEWER.finditer(text)
+        ]
+    return found
+
+
+def nan_cells(info: PageInfo) -> list[str]:
+    """Table cells that show NaN (a missing number the reader cannot interpret)."""
+    return [c for c in info.cells if NAN_CELL.search(c)]
+
+
+def looks_like_table(text: str) -> bool:
+    """Does a plain-text output look like a table (a pandas frame or an aligned print)?
+
+    Three or more lines, and at least half of the lines, that split into at least three
+    columns on runs of two or more spaces; or pandas' wrapped-frame marker
+    (a header line ending in a backslash)."""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    if any(ln.endswith(" \\") for ln in lines[:-1]) and len(lines) >= 3:
+        return True
+    counts = [len(re.split(r"\s{2,}", ln.strip())) for ln in lines]
+    wide = [c for c in counts if c >= 3]
+    return len(wide) >= 3 and 2 * len(wide) >= len(lines)
+
+
+def text_tables(info: PageInfo) -> list[str]:
+    """First lines of notebook outputs printed as plain-text tables (they wrap or clip in
+    a narrow column; an HTML table is what the book shows)."""
+    return [
+        next((ln.strip() for ln in t.splitlines() if ln.strip()), "")[:60]
+        for t in info.output_pres
+        if looks_like_table(t)
+    ]
+
+
+def tick_overlaps(info: PageInfo) -> list[str]:
+    """Notes left on the page by dpsynth.studies.notebook.show when a figure's tick labels
+    overlap (dpsynth.studies.plots.tick_label_overlaps measured them with the renderer)."""
+    text = " ".join(" ".join(info.all_text).split())
+    return [_excerpt(text, m, 60) for m in TICK_OVERLAP.finditer(text)]
+
+
+def content_problems(doc: str, info: PageInfo) -> list[str]:
+    """The checks of what a page says, as opposed to how it renders: object reprs, build
+    paths, tracker wording, NaN in tables, plain-text tables, overlapping tick labels."""
+    problems = []
+    for r in object_reprs(info)[:3]:
+        problems.append(f"{doc}: a Python object repr in the page text: {r}")
+    for path in build_paths(info)[:3]:
+        problems.append(f"{doc}: an absolute path of the build machine in the page: {path}")
+    for words in tracker_wording(info)[:3]:
+        problems.append(f"{doc}: tracker wording a reader cannot follow: {words}")
+    cells = nan_cells(info)
+    if cells:
+        problems.append(
+            f"{doc}: {len(cells)} table cell(s) show NaN, e.g. {cells[0]!r} "
+            "(say what is missing, or leave the cell empty with a note)"
+        )
+    for first in text_tables(info)[:3]:
+        problems.append(
+            f"{doc}: a plain-text table in an output (it wraps in a narrow column; show it "
+            f"as HTML, e.g. dpsynth.studies.notebook.show_table): {first!r}"
+        )
+    for note in tick_overlaps(info)[:3]:
+        problems.append(f"{doc}: a figure's tick labels overlap: ...{note}...")
+    return problems
 
 
 # ------------------------------------------------------------------- the server
@@ -574,6 +760,23 @@ class PageResult:
     formulas: int = 0
 
 
+CUTOFF_WIDTH = 1280
+"""Window width (px) from which no code block or table may need sideways scrolling."""
+
+
+def cutoff_problems(at: str, cutoff: list[dict], width: int) -> list[str]:
+    """Code blocks and tables wider than their box (the probe's ``cutoff``), at a window of
+    :data:`CUTOFF_WIDTH` px or wider: on a laptop screen nothing on the page is cut off at the
+    right (narrower windows may scroll code and tables inside themselves)."""
+    if width < CUTOFF_WIDTH:
+        return []
+    return [
+        f"{at}: {c.get('kind', 'block')} cut off at the right ({c.get('content')} px of content "
+        f"in a {c.get('box')} px box): {c.get('text', '')!r}"
+        for c in cutoff
+    ]
+
+
 def check_rendering(doc: str, info: PageInfo, width: int, first: bool) -> tuple[list[str], int]:
     """Checks 4-6 on one rendering; (problems, formulas). Math and images only at `first`."""
     at = f"{doc} at {width} px"
@@ -615,6 +818,7 @@ def check_rendering(doc: str, info: PageInfo, width: int, first: bool) -> tuple[
             f"{at}: clipped text in an output (cut off or only reachable by "
             f"scrolling it sideways): {clip}"
         )
+    problems += cutoff_problems(at, p.get("cutoff", []), width)
     if p.get("scrollWidth", 0) > p.get("innerWidth", width) + 1:
         culprits = "; ".join(p.get("overflow", [])) or "no single element found"
         problems.append(
@@ -659,6 +863,7 @@ def check_page(
         out.problems.append(f"{doc}: no main article in the rendered page")
     elif not info.headings:
         out.problems.append(f"{doc}: the article has no heading")
+    out.problems += content_problems(doc, info)
     for cls in sorted(info.error_classes):
         out.problems.append(f"{doc}: the page contains error output (class {cls!r})")
     if doc.startswith("book/executed/"):

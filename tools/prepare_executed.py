@@ -40,7 +40,14 @@ import nbformat
 
 MARKER = "# NBVAL_CHECK_OUTPUT"
 CHECK_TAG = "nbval-check-output"
-PLUMBING_CALLS = {"setup", "glue_numbers", "glue", "filterwarnings", "show_settings"}
+PLUMBING_CALLS = {
+    "setup",
+    "glue_numbers",
+    "glue",
+    "filterwarnings",
+    "show_settings",
+    "check_knobs",
+}
 SETTINGS_CALLS = {"settings"}
 # Calls whose return value is plumbing when a cell ends with them: check_convergence prints
 # its check (or shows a warning box) and returns whether it passed; the page need not echo it.
@@ -60,7 +67,8 @@ def _add_tag(cell, tag: str) -> None:
 
 def is_plumbing(source: str) -> bool:
     """True for cells that only import, define helpers, call ``setup()`` /
-    ``show_settings()`` / glue, or read settings (nothing to read in their code)."""
+    ``show_settings()`` / ``check_knobs()`` / glue, or read settings (nothing to read in
+    their code)."""
     try:
         body = ast.parse(source).body
     except SyntaxError:

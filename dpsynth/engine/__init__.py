@@ -68,7 +68,9 @@ __all__ = [
 ]
 
 STAN_DIR = Path(__file__).resolve().parents[2] / "stan"
-"""The folder of the shipped Stan programs and the shared functions file."""
+"""The folder of the shipped Stan programs and the shared functions file: ``stan/`` at the
+root of the repository, beside the ``dpsynth`` package (a ``pathlib.Path``, absolute on the
+machine that imports dpsynth)."""
 
 SHARED_FUNCTIONS = "dpsynth_functions.stan"
 BACKENDS = ("auto", "cmdstanpy", "pystan")

@@ -323,7 +323,16 @@ def table1(frame: pd.DataFrame) -> pd.DataFrame:
     both = pd.concat({"paper": paper, "run": run}, axis=1).swaplevel(axis=1)
     both = both[[(r, s) for r in run.columns for s in ("paper", "run")]]
     both.index = both.index.set_names(["data", "epsilon", "n", "p"])
-    return both.sort_index(ascending=[True, False, True, False])
+    both = both.sort_index(ascending=[True, False, True, False])
+    # The Gaussian rows have no p: a dash, not NaN, in the printed table.
+    keys = both.index.to_frame(index=False)
+    keys["p"] = keys["p"].astype(object).where(keys["p"].notna(), NO_P)
+    both.index = pd.MultiIndex.from_frame(keys)
+    return both
+
+
+NO_P = "\u2013"
+"""Table 1's p for the Gaussian rows (an en dash: the Gaussian data have no p)."""
 
 
 def sd_extremes(frame: pd.DataFrame, rule: str = "thm7") -> pd.DataFrame:

@@ -24,7 +24,8 @@ from dpsynth.studies import plots
 
 def setup(figure_format: str = "png") -> None:
     """Silence tqdm's "IProgress not found" warning; inline figures as ``figure_format`` in
-    the book's one plot style (:func:`dpsynth.studies.plots.use_style`).
+    the book's one plot style (:func:`dpsynth.studies.plots.use_style`); DataFrames shown as
+    HTML with missing values as a dash (:func:`frame_html`), not NaN.
 
     The warning comes from ``tqdm.auto``, imported by cmdstanpy, in kernels without
     ipywidgets. PyStan's event loop inside Jupyter is handled by ``dpsynth.engine``.
@@ -43,14 +44,183 @@ def setup(figure_format: str = "png") -> None:
 
     set_matplotlib_formats(figure_format)
     plots.use_style()
+    import pandas as pd
+
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, frame_html)
+
+
+NA_REP = "\u2013"
+"""What a missing value shows as in the book's tables (an en dash, never NaN)."""
+
+
+def frame_html(frame: Any) -> str:
+    """A DataFrame as the HTML table a notebook shows (``setup()`` makes it the notebooks'
+    HTML view of every frame): pandas' own table, missing values as :data:`NA_REP`."""
+    import pandas as pd
+
+    return frame.to_html(
+        na_rep=NA_REP,
+        max_rows=pd.get_option("display.max_rows"),
+        max_cols=pd.get_option("display.max_columns"),
+        show_dimensions=False,
+        border=0,
+        notebook=True,
+    )
 
 
 def show(fig: Any) -> None:
-    """Display a figure inline, then close it (so it is not shown twice)."""
+    """Display a figure inline, then close it (so it is not shown twice).
+
+    If two tick labels of an axis overlap (:func:`dpsynth.studies.plots.tick_label_overlaps`,
+    measured with the figure's renderer), a visible note says so under the figure: the book
+    check (``tools/check_book.py``) fails on it, and a reader sees why a label is unreadable.
+    """
     from IPython.display import display
 
+    overlaps = plots.tick_label_overlaps(fig)
     display(fig)
     plt.close(fig)
+    if overlaps:
+        note = "Tick labels overlap in the figure above: " + "; ".join(overlaps[:3])
+        _display(f'<p class="dpsynth-check admonition warning">{_escape(note)}</p>', note)
+
+
+def show_table(
+    frame: Any,
+    caption: str = "",
+    na_rep: str = NA_REP,
+    float_format: str | None = None,
+    index: bool = True,
+) -> None:
+    """Display a ``pandas.DataFrame`` as an HTML table (plain text outside a notebook).
+
+    A frame left as a cell's last expression is shown by Jupyter as HTML, but ``print(frame)``
+    or a frame inside another object is plain text that wraps in the book's column (a
+    column then falls on its own line). Missing values show as ``na_rep`` (an en dash), not
+    NaN; ``float_format`` (e.g. ``"{:.3f}"``) formats the floats; ``index=False`` leaves the
+    row labels out. A ``pandas.Series`` is shown as a one-column table.
+    """
+    if not hasattr(frame, "columns"):  # a Series
+        frame = frame.to_frame()
+    fmt = float_format.format if float_format else None
+    html = frame.to_html(
+        na_rep=na_rep,
+        float_format=fmt,
+        border=0,
+        classes="dpsynth-table",
+        escape=True,
+        index=index,
+    )
+    if caption:
+        html = html.replace(">", f"><caption>{_escape(caption)}</caption>", 1)
+    text = frame.to_string(na_rep=na_rep, float_format=fmt, index=index)
+    _display(html, f"{caption}\n{text}" if caption else text)
+
+
+class KnobError(ValueError):
+    """A notebook parameter (papermill ``-p NAME VALUE``) that the notebook does not have, or
+    a value it does not accept. Its message is one line naming the knob."""
+
+
+IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit", "open"})
+"""Globals IPython defines in every notebook: never knobs."""
+
+KNOB_KINDS: dict[str, Any] = {
+    "positive int": lambda v: _is_int(v) and v > 0,
+    "non-negative int": lambda v: _is_int(v) and v >= 0,
+    "positive number": lambda v: _is_number(v) and v > 0,
+    "list of positive ints": lambda v: _is_seq(v) and all(_is_int(x) and x > 0 for x in v),
+    "list of positive numbers": lambda v: _is_seq(v) and all(_is_number(x) and x > 0 for x in v),
+    "bool": lambda v: isinstance(v, bool),
+    "path": lambda v: isinstance(v, str | os.PathLike) and str(v) != "",
+}
+"""The kinds of value a knob may take in :func:`check_knobs` (each may end in ``" or None"``)."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_seq(v: Any) -> bool:
+    return isinstance(v, list | tuple) and len(v) > 0
+
+
+def _knob_ok(value: Any, spec: str | tuple) -> bool:
+    if isinstance(spec, tuple):
+        return any(value == x and type(value) is type(x) for x in spec)
+    kind, none_ok = spec, False
+    if kind.endswith(" or None"):
+        kind, none_ok = kind[: -len(" or None")], True
+    if value is None:
+        return none_ok
+    if kind not in KNOB_KINDS:
+        raise ValueError(f"check_knobs: unknown kind {spec!r}; kinds: {', '.join(KNOB_KINDS)}")
+    return bool(KNOB_KINDS[kind](value))
+
+
+def _allowed_text(spec: str | tuple) -> str:
+    if isinstance(spec, tuple):
+        return "one of " + ", ".join(repr(x) for x in spec)
+    return "a " + spec if not spec.startswith(("a ", "an ")) else spec
+
+
+def _one_line_traceback(
+    shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None
+) -> list[str]:
+    """IPython handler for :class:`KnobError`: the error in one line, not a traceback."""
+    stb = [f"{etype.__name__}: {value}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+def check_knobs(namespace: Mapping[str, Any], allowed: str | Mapping[str, str | tuple]) -> None:
+    """Refuse a notebook parameter the notebook does not have, or a value it does not accept.
+
+    Call it in the cell after the parameters cell, as
+    ``check_knobs(globals(), "01_beta_censoring")``: a notebook stem names its knobs in
+    :data:`dpsynth.studies.knobs.KNOBS`. Or pass the knobs themselves:
+    ``allowed`` maps each knob to a tuple of allowed values (``("ci", "paper")``) or a kind
+    of :data:`KNOB_KINDS`, optionally ``" or None"`` (``"positive int or None"``). A global
+    that is not a knob is refused unless its name starts with ``_``, IPython defined it
+    (:data:`IPYTHON_NAMES`), or it is a module, class or function (an import). Raises
+    :class:`KnobError` with a one-line message; in a notebook the error shows as that line,
+    not as a traceback (papermill still stops, as it should).
+    """
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython ships with the notebook tools
+        shell = None
+    if shell is not None:
+        shell.set_custom_exc((KnobError,), _one_line_traceback)
+    if isinstance(allowed, str):
+        from dpsynth.studies.knobs import KNOBS
+
+        if allowed not in KNOBS:
+            raise ValueError(f"check_knobs: no notebook {allowed!r} in dpsynth.studies.knobs")
+        allowed = KNOBS[allowed]
+    knobs = ", ".join(allowed)
+    for name, value in namespace.items():
+        if name.startswith("_") or name in IPYTHON_NAMES or name in allowed:
+            continue
+        if callable(value) or isinstance(value, type(sys)):
+            continue
+        raise KnobError(
+            f"unknown knob {name!r} (papermill -p {name} ...); this notebook's knobs: {knobs}"
+        )
+    for name, spec in allowed.items():
+        if name not in namespace:
+            continue
+        value = namespace[name]
+        if not _knob_ok(value, spec):
+            raise KnobError(
+                f"{name} = {value!r} is not allowed: {name} must be {_allowed_text(spec)}"
+            )
 
 
 def show_settings(cfg: Mapping[str, Any], keys: Iterable[str], title: str = "This run") -> None:
@@ -242,7 +412,8 @@ def mean_se_text(values: Any, fmt: str = "{:.3f}") -> str:
         return "not run"
     if not math.isfinite(se):
         return fmt.format(mean)  # one value (e.g. the confidential data's own statistic)
-    return f"{fmt.format(mean)} ± {fmt.format(se)}"
+    # no-break spaces: a table cell never wraps between the value and its error
+    return f"{fmt.format(mean)}\u00a0±\u00a0{fmt.format(se)}"
 
 
 def mean_se_frame(

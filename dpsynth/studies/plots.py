@@ -277,7 +277,8 @@ def metric_grid(
     xlabel: str | None = None,
     title: str | None = None,
 ) -> Figure:
-    """Grid of line plots: one row per metric, one column per ``panel`` value, a line per ``group``.
+    """Grid of line plots: one row per metric, one column per ``panel`` value, a line per ``group``;
+    at most :data:`MAX_COLUMNS` panels side by side, further panels in blocks of rows below.
 
     ``hlines[metric]`` draws a dashed reference line (one value, or a dict per panel value, e.g.
     the original-data SD). ``markers`` (same columns as ``frame``) are drawn as stars in the
@@ -287,10 +288,15 @@ def metric_grid(
     groups = list(dict.fromkeys(frame[group]))
     known = list(MODIPS_COLORS)
     groups.sort(key=lambda g: known.index(g) if g in known else len(known))
-    height = 2.6 * len(metrics) + 0.7
+    # At most MAX_COLUMNS panels side by side: more panels go to a second block of rows
+    # below (a 4-panel, 3-metric grid is 6 rows of 2, readable in a 500 px window).
+    cols = min(len(panels), MAX_COLUMNS)
+    blocks = -(-len(panels) // cols)
+    nrows = blocks * len(metrics)
+    height = 2.6 * nrows + 0.7
     fig, axes = plt.subplots(
-        len(metrics),
-        len(panels),
+        nrows,
+        cols,
         figsize=(WIDTH, height),
         squeeze=False,
         sharex=True,
@@ -298,8 +304,9 @@ def metric_grid(
     hlines = hlines or {}
     for j, p in enumerate(panels):
         sub = frame[frame[panel] == p]
+        block, col = divmod(j, cols)
         for i, metric in enumerate(metrics):
-            ax = axes[i][j]
+            ax = axes[block * len(metrics) + i][col]
             for k, name in enumerate(groups):
                 g = sub[sub[group] == name].sort_values(x)
                 if g.empty:
@@ -329,11 +336,16 @@ def metric_grid(
                 ax.set_xscale("log")
             if i == 0:
                 ax.set_title(str(p))
-            if j == 0:
+            if col == 0:
                 ax.set_ylabel(MODIPS_LABELS.get(metric, metric))
             if i == len(metrics) - 1:
                 ax.set_xlabel(xlabel or x)
-    handles, labels = axes[0][-1].get_legend_handles_labels()
+                ax.xaxis.set_tick_params(labelbottom=True)  # every block shows its x axis
+    for j in range(len(panels), blocks * cols):  # an odd panel count leaves empty slots
+        block, col = divmod(j, cols)
+        for i in range(len(metrics)):
+            axes[block * len(metrics) + i][col].set_visible(False)
+    handles, labels = axes[0][cols - 1].get_legend_handles_labels()
     ncol = min(len(labels), 3) or 1
     fig.tight_layout()
     # Legend and title above the panels (the book saves figures with bbox_inches="tight").
@@ -342,3 +354,41 @@ def metric_grid(
         rows = -(-len(labels) // ncol)
         fig.suptitle(title, y=1 + (0.32 * rows + 0.1) / height, va="bottom")
     return fig
+
+
+def tick_label_overlaps(fig: Figure, pad: float = 1.0) -> list[str]:
+    """Pairs of tick labels of one axis that overlap when ``fig`` is drawn, as text.
+
+    Draws the figure once and compares the window extents (pixels, from the figure's
+    renderer) of neighbouring visible tick labels of every visible axis, major and minor,
+    within the axis' view limits; ``pad`` pixels of clearance are required between two
+    labels. An empty list means every tick label can be read.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found: list[str] = []
+    for ax in fig.get_axes():
+        if not ax.get_visible():
+            continue
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            lo, hi = sorted(axis.get_view_interval())
+            span = (hi - lo) * 1e-9
+            boxes = []
+            for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+                label = tick.label1
+                loc = tick.get_loc()
+                if loc is None or not (lo - span <= loc <= hi + span):
+                    continue
+                if not (tick.get_visible() and label.get_visible() and label.get_text().strip()):
+                    continue
+                boxes.append((label.get_window_extent(renderer), label.get_text()))
+            key = (lambda b: b[0].x0) if name == "x" else (lambda b: b[0].y0)
+            boxes.sort(key=key)
+            for (a, ta), (b, tb) in zip(boxes, boxes[1:], strict=False):
+                if a.padded(pad / 2).overlaps(b.padded(pad / 2)):
+                    where = (
+                        ax.get_title() or ax.get_ylabel() or f"axes {fig.get_axes().index(ax) + 1}"
+                    )
+                    found.append(f"{name} axis of {where!r}: {ta!r} and {tb!r}")
+                    break
+    return found

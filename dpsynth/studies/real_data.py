@@ -53,7 +53,10 @@ __all__ = [
     "PROFILES",
     "TABLE_OUTCOME_EDGES",
     "VARIANTS",
+    "GUIDANCE_STEM",
+    "build_profile",
     "coefficient_table",
+    "committed_guidance",
     "count_metrics",
     "count_study",
     "interval_overlap",
@@ -65,6 +68,8 @@ __all__ = [
     "regression_table",
     "settings",
     "summary_figure",
+    "guidance_numbers",
+    "publish_guidance",
     "summary_table",
     "targets",
     "transfer_beta",
@@ -369,8 +374,9 @@ def _first_or_max(col: pd.Series) -> Any:
 
 
 def targets(table: pd.DataFrame, epsilon: float = 5.0) -> dict[str, Any]:
-    """The issue's targets at ``epsilon``: the best strict-DP posterior mechanism within 10% of
-    the mean and 5 points of the zero share; PH max-ECDF <= 1.5 x the OpenDP histogram's."""
+    """dpsynth's targets for count data at ``epsilon``: the best strict-DP posterior
+    mechanism within 10% of the mean and 5 points of the zero share; PH max-ECDF <= 1.5 x the
+    OpenDP histogram's."""
     data = table[table["mechanism"] == "Data"].iloc[0]
     at = table[np.isclose(table["epsilon"], epsilon)]
     bayes = at[~at["mechanism"].isin(["ph", "opendp-histogram", "unweighted"])]
@@ -577,3 +583,104 @@ def summary_figure(
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     return fig
+
+
+# ------------------------------------------------------------------ the guidance page
+
+GUIDANCE_STEM = "09_real_data"
+"""``results/<stem>/``: the paper-scale per-set frames the guide "Which mechanism for my
+data?" (book/which_mechanism.md) quotes, whatever profile the book is built with."""
+
+NOT_MEASURED = "not yet measured at paper scale"
+
+
+def guidance_numbers(
+    counts: pd.DataFrame, reg: pd.DataFrame, settings_used: Mapping[str, Any]
+) -> tuple[dict[str, pd.DataFrame], dict[str, Any]]:
+    """The tables and numbers the guidance page quotes, from the per-set frames of
+    :func:`count_study` and :func:`regression_study`: each metric as mean ± Monte Carlo SE
+    over the synthetic sets, at the largest epsilon per set of the run (``settings_used``)."""
+    from dpsynth.studies.notebook import mean_se_frame, pick
+
+    hi, reg_hi = max(settings_used["epsilons"]), max(settings_used["regression_epsilons"])
+    tables = {
+        "count_numbers": mean_se_frame(
+            counts, ["model", "mechanism", "epsilon"], ["mean", "zero_share", "max_ecdf"]
+        ),
+        "regression_numbers": mean_se_frame(
+            reg, ["mechanism", "epsilon"], ["ci_overlap", "mean", "zero_share", "max_ecdf"]
+        ),
+    }
+    at_hi = {"epsilon": hi}
+    ref_uw = {"model": "negbin", "mechanism": "censor-uw/reference", "epsilon": hi}
+    numbers = {
+        "profile": settings_used.get("profile", "paper"),
+        "sets": settings_used["sets"],
+        "eps_hi": hi,
+        "reg_eps_hi": reg_hi,
+        "data_mean": pick(counts, "mean", mechanism="Data"),
+        "data_zero_share": pick(counts, "zero_share", mechanism="Data"),
+        "ph_max_ecdf": pick(counts, "max_ecdf", mechanism="ph", **at_hi),
+        "opendp_max_ecdf": pick(counts, "max_ecdf", mechanism="opendp-histogram", **at_hi),
+        "ref_mean": pick(counts, "mean", **ref_uw),
+        "ref_zero_share": pick(counts, "zero_share", **ref_uw),
+        "ref_max_ecdf": pick(counts, "max_ecdf", **ref_uw),
+        "uncentred_zero_share": pick(
+            counts, "zero_share", model="negbin", mechanism="censor-uw", **at_hi
+        ),
+        "table_overlap": pick(reg, "ci_overlap", mechanism="opendp-table", epsilon=reg_hi),
+        "ref_overlap": pick(reg, "ci_overlap", mechanism="censor-uw/reference", epsilon=reg_hi),
+        "unweighted_overlap": pick(reg, "ci_overlap", mechanism="unweighted", epsilon=reg_hi),
+    }
+    return tables, numbers
+
+
+def publish_guidance(counts: pd.DataFrame, reg: pd.DataFrame, cfg: Mapping[str, Any]) -> Any:
+    """Under a true ``paper`` run, write the per-set frames to ``results/09_real_data/`` (to be
+    committed); under any other profile leave them alone. Returns the
+    :class:`dpsynth.studies.results.PaperScale` (its ``note`` says which happened)."""
+    from dpsynth.studies import results
+
+    return results.paper_scale(GUIDANCE_STEM, {"counts": counts, "regression": reg}, cfg, PROFILES)
+
+
+def committed_guidance() -> tuple[dict[str, pd.DataFrame], dict[str, Any], dict[str, Any]]:
+    """(tables, numbers, meta) of :func:`guidance_numbers` on the committed paper-scale frames.
+
+    With nothing committed, every number reads "not yet measured at paper scale" and each
+    table is one row saying so: the guidance page never quotes a smoke-test run.
+    """
+    from dpsynth.studies import results
+
+    got = results.load(GUIDANCE_STEM)
+    counts, reg = got.get("counts"), got.get("regression")
+    if counts is None or reg is None:
+        numbers = {
+            k: NOT_MEASURED
+            for k in guidance_numbers(_EMPTY_COUNTS, _EMPTY_REG, PAPER | {"profile": "paper"})[1]
+        }
+        numbers.update(profile="paper", sets=PAPER["sets"])
+        numbers.update(eps_hi=max(PAPER["epsilons"]), reg_eps_hi=max(PAPER["regression_epsilons"]))
+        empty = pd.DataFrame({"status": [f"{NOT_MEASURED} (results/{GUIDANCE_STEM}/ is empty)"]})
+        return {"count_numbers": empty, "regression_numbers": empty}, numbers, {}
+    settings_used = {**PAPER, **got.meta.get("settings", {})}
+    tables, numbers = guidance_numbers(counts, reg, settings_used)
+    return tables, numbers, got.meta
+
+
+_EMPTY_COUNTS = pd.DataFrame(
+    columns=["model", "mechanism", "epsilon", "mean", "zero_share", "max_ecdf"]
+)
+_EMPTY_REG = pd.DataFrame(
+    columns=["mechanism", "epsilon", "ci_overlap", "mean", "zero_share", "max_ecdf"]
+)
+
+
+def build_profile() -> str | None:
+    """The profile the book's notebooks were executed with (``book/executed/.profile-*``,
+    written by ``make book``), or None outside a book build."""
+    from pathlib import Path
+
+    executed = Path(__file__).resolve().parents[2] / "book" / "executed"
+    stamps = sorted(executed.glob(".profile-*")) if executed.is_dir() else []
+    return stamps[0].name.removeprefix(".profile-") if stamps else None

@@ -139,13 +139,13 @@ CAUSES: dict[tuple[str, str], str] = {
     ("modips", "table1"): "Monte Carlo error",
     ("modips", "sd_peak"): (
         "the SD curve is flat near its peak, so its argmax moves with Monte Carlo error, "
-        "and Figure 6's epsilon is not in the extracted text (dpsynth uses 1)"
+        "and the paper does not state Figure 6's epsilon (dpsynth uses 1)"
     ),
     ("modips", "binary_bias"): (
-        "Figure 6's epsilon is not in the extracted text: at epsilon = 1 the per-set "
+        "the paper does not state Figure 6's epsilon: at epsilon = 1 the per-set "
         "budget at m = 500 clamps p* to 0 or 1; a larger epsilon is closer to the paper"
     ),
-    ("modips", "allocation"): "Figure 8's epsilon and m are not in the extracted text",
+    ("modips", "allocation"): "the paper does not state Figure 8's epsilon and m",
 }
 """Known causes of differences, keyed by (study, quantity); filled from dpsynth's findings."""
 

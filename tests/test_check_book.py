@@ -1,0 +1,184 @@
+"""The browser check's page-content checks (tools/check_book.py), on small hand-made pages.
+
+Each check must fail on a page with the fault and pass on the same page without it; none
+needs chromium (the probe's measurements are passed in as the dict it would write).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[1] / "tools" / "check_book.py"
+_spec = importlib.util.spec_from_file_location("check_book", _PATH)
+check_book = importlib.util.module_from_spec(_spec)
+sys.modules["check_book"] = check_book
+_spec.loader.exec_module(check_book)
+
+
+def page(body: str) -> str:
+    return (
+        "<html><head><title>A page</title><script>var x = '/work/x';</script></head><body>"
+        f"<main><article class='bd-article'><h1>A page</h1>{body}</article></main></body></html>"
+    )
+
+
+def problems(body: str) -> list[str]:
+    return check_book.content_problems("book/x", check_book.parse_html(page(body)))
+
+
+def output(text: str) -> str:
+    return (
+        "<div class='cell_output docutils container'><div class='output text_plain "
+        f"highlight-myst-ansi notranslate'><div class='highlight'><pre>{text}</pre></div></div></div>"
+    )
+
+
+GOOD = "<p>The model <code>--model lognormal-regression</code> is fitted.</p>"
+
+
+def test_a_good_page_passes():
+    assert problems(GOOD) == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "<dl><dt>--model</dt><dd>one of &lt;dpsynth.cli._LazyChoices object at 0x7f3a2b1c&gt;</dd></dl>",
+        "<pre>choices: &lt;Foo object at 0xdeadbeef&gt;</pre>",
+    ],
+)
+def test_object_reprs_fail(bad):
+    found = problems(bad)
+    assert len(found) == 1 and "object repr" in found[0]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "<p>STAN_DIR = '/work/main/stan'</p>",
+        "<dl><dd><code>/root/.cache/httpstan</code></dd></dl>",
+        "<pre>written to /home/ana/out.csv</pre>",
+        "<p>see /tmp/dpsynth-abc/report.json</p>",
+    ],
+)
+def test_build_paths_fail(bad):
+    found = problems(bad)
+    assert len(found) == 1 and "absolute path" in found[0]
+
+
+def test_relative_and_home_paths_pass():
+    assert problems("<p>Files go to <code>~/.cache/httpstan</code> and results/x.csv</p>") == []
+
+
+def test_a_script_is_not_page_text():
+    # the page() wrapper has '/work/x' in a <script>: a reader never sees it
+    assert problems("") == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "<p>This is the case that started this page.</p>",
+        "<p>Until the issue's release, use censor-uw.</p>",
+        "<p>The goal of the issue was to ...</p>",
+        "<p>See issue #30.</p>",
+        "<p>The goal of issue 19 was a mean error of at most 10%.</p>",
+        "<p>Open a ticket.</p>",
+        "<p>An independent reviewer ran the mechanism.</p>",
+    ],
+)
+def test_tracker_wording_fails(bad):
+    found = problems(bad)
+    assert found and all("tracker wording" in f for f in found)
+
+
+def test_a_reviewer_linked_to_the_glossary_passes():
+    body = (
+        "<p>An independent <a class='reference internal' href='glossary.html#term-reviewer'>"
+        "<span class='xref std std-term'>reviewer</span></a> ran it; the reviewer agreed.</p>"
+    )
+    assert problems(body) == []
+
+
+def test_tracker_words_in_code_are_not_prose():
+    assert problems("<pre>git log --grep 'the issue'</pre>") == []
+
+
+def test_nan_in_a_table_cell_fails():
+    bad = "<table><tr><th>p</th></tr><tr><td>NaN</td></tr></table>"
+    found = problems(bad)
+    assert len(found) == 1 and "NaN" in found[0]
+    assert problems("<table><tr><th>p</th></tr><tr><td>0.95</td></tr></table>") == []
+    assert problems("<table><tr><td>nan</td></tr></table>")
+    # words that contain nan are fine
+    assert problems("<table><tr><td>nominal, financial</td></tr></table>") == []
+
+
+WRAPPED = """     mechanism   n     mean  \\
+0    censor-uw   100   0.41
+1    censor-w    100   0.39
+
+     sd
+0    0.12
+1    0.13"""
+ALIGNED = """mechanism    n      mean    sd
+censor-uw    100    0.41    0.12
+censor-w     100    0.39    0.13
+lw           100    0.40    0.11"""
+
+
+@pytest.mark.parametrize("text", [WRAPPED, ALIGNED])
+def test_a_plain_text_table_in_an_output_fails(text):
+    found = problems(output(text))
+    assert len(found) == 1 and "plain-text table" in found[0]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fits converged: max R-hat 1.004",
+        "epsilon  1.0\nn  1000\n",
+        "Wrote results/out.csv\nTook 3 s\nDone",
+    ],
+)
+def test_plain_output_passes(text):
+    assert problems(output(text)) == []
+
+
+def test_a_table_in_code_that_is_not_an_output_passes():
+    # a code block in the prose may align columns on purpose
+    assert problems(f"<div class='highlight'><pre>{ALIGNED}</pre></div>") == []
+
+
+def test_overlapping_tick_labels_fail():
+    bad = (
+        "<div class='cell_output'><div class='output text_html'><div class='dpsynth-check'>"
+        "Tick labels overlap in the figure above: x axis of panel 'n = 100': '0.2' and '0.4'"
+        "</div></div></div>"
+    )
+    found = problems(bad)
+    assert len(found) == 1 and "tick labels overlap" in found[0]
+
+
+def test_cut_off_code_and_tables_fail_at_1280_px():
+    cut = [{"kind": "code", "content": 900, "box": 690, "text": "dpsynth synthesize ..."}]
+    assert check_book.cutoff_problems("book/x at 1280 px", cut, 1280)
+    assert check_book.cutoff_problems("book/x at 500 px", cut, 500) == []
+    assert check_book.cutoff_problems("book/x at 1280 px", [], 1280) == []
+    probe = {"state": "ok", "innerWidth": 1280, "scrollWidth": 1280, "cutoff": cut}
+    info = check_book.parse_html(page(GOOD))
+    info.probe = probe
+    found, _ = check_book.check_rendering("book/x", info, 1280, first=False)
+    assert len(found) == 1 and "cut off at the right" in found[0]
+    info.probe = dict(probe, cutoff=[])
+    assert check_book.check_rendering("book/x", info, 1280, first=False)[0] == []
+
+
+def test_the_probe_measures_cut_off_blocks():
+    assert "res.cutoff" in check_book.PROBE_JS
+    # the probe is a %-template: it must format
+    check_book.PROBE_JS % {"limit": 1, "result_id": "r"}
