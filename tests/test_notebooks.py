@@ -131,3 +131,16 @@ def test_code_lines_fit_the_book_column():
                 continue
             long += [(path.name, line) for line in cell.source.splitlines() if len(line) > 88]
     assert not long, long
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_lists_every_knob_with_its_meaning(path):
+    """`papermill --help-notebook` shows each knob of dpsynth.studies.knobs with a help text
+    (papermill skips a parameter line holding two '=', e.g. one in its comment)."""
+    import papermill
+
+    from dpsynth.studies.knobs import KNOBS
+
+    found = {k: v["help"] for k, v in papermill.inspect_notebook(str(path)).items()}
+    assert set(found) == set(KNOBS[path.stem]), path.name
+    assert all(found.values()), {k: v for k, v in found.items() if not v}
