@@ -243,6 +243,7 @@ def release_sets(
             reference=ref_y,
             reference_X=reference_X if ref_y is not None else None,
             allow_unconverged=True,
+            allow_large_epsilon=True,  # the study's total: sets x the per-set epsilon
             **tuning,
         )
     sets = _sets_of(release.data, cfg["sets"])
@@ -328,6 +329,7 @@ def count_study(cfg: Mapping[str, Any], progress: bool = False) -> pd.DataFrame:
             epsilon=eps * cfg["sets"],
             m=cfg["sets"],
             neighbours="substitution",
+            allow_large_epsilon=True,  # the study's total: sets x the per-set epsilon
         )
         ph_sets = _sets_of(ph.data, cfg["sets"])
         labels = {"model": "-", "mechanism": "ph", "epsilon": eps, "guarantee": "DP"}
