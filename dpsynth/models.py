@@ -83,6 +83,20 @@ class Model:
     saturated: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
+    def user_program(self) -> bool:
+        """True for a whole user program (``from_stan_file``): tested, never proved DP."""
+        return self.record_log_lik is None
+
+    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The data the program declares, from the convention's data dict (the same here;
+        a pieces model renames its confidential entries, :mod:`dpsynth.pieces`)."""
+        return dict(data)
+
+    def log_lik_mirror(self) -> RecordLogLik | None:
+        """The record log-likelihood at any draws (numpy mirror; None for user programs)."""
+        return self.record_log_lik
+
+    @property
     def log_lik(self) -> RecordLogLik | None:
         """Former name of :attr:`record_log_lik` (kept for compatibility)."""
         return self.record_log_lik
