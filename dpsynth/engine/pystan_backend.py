@@ -110,11 +110,15 @@ def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.
 
 def stanc_errors(code: str) -> str | None:
     """stanc's error text for ``code`` (httpstan's stanc, no C++ build), or None."""
+    import warnings
+
     import httpstan.compile
 
     for attempt in range(3):
         try:
-            httpstan.compile.compile(code, "model_dpsynth_scope")
+            with warnings.catch_warnings():  # importlib.resources.path's deprecation
+                warnings.simplefilter("ignore", DeprecationWarning)
+                httpstan.compile.compile(code, "model_dpsynth_scope")
             return None
         except ValueError as exc:
             return str(exc)
