@@ -316,7 +316,7 @@ def synthesis_program(pieces: Pieces) -> str:
     """The synthesis program: public inputs and ``n`` only; ``y_rep`` from ``record_rng``.
 
     No outcome, weight or centre is declared, so nothing confidential can reach ``y_rep``;
-    run by Stan's fixed-parameter sampler at one posterior draw (:func:`engine.generate`).
+    run by Stan's fixed-parameter sampler at one posterior draw (:func:`dpsynth.engine.generate`).
     """
     kind = "int" if pieces.outcome == "count" else "real"
     p = _Program()
@@ -443,7 +443,7 @@ class _StanMirror:
 
 
 def fit_inputs(data: Mapping[str, Any], prior_only: bool = False) -> dict[str, Any]:
-    """The fit program's data from the convention's data dict (:func:`models.stan_data`):
+    """The fit program's data from the convention's data dict (:func:`dpsynth.models.stan_data`):
     the confidential entries under their reserved ``dpsynth_`` names."""
     return {
         "n": int(data["n"]),
@@ -482,12 +482,12 @@ class PiecesModel(Model):
         return fit_inputs(data)
 
     def log_lik_mirror(self) -> _StanMirror:
-        """The record log-likelihood at any draws, by the fit program (:class:`_StanMirror`)."""
+        """The record log-likelihood at any draws, by the fit program itself."""
         assert self.pieces is not None
         return _StanMirror(self.pieces, self.stan_file)
 
     def to_stan_scale(self, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
-        """As :meth:`Model.to_stan_scale`; a real outcome must also lie in public ``bounds``."""
+        """As :meth:`dpsynth.models.Model.to_stan_scale`; a real outcome must also lie in public ``bounds``."""
         arr = super().to_stan_scale(y, bounds)
         if bounds is not None and self.outcome == "real":
             from dpsynth.models import _first_bad
