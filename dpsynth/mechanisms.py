@@ -374,7 +374,8 @@ class Synthesizer:
         mirror = self.model.log_lik_mirror()
         if mirror is None:
             raise InputError(
-                "reference", "reference weights need a shipped or pieces model (not a whole program)"
+                "reference",
+                "reference weights need a shipped or pieces model (not a whole program)",
             )
         probe = WeightedFit(ref_fit.stan_fit, np.ones(self.n), mirror, None, data)
         alpha = weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)

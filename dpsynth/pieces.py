@@ -36,7 +36,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ import numpy as np
 from dpsynth import engine
 from dpsynth.engine.common import write_atomically
 from dpsynth.errors import InputError
-from dpsynth.models import Draws, Model, stan_data
+from dpsynth.models import Draws, Model
 
 ALLOWED_BLOCKS = ("functions", "parameters", "transformed parameters", "prior")
 """The pieces a user writes; any other block (data, transformed data, model, ...) is refused."""
@@ -168,8 +168,9 @@ def _check_body(piece: str, body: str) -> None:
     reserved = re.search(rf"\b{RESERVED_PREFIX}\w*", body)
     if reserved:
         raise _refuse(
-            piece, f"uses the name {reserved.group(0)}: names starting with {RESERVED_PREFIX} "
-            "are dpsynth's"
+            piece,
+            f"uses the name {reserved.group(0)}: names starting with {RESERVED_PREFIX} "
+            "are dpsynth's",
         )
 
 

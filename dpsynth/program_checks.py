@@ -291,7 +291,10 @@ def check_censored(
     zero = dict(full, alpha=np.zeros(n))
     t0 = log_density(stan_file, zero, params, backend=backend)
     variants = [
-        ("the outcome replaced by placeholders", dict(zero, y=_mixed_placeholder(n, values, y.dtype, rng)))
+        (
+            "the outcome replaced by placeholders",
+            dict(zero, y=_mixed_placeholder(n, values, y.dtype, rng)),
+        )
     ]
     variants += [(label, dict(zero, y=new)) for label, where, new in changes if where.size == 1]
     if neighbours == "add-remove" and n > 1:

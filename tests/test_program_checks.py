@@ -82,8 +82,13 @@ def test_beyond_values_stay_in_the_support():
 def test_whole_program_drawing_random_numbers_in_transformed_data_is_refused(tmp_path):
     """Check evaluations run with httpstan's fixed seeds; a program that could tell them
     from the fit (an _rng in transformed data) is refused before anything runs."""
-    text = (TEST_STAN / "honest_normal.stan").read_text().replace(
-        "vector[n] z = 0.5 * square(y);", "vector[n] z = 0.5 * square(y);\n  real u = uniform_rng(0, 1);"
+    text = (
+        (TEST_STAN / "honest_normal.stan")
+        .read_text()
+        .replace(
+            "vector[n] z = 0.5 * square(y);",
+            "vector[n] z = 0.5 * square(y);\n  real u = uniform_rng(0, 1);",
+        )
     )
     path = tmp_path / "detects_checks.stan"
     path.write_text(text)
