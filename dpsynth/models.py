@@ -547,11 +547,12 @@ def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none")
         )
     if not isinstance(centring, Mapping):
         raise InputError("centring", f"must be none, saturated or a mapping (got {centring!r})")
-    if model.record_log_lik is None:
-        raise InputError("centring", "reference centring needs a shipped model (numpy mirror)")
+    mirror = model.log_lik_mirror()
+    if mirror is None:
+        raise InputError("centring", "reference centring needs a shipped or pieces model")
     draws = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
     try:
-        centre = np.asarray(model.record_log_lik(draws, dict(data)), dtype=float)[0]
+        centre = np.asarray(mirror(draws, dict(data)), dtype=float)[0]
     except (KeyError, ValueError) as exc:
         raise InputError("centring", f"cannot evaluate the model at {centring!r}: {exc}") from None
     if centre.shape != y.shape or not np.all(np.isfinite(centre)):

@@ -46,9 +46,9 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -273,15 +273,19 @@ def check_censored(
     backend: str | None = None,
     outcome: str = "real",
     neighbours: str = "substitution",
+    inputs: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
 ) -> None:
     """The censoring tests ``prior``, ``clamp``, ``sum`` and ``locality`` (:data:`CHECKS`).
 
     At each of ``params`` (constrained parameter values), with the outcomes changed as
     :func:`_changes` says (``records`` one at a time, then ``subsets`` random halves,
     drawn from the operating system's entropy so a program cannot anticipate them), at
-    the claimed bound and at :data:`WIDE_M`. Raises InputError(``stan_file``) naming the
-    first failed check.
+    the claimed bound and at :data:`WIDE_M`. ``inputs`` maps the convention's data dict to
+    the program's own (a pieces fit program's reserved names, ``PiecesModel.fit_inputs``: the
+    tests of dpsynth's own assembly). Raises InputError(``stan_file``) naming the first failed
+    check.
     """
+    program = _Evaluator(stan_file, backend, inputs or dict)
     data, M = dict(data), float(censor_bound)
     n = int(data["n"])
     y = np.asarray(data["y"])
@@ -289,7 +293,7 @@ def check_censored(
     changes = _changes(y, records, values, subsets, rng, outcome)
     full = dict(data, want_contrib=1, want_rep=0)
     zero = dict(full, alpha=np.zeros(n))
-    t0 = log_density(stan_file, zero, params, backend=backend)
+    t0 = program.density(zero, params)
     variants = [
         (
             "the outcome replaced by placeholders",
@@ -300,7 +304,7 @@ def check_censored(
     if neighbours == "add-remove" and n > 1:
         variants.append(("a record removed", _without_last(zero)))
     for what, changed in variants:
-        moved = log_density(stan_file, changed, params, backend=backend) - t0
+        moved = program.density(changed, params) - t0
         if not np.all(np.abs(moved) <= PRIOR_ATOL):
             raise _refuse("prior", f"the alpha = 0 target moves with {what}")
     # the claimed bound, then a bound so wide that (almost) no term is clamped: a term that
@@ -308,17 +312,17 @@ def check_censored(
     # these draws) and still show where the clamp is inactive
     for bound in (M, max(WIDE_M, M)):
         at_bound = dict(full, M=bound)
-        contrib = _contributions(stan_file, at_bound, params, bound, backend)
-        _check_sum(stan_file, at_bound, params, t0, contrib, backend)
+        contrib = _contributions(program, at_bound, params, bound)
+        _check_sum(program, at_bound, params, t0, contrib)
         for label, where, new in changes:
             changed = dict(at_bound, y=new)
-            alt = _contributions(stan_file, changed, params, bound, backend)
+            alt = _contributions(program, changed, params, bound)
             others = np.ones(n, dtype=bool)
             others[where] = False
             if not np.allclose(alt[:, others], contrib[:, others], rtol=1e-9, atol=1e-12):
                 raise _refuse("locality", f"with {label}, other records' contrib changed")
             if where.size == 1:  # the random halves test locality only (they are many)
-                _check_sum(stan_file, changed, params, t0, alt, backend)
+                _check_sum(program, changed, params, t0, alt)
 
 
 def _without_last(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -331,8 +335,22 @@ def _without_last(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _contributions(stan_file, data, params, M, backend) -> np.ndarray:
-    outs = outputs_at(stan_file, data, params, backend=backend)
+class _Evaluator(NamedTuple):
+    """A program evaluated at fixed parameters, its data mapped by ``inputs`` first."""
+
+    stan_file: str | Path
+    backend: str | None
+    inputs: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+    def density(self, data: Mapping[str, Any], params: list) -> np.ndarray:
+        return log_density(self.stan_file, self.inputs(data), params, backend=self.backend)
+
+    def outputs(self, data: Mapping[str, Any], params: list) -> list[dict[str, np.ndarray]]:
+        return outputs_at(self.stan_file, self.inputs(data), params, backend=self.backend)
+
+
+def _contributions(program: _Evaluator, data, params, M) -> np.ndarray:
+    outs = program.outputs(data, params)
     n = int(data["n"])
     contrib = [np.asarray(o.get("contrib", ()), dtype=float).ravel() for o in outs]
     if any(c.shape != (n,) for c in contrib):
@@ -345,8 +363,8 @@ def _contributions(stan_file, data, params, M, backend) -> np.ndarray:
     return contrib
 
 
-def _check_sum(stan_file, data, params, t0, contrib, backend) -> None:
-    target = log_density(stan_file, data, params, backend=backend)
+def _check_sum(program: _Evaluator, data, params, t0, contrib) -> None:
+    target = program.density(data, params)
     expected = contrib.sum(axis=1)
     scale = 1 + np.abs(contrib).sum(axis=1)
     if not np.all(np.abs(target - t0 - expected) <= RTOL * scale):

@@ -210,6 +210,21 @@ def test_pieces_release_on_censor_uw_is_dp(normal_model, converging_sampler, sta
 
 
 @pytest.mark.slow
+def test_pieces_release_centred_at_public_values(normal_model, converging_sampler, stan_backend):
+    """Centring at public parameter values: c_i = ll(y_i | mu_ref), evaluated by the fit
+    program itself (record-only, so the guarantee is unchanged)."""
+    y = _normal_data(22)
+    syn = Synthesizer(y, normal_model, seed=1)
+    centre = syn._centre({"mu": 1.0})
+    expected = -0.5 * (y - 1.0) ** 2 - 0.5 * np.log(2 * np.pi)
+    np.testing.assert_allclose(centre, expected, rtol=1e-10)
+    rel = synthesize(y, model=normal_model, mechanism="censor-uw", epsilon=2.0,
+                     centring={"mu": 1.0}, sampler=converging_sampler)  # fmt: skip
+    assert rel.report["guarantee"] == "DP", rel.diagnostics["mcmc"]
+    assert abs(rel.data["y"].mean() - y.mean()) < 1.0  # centred: records are not all clamped
+
+
+@pytest.mark.slow
 def test_pieces_release_under_add_remove_is_dp(normal_model, converging_sampler, stan_backend):
     rel = synthesize(
         _normal_data(), model=normal_model, mechanism="censor-uw", epsilon=8.0,
@@ -310,6 +325,32 @@ def test_pieces_lognormal_gives_the_shipped_posterior(small_sampler, stan_backen
     ours = model.simulate(draw, data, 2000, rng)
     theirs = MODELS["lognormal"].simulate(draw, data, 2000, rng)
     assert ks_2samp(ours, theirs).pvalue > 0.001
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["normal_known_sd", "poisson"])
+def test_dpsynths_assembly_passes_the_differential_checks(name, stan_backend):
+    """The checks of whole programs, run on dpsynth's own assembled fit program (a test of
+    the assembly, not the basis of its label): prior, locality, clamp and sum, with varied
+    weights and centres, under add-remove (a record also removed)."""
+    from dpsynth.mechanisms import PLACEHOLDERS
+    from dpsynth.program_checks import check_censored
+
+    model = pieces.from_pieces(EXAMPLES / f"{name}.pieces")
+    rng = np.random.default_rng(21)
+    if name == "poisson":
+        y = rng.poisson(3.0, 20)
+        params = [{"beta": [b], "sigma_beta": [1.0], "L_beta": [[1.0]]} for b in (0.5, 1.5)]
+    else:
+        y = rng.normal(1.0, 1.0, 20)
+        params = [{"mu": m} for m in (-1.0, 0.5, 3.0)]
+    data = stan_data(model, y, rng.uniform(0.2, 1.0, y.size), censor_bound=0.8,
+                     centre=rng.normal(0.0, 0.1, y.size))  # fmt: skip
+    check_censored(
+        model.stan_file, data, params, 0.8, records=(0, 10, 19),
+        values=PLACEHOLDERS[model.outcome], subsets=8, outcome=model.outcome,
+        neighbours="add-remove", inputs=model.fit_inputs,
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the CLI

@@ -603,6 +603,8 @@ GALLERY = [
     ("leak_record_pair.stan", "locality"),  # record 5's term reads record 6
     ("broken_contrib.stan", "clamp"),  # contrib not clamped
     ("broken_target.stan", "sum"),  # target is not the sum of contrib
+    ("leak_constant_widens.stan", "prior"),  # target += 1e11 + 1e-3 mean(y)
+    ("leak_order_statistic.stan", "locality"),  # every term reads max(y)
 ]
 
 
@@ -626,6 +628,24 @@ def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch, stan_
         )
     assert exc.value.param == "stan_file"
     assert not any(f"{v:.4f}" in str(exc.value) for v in y)  # no value in the message
+
+
+@pytest.mark.slow
+def test_prior_reading_n_is_refused_under_add_remove(stan_backend):
+    """Under add-remove neighbours n is private: the prior check also removes a record."""
+    y = np.random.default_rng(7).normal(0.0, 1.0, 60)
+    model = Model.from_stan_file(TEST_STAN / "leak_prior_n.stan", "real")
+    with pytest.raises(InputError, match="fails the check 'prior'.*a record removed"):
+        synthesize(
+            y,
+            model=model,
+            mechanism="censor-uw",
+            epsilon=1.0,
+            neighbours="add-remove",
+            n_synthetic=60,
+            sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
+            allow_unconverged=True,
+        )
 
 
 @pytest.mark.slow
