@@ -210,6 +210,18 @@ class _Program:
         """The piece that wrote 1-based ``line`` (``dpsynth`` for assembled code)."""
         return self.owner[line - 1] if 0 < line <= len(self.owner) else "dpsynth"
 
+    def expanded(self) -> _Program:
+        """The same program with ``#include`` lines replaced by the shared functions file
+        (what stanc sees), each line still attributed to its piece."""
+        out = _Program()
+        for line, owner in zip(self.lines, self.owner, strict=True):
+            if line.strip() == f"#include {engine.SHARED_FUNCTIONS}":
+                out.add((engine.STAN_DIR / engine.SHARED_FUNCTIONS).read_text(), "dpsynth")
+            else:
+                out.lines.append(line)
+                out.owner.append(owner)
+        return out
+
 
 def _args(pieces: Pieces) -> str:
     return ", ".join(pieces.arguments)
@@ -256,6 +268,11 @@ def scope_program(pieces: Pieces, neighbours: str) -> _Program:
 
 
 def fit_program(pieces: Pieces) -> str:
+    """The fit program's text (:func:`_fit_program`)."""
+    return _fit_program(pieces).code
+
+
+def _fit_program(pieces: Pieces) -> _Program:
     """The fit program: dpsynth's data, loop, clamp and sum around the user's pieces.
 
     Each record's term is the record function at that record's outcome and covariate row
@@ -271,7 +288,7 @@ def fit_program(pieces: Pieces) -> str:
     _user_blocks(p, pieces)
     p.block("model", "  {\n" + pieces.prior + "\n  }\n" + _FIT_MODEL.format(call=call), "prior")
     p.block("generated quantities", _FIT_OUTPUTS.format(call=call), "dpsynth")
-    return p.code
+    return p
 
 
 _FIT_DATA = """
@@ -314,6 +331,11 @@ _FIT_OUTPUTS = """
 
 
 def synthesis_program(pieces: Pieces) -> str:
+    """The synthesis program's text (:func:`_synthesis_program`)."""
+    return _synthesis_program(pieces).code
+
+
+def _synthesis_program(pieces: Pieces) -> _Program:
     """The synthesis program: public inputs and ``n`` only; ``y_rep`` from ``record_rng``.
 
     No outcome, weight or centre is declared, so nothing confidential can reach ``y_rep``;
@@ -330,7 +352,7 @@ def synthesis_program(pieces: Pieces) -> str:
         f"    y_rep[dpsynth_i] = record_rng(X[dpsynth_i], {_args(pieces)});\n  }}",
         "dpsynth",
     )
-    return p.code
+    return p
 
 
 _NOT_IN_SCOPE = re.compile(r"Identifier '(\w+)' not in scope")
@@ -344,7 +366,12 @@ def check_scope(pieces: Pieces, neighbours: str = "substitution") -> None:
     data only (:data:`PUBLIC_DATA`), so a piece that names the outcome, the weights, the
     centres or the bound (or ``n`` under add-remove) does not compile.
     """
-    program = scope_program(pieces, neighbours)
+    _compiles(scope_program(pieces, neighbours), pieces, neighbours)
+
+
+def _compiles(program: _Program, pieces: Pieces, neighbours: str) -> None:
+    """Type-check ``program`` with stanc; refuse in one line naming the piece at fault."""
+    program = program.expanded()
     error = engine.stanc_errors(program.code)
     if error is None:
         return
@@ -510,9 +537,12 @@ def from_pieces(path: str | Path) -> PiecesModel:
     """
     pieces = read_pieces(path)
     check_scope(pieces, "substitution")
+    fit, synthesis = _fit_program(pieces), _synthesis_program(pieces)
+    for program in (fit, synthesis):  # e.g. a local variable named n: refused here, in one line
+        _compiles(program, pieces, "substitution")
     stem = re.sub(r"\W", "_", pieces.source) or "pieces"
-    fit_file = _write_program(fit_program(pieces), stem, "fit")
-    synthesis_file = _write_program(synthesis_program(pieces), stem, "synthesis")
+    fit_file = _write_program(fit.code, stem, "fit")
+    synthesis_file = _write_program(synthesis.code, stem, "synthesis")
     return PiecesModel(
         name=pieces.source,
         stan_file=fit_file,

@@ -155,6 +155,15 @@ def test_attack_is_refused_at_compile_time_naming_the_piece(text, neighbours, pi
     assert "\n" not in message  # one line
 
 
+def test_assembled_programs_are_type_checked_before_any_build(tmp_path):
+    """A name that collides with dpsynth's public data in the fit program is refused by
+    from_pieces in one line naming the piece, before a C++ build."""
+    path = tmp_path / "local_n.pieces"
+    path.write_text(_with("mu ~ normal(0, 10);", "{ int n = 3; mu ~ normal(0, 10 * n); }"))
+    with pytest.raises(InputError, match=r"^pieces: prior does not compile: Identifier 'n'"):
+        pieces.from_pieces(path)
+
+
 def test_same_pieces_pass_under_substitution_where_n_is_public():
     pieces.check_scope(pieces.parse_pieces(_with("mu ~ normal(0, 10);", "mu ~ normal(0, 10 + n);")))
 
