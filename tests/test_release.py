@@ -603,7 +603,7 @@ GALLERY = [
     ("leak_record_pair.stan", "locality"),  # record 5's term reads record 6
     ("broken_contrib.stan", "clamp"),  # contrib not clamped
     ("broken_target.stan", "sum"),  # target is not the sum of contrib
-    ("leak_constant_widens.stan", "prior"),  # target += 1e11 + 1e-3 mean(y)
+    ("leak_constant_widens.stan", "prior"),  # target += 1e10 + 1e-3 max(y)
     ("leak_order_statistic.stan", "locality"),  # every term reads max(y)
 ]
 

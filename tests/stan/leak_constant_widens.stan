@@ -1,6 +1,8 @@
-// Test-only program, NOT private: a huge constant in the target widened the former
-// relative tolerance of the prior check (1e-9 |target|), under which a small data-dependent
-// prior term hid. The tolerance is now absolute. Must be refused ('prior').
+// Test-only program, NOT private: a term on the largest outcome in its prior. The former
+// checks passed it (measured): under the outcome replaced by the placeholder the term moved,
+// but a huge constant widened the relative tolerance of the prior check (1e-9 |target|: 10
+// here), and no single-record change moved the maximum. The tolerance is now absolute and
+// records are moved beyond the maximum. Must be refused ('prior').
 functions {
 #include dpsynth_functions.stan
 }
@@ -22,7 +24,7 @@ parameters {
 model {
   vector[n] ll = -z + mu * y - 0.5 * square(mu) - 0.5 * log(2 * pi());
   mu ~ normal(0, 10);
-  target += 1e11 + 1e-3 * mean(y);
+  target += 1e10 + 1e-3 * max(y);
   target += dpsynth_target(ll, alpha, censor, M);
 }
 generated quantities {
