@@ -307,6 +307,29 @@ prior { theta ~ exponential(1); }
     assert str(exc.value).startswith("pieces: functions record_lpdf raised a Stan exception")
 
 
+@pytest.mark.slow
+def test_non_finite_terms_are_clamped(tmp_path, stan_backend):
+    """The proof's claim that the clamp bounds non-finite terms too: a record function that
+    returns -inf, +inf or NaN gives contrib -M, M and -M (Stan's fmax returns the other
+    argument for NaN) and a finite target."""
+    text = _with(
+        "return normal_lpdf(y | mu, 1);",
+        "if (y > 5) return not_a_number();\n"
+        "    if (y > 4) return positive_infinity();\n"
+        "    if (y < -4) return negative_infinity();\n"
+        "    return normal_lpdf(y | mu, 1);",
+    )
+    path = tmp_path / "non_finite.pieces"
+    path.write_text(text)
+    model = pieces.from_pieces(path)
+    y = np.array([0.0, 6.0, 4.5, -4.5])
+    data = model.fit_inputs(stan_data(model, y, np.ones(4), censor_bound=0.5, want_contrib=True))
+    out = engine.outputs_at(model.stan_file, data, [{"mu": 0.0}])[0]
+    np.testing.assert_allclose(out["contrib"], [-0.5, -0.5, 0.5, -0.5])
+    target = engine.log_density(model.stan_file, data, [{"mu": 0.0}])
+    assert np.isfinite(target).all()
+
+
 # ----------------------------------------------------------------------------- one path
 
 
