@@ -52,6 +52,7 @@ FLAGS = {
     "mechanism": "--mechanism",
     "model": "--model",
     "stan_file": "--stan-file",
+    "pieces": "--pieces",
     "outcome": "--outcome",
     "X": "--covariates",
     "covariates": "--covariates",
@@ -140,6 +141,13 @@ REFUSALS: list[tuple[str, str, str]] = [
         "term, records mixed, contributions not clamped or not the target's terms",
         "--stan-file",
     ),
+    (
+        "pieces",
+        "a missing file, a block that is not a piece, print/reject/fatal_error, #include, a "
+        "dpsynth_ name, a piece naming confidential data (outcome, weights, n under "
+        "add-remove), a record function that raises on the public outcome grid",
+        "--pieces",
+    ),
     ("columns", "a --covariates column the file lacks (the file's columns are listed)", "IN.csv"),
     (
         "convergence",
@@ -221,6 +229,12 @@ def _add_synthesize(sub: Any) -> None:
         "(e.g. --model negbin --covariates age,region)",
     )
     s.add_argument("--stan-file", default=None, help="your own Stan program (dpsynth convention)")
+    s.add_argument(
+        "--pieces",
+        default=None,
+        help="your model as pieces (parameters, prior, one record's lpdf and rng): DP by "
+        "construction (book: Bringing your own model)",
+    )
     s.add_argument(
         "--outcome",
         choices=("unit", "count", "real", "positive"),
@@ -636,6 +650,7 @@ def _synthesize_command(args: argparse.Namespace) -> int:
     if not stan_mechanism:
         for flag, value in (
             ("--stan-file", args.stan_file),
+            ("--pieces", args.pieces),
             ("--model", args.model),
             ("--covariates", args.covariates),
         ):
@@ -647,6 +662,10 @@ def _synthesize_command(args: argparse.Namespace) -> int:
         raise InputError("--model", "give either --model or --stan-file, not both")
     if args.stan_file is not None and not Path(args.stan_file).is_file():
         raise InputError("--stan-file", f"no such file: {args.stan_file}")
+    if args.pieces is not None and (args.model is not None or args.stan_file is not None):
+        raise InputError("--pieces", "give one of --model, --stan-file and --pieces")
+    if args.pieces is not None and not Path(args.pieces).is_file():
+        raise InputError("--pieces", f"no such file: {args.pieces}")
     if args.weights_from is not None and args.mechanism != "censor-w":
         raise InputError("--weights-from", "only applies to --mechanism censor-w")
     if args.centring_from is not None:
@@ -698,6 +717,10 @@ def _release_command(
     model: str | Model = args.model or "beta"
     if args.stan_file:
         model = Model.from_stan_file(args.stan_file, args.outcome or "real")
+    if args.pieces:
+        from dpsynth.pieces import from_pieces
+
+        model = from_pieces(args.pieces)
     X = covariate_matrix(frame, args.covariates, args.categorical) if stan_mechanism else None
     covariates = frame[_names(args.covariates)] if args.covariates else None
     reference = reference_X = None

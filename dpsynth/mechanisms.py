@@ -347,7 +347,7 @@ class Synthesizer:
         s = self.sampler
         sf = engine.fit(
             self.model.stan_file,
-            data,
+            self.model.fit_inputs(data),
             seed=self._seed(tag),
             chains=s.chains,
             iter_warmup=s.iter_warmup,
@@ -393,11 +393,13 @@ class Synthesizer:
         ref.data_label = "the public reference database"
         ref_fit = ref.unweighted_fit()
         data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
-        if self.model.record_log_lik is None:
-            raise InputError("reference", "reference weights need a shipped model (numpy mirror)")
-        probe = WeightedFit(
-            ref_fit.stan_fit, np.ones(self.n), self.model.record_log_lik, None, data
-        )
+        mirror = self.model.log_lik_mirror()
+        if mirror is None:
+            raise InputError(
+                "reference",
+                "reference weights need a shipped or pieces model (not a whole program)",
+            )
+        probe = WeightedFit(ref_fit.stan_fit, np.ones(self.n), mirror, None, data)
         alpha = weights.reference_lw_weights(probe.record_bounds, ref_fit.record_bounds, c, g)
         self._reference = (alpha, ref, c, g)
         return alpha
@@ -419,7 +421,7 @@ class Synthesizer:
         _, ref, c, g = self._reference
         ref_lw = ref.fit(ref.lw_alpha(c, g), tag="lw")
         data = stan_data(self.model, self.y, np.ones(self.n), X=self.X)
-        probe = WeightedFit(ref_lw.stan_fit, alpha, self.model.record_log_lik, None, data)
+        probe = WeightedFit(ref_lw.stan_fit, alpha, self.model.log_lik_mirror(), None, data)
         return weights.reweighted(alpha, probe.record_bounds, k, delta=ref_lw.lipschitz)
 
     # -- mechanisms ----------------------------------------------------------

@@ -83,6 +83,20 @@ class Model:
     saturated: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
+    def user_program(self) -> bool:
+        """True for a whole user program (``from_stan_file``): tested, never proved DP."""
+        return self.record_log_lik is None
+
+    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The data the program declares, from the convention's data dict (the same here;
+        a pieces model renames its confidential entries, :mod:`dpsynth.pieces`)."""
+        return dict(data)
+
+    def log_lik_mirror(self) -> RecordLogLik | None:
+        """The record log-likelihood at any draws (numpy mirror; None for user programs)."""
+        return self.record_log_lik
+
+    @property
     def log_lik(self) -> RecordLogLik | None:
         """Former name of :attr:`record_log_lik` (kept for compatibility)."""
         return self.record_log_lik
@@ -559,11 +573,12 @@ def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none")
         )
     if not isinstance(centring, Mapping):
         raise InputError("centring", f"must be none, saturated or a mapping (got {centring!r})")
-    if model.record_log_lik is None:
-        raise InputError("centring", "reference centring needs a shipped model (numpy mirror)")
+    mirror = model.log_lik_mirror()
+    if mirror is None:
+        raise InputError("centring", "reference centring needs a shipped or pieces model")
     draws = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
     try:
-        centre = np.asarray(model.record_log_lik(draws, dict(data)), dtype=float)[0]
+        centre = np.asarray(mirror(draws, dict(data)), dtype=float)[0]
     except (KeyError, ValueError) as exc:
         raise InputError("centring", f"cannot evaluate the model at {centring!r}: {exc}") from None
     if centre.shape != y.shape or not np.all(np.isfinite(centre)):

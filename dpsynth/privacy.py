@@ -49,8 +49,10 @@ GUARANTEES = {
         "operating system gives the guarantee stated under if_unseeded"
     ),
     "not established": (
-        "strict DP not established: the mechanism clamps every contribution, but the MCMC "
-        "diagnostics failed, and the proof assumes exact posterior draws"
+        "strict DP not established: the mechanism clamps every contribution, but a premise "
+        "of the proof is not established (the caveats say which: the MCMC diagnostics "
+        "failed, and the proof assumes exact posterior draws; or the model is a whole user "
+        "Stan program, tested but not proved to be the mechanism)"
     ),
 }
 

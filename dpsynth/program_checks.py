@@ -25,17 +25,30 @@ on the data), at retained posterior draws and at draws of the program's own prio
   data set with one record changed.
 
 These are tests at finitely many parameter values and records, not a proof: a program
-built to pass them could still break the guarantee elsewhere. The shipped programs are
-checked by the test suite; the report of a user program's release names the checks run.
+built to pass them could still break the guarantee elsewhere. So a whole user program is
+never labelled DP: its release says "not established" and these checks are a warning layer
+that refuses what they catch. A DP label needs the model as pieces (:mod:`dpsynth.pieces`),
+private by construction. What the checks do against programs built to pass them:
+
+* the prior tolerance is absolute (:data:`PRIOR_ATOL`), so a constant added to the target
+  cannot widen it;
+* the changed records include values beyond the current maximum and minimum and scaled
+  halves of the records, so changes move order statistics and sums;
+* the stand-in outcome of the prior test is a random mix of public values, not a constant;
+* under add-remove neighbours a record is also removed (n changes);
+* the random changes draw from the operating system's entropy; the evaluations' own seeds
+  are fixed by httpstan (PyStan), so a program may not call an ``_rng`` function in its
+  transformed data (refused by :func:`check_convention`), the one place where it could
+  tell a check evaluation from the fit.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,8 +59,9 @@ from dpsynth.mechanisms import PLACEHOLDERS, public_data
 
 RTOL = 1e-6
 """Relative tolerance of the target identity (Stan's log density is computed in doubles)."""
-PRIOR_RTOL = 1e-9
-"""Relative tolerance of the alpha = 0 target under a replaced outcome (it should not move)."""
+PRIOR_ATOL = 1e-8
+"""Absolute tolerance of the alpha = 0 target under a replaced outcome (it should not move;
+absolute, so that a large constant in the target cannot widen it)."""
 N_POINTS = 4
 """Parameter values tested: this many retained posterior draws, and as many prior draws."""
 WIDE_M = 1e6
@@ -86,14 +100,15 @@ def check_program(
     censor_bound: float | None,
     *,
     seed: int,
+    neighbours: str = "substitution",
 ) -> dict[str, Any]:
     """Run the differential tests on a user program; return what the public report states.
 
     ``synthesizer`` (a :class:`dpsynth.mechanisms.Synthesizer`) gives the program, the
     backend and the public placeholder outcome; ``data`` and ``fit`` are the fit's Stan
     data and draws. ``censor_bound`` M (None: not a censored release, only ``outputs``
-    runs). Raises InputError(``stan_file``) naming the first failed check; no value is
-    ever shown.
+    runs). ``neighbours``: under add-remove the prior test also removes a record. Raises
+    InputError(``stan_file``) naming the first failed check; no value is ever shown.
     """
     stan_file, backend = synthesizer.model.stan_file, synthesizer.sampler.backend
     data = dict(data)
@@ -118,6 +133,8 @@ def check_program(
             values=values,
             subsets=SUBSETS,
             backend=backend,
+            outcome=synthesizer.model.outcome,
+            neighbours=neighbours,
         )
         run += ["prior", "locality", "clamp", "sum"]
         points.update(
@@ -176,32 +193,72 @@ def _refuse_prior() -> InputError:
     )
 
 
+def _beyond(y: np.ndarray, outcome: str) -> tuple[Any, Any]:
+    """Values beyond the current maximum and minimum of ``y`` that stay in the support of
+    ``outcome`` (a change that moves order statistics and sums)."""
+    hi, lo = float(np.max(y)), float(np.min(y))
+    if outcome == "count":
+        return y.dtype.type(hi + 1 + abs(hi)), y.dtype.type(lo // 2 if lo > 0 else lo + 1)
+    if outcome == "unit":
+        return (hi + 1) / 2, lo / 2
+    if outcome == "positive":
+        return hi + 1 + hi, lo / 2
+    return hi + 1 + abs(hi), lo - 1 - abs(lo)
+
+
 def _changes(
     y: np.ndarray,
     records: tuple[int, ...],
     values: tuple[float, ...],
     subsets: int,
     rng: np.random.Generator,
+    outcome: str = "real",
 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """Changed outcomes for the differential tests: (label, changed positions, new y).
 
-    Each of ``records`` alone, set to the first public value it does not equal; then
-    ``subsets`` random halves of the records, each given another record's outcome of the
-    same half (a rotation: realistic values, nothing a program could recognise). A
-    dependence of record i's term on record j is caught with probability 1/4 per subset.
+    Each of ``records`` alone, set to the first public value it does not equal, then to a
+    value beyond the current maximum and one beyond the minimum (:func:`_beyond`: order
+    statistics and sums move); then ``subsets`` random halves of the records, each given
+    another record's outcome of the same half (a rotation: realistic values), every
+    second half also scaled (its sum moves). A dependence of record i's term on record j
+    is caught with probability 1/4 per subset.
     """
     out = []
+    top, bottom = _beyond(y, outcome)
     for j in records:
         new = np.array(y, copy=True)
         new[j] = next(v for v in values if v != y[j])
         out.append((f"record {j + 1} changed", np.array([j]), new))
+        for label, value in (("beyond the maximum", top), ("beyond the minimum", bottom)):
+            if value != y[j]:
+                new = np.array(y, copy=True)
+                new[j] = value
+                out.append((f"record {j + 1} moved {label}", np.array([j]), new))
     n = y.size
     for k in range(subsets if n > 2 else 0):
         half = np.sort(rng.choice(n, size=n // 2, replace=False))
         new = np.array(y, copy=True)
         new[half] = y[np.roll(half, 1)]
+        if k % 2 == 1:
+            new[half] = _scaled(new[half], outcome)
         out.append((f"random half {k + 1} of the records changed", half, new))
     return out
+
+
+def _scaled(values: np.ndarray, outcome: str) -> np.ndarray:
+    """Outcomes scaled within the support of ``outcome`` (doubled; halved on (0, 1))."""
+    if outcome == "unit":
+        return values / 2
+    if outcome == "count":
+        return values * 2 + 1
+    return values * 2
+
+
+def _mixed_placeholder(
+    n: int, values: tuple[float, ...], dtype: Any, rng: np.random.Generator
+) -> np.ndarray:
+    """A stand-in outcome that is not constant: public values drawn at random per record."""
+    return np.asarray(rng.choice(np.asarray(values), size=n)).astype(dtype)
 
 
 def check_censored(
@@ -214,50 +271,86 @@ def check_censored(
     values: tuple[float, ...] = PLACEHOLDERS["real"],
     subsets: int = 0,
     backend: str | None = None,
+    outcome: str = "real",
+    neighbours: str = "substitution",
+    inputs: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
 ) -> None:
     """The censoring tests ``prior``, ``clamp``, ``sum`` and ``locality`` (:data:`CHECKS`).
 
     At each of ``params`` (constrained parameter values), with the outcomes changed as
     :func:`_changes` says (``records`` one at a time, then ``subsets`` random halves,
     drawn from the operating system's entropy so a program cannot anticipate them), at
-    the claimed bound and at :data:`WIDE_M`. Raises InputError(``stan_file``) naming the
-    first failed check.
+    the claimed bound and at :data:`WIDE_M`. ``inputs`` maps the convention's data dict to
+    the program's own (a pieces fit program's reserved names, ``PiecesModel.fit_inputs``: the
+    tests of dpsynth's own assembly). Raises InputError(``stan_file``) naming the first failed
+    check.
     """
+    program = _Evaluator(stan_file, backend, inputs or dict)
     data, M = dict(data), float(censor_bound)
     n = int(data["n"])
     y = np.asarray(data["y"])
-    changes = _changes(y, records, values, subsets, np.random.default_rng(secrets.randbits(128)))
+    rng = np.random.default_rng(secrets.randbits(128))
+    changes = _changes(y, records, values, subsets, rng, outcome)
     full = dict(data, want_contrib=1, want_rep=0)
     zero = dict(full, alpha=np.zeros(n))
-    t0 = log_density(stan_file, zero, params, backend=backend)
-    tol0 = PRIOR_RTOL * (1 + np.abs(t0))
-    replaced = np.full(n, y.dtype.type(values[0]))
-    variants = [("the outcome replaced by a placeholder", replaced)]
-    variants += [(label, new) for label, where, new in changes if where.size == 1]
-    for what, new in variants:
-        moved = log_density(stan_file, dict(zero, y=new), params, backend=backend) - t0
-        if not np.all(np.abs(moved) <= tol0):
+    t0 = program.density(zero, params)
+    variants = [
+        (
+            "the outcome replaced by placeholders",
+            dict(zero, y=_mixed_placeholder(n, values, y.dtype, rng)),
+        )
+    ]
+    variants += [(label, dict(zero, y=new)) for label, where, new in changes if where.size == 1]
+    if neighbours == "add-remove" and n > 1:
+        variants.append(("a record removed", _without_last(zero)))
+    for what, changed in variants:
+        moved = program.density(changed, params) - t0
+        if not np.all(np.abs(moved) <= PRIOR_ATOL):
             raise _refuse("prior", f"the alpha = 0 target moves with {what}")
     # the claimed bound, then a bound so wide that (almost) no term is clamped: a term that
     # breaks locality or the sum can hide behind the clamp at M (all records clamped at
     # these draws) and still show where the clamp is inactive
     for bound in (M, max(WIDE_M, M)):
         at_bound = dict(full, M=bound)
-        contrib = _contributions(stan_file, at_bound, params, bound, backend)
-        _check_sum(stan_file, at_bound, params, t0, contrib, backend)
+        contrib = _contributions(program, at_bound, params, bound)
+        _check_sum(program, at_bound, params, t0, contrib)
         for label, where, new in changes:
             changed = dict(at_bound, y=new)
-            alt = _contributions(stan_file, changed, params, bound, backend)
+            alt = _contributions(program, changed, params, bound)
             others = np.ones(n, dtype=bool)
             others[where] = False
             if not np.allclose(alt[:, others], contrib[:, others], rtol=1e-9, atol=1e-12):
                 raise _refuse("locality", f"with {label}, other records' contrib changed")
             if where.size == 1:  # the random halves test locality only (they are many)
-                _check_sum(stan_file, changed, params, t0, alt, backend)
+                _check_sum(program, changed, params, t0, alt)
 
 
-def _contributions(stan_file, data, params, M, backend) -> np.ndarray:
-    outs = outputs_at(stan_file, data, params, backend=backend)
+def _without_last(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The data with the last record removed (add-remove neighbours: n is not public)."""
+    n = int(data["n"])
+    out = dict(data, n=n - 1)
+    for key, value in data.items():
+        if np.ndim(value) >= 1 and np.shape(value)[0] == n:
+            out[key] = np.asarray(value)[: n - 1]
+    return out
+
+
+class _Evaluator(NamedTuple):
+    """A program evaluated at fixed parameters, its data mapped by ``inputs`` first."""
+
+    stan_file: str | Path
+    backend: str | None
+    inputs: Callable[[Mapping[str, Any]], dict[str, Any]]
+
+    def density(self, data: Mapping[str, Any], params: list) -> np.ndarray:
+        return log_density(self.stan_file, self.inputs(data), params, backend=self.backend)
+
+    def outputs(self, data: Mapping[str, Any], params: list) -> list[dict[str, np.ndarray]]:
+        return outputs_at(self.stan_file, self.inputs(data), params, backend=self.backend)
+
+
+def _contributions(program: _Evaluator, data, params, M) -> np.ndarray:
+    outs = program.outputs(data, params)
     n = int(data["n"])
     contrib = [np.asarray(o.get("contrib", ()), dtype=float).ravel() for o in outs]
     if any(c.shape != (n,) for c in contrib):
@@ -270,8 +363,8 @@ def _contributions(stan_file, data, params, M, backend) -> np.ndarray:
     return contrib
 
 
-def _check_sum(stan_file, data, params, t0, contrib, backend) -> None:
-    target = log_density(stan_file, data, params, backend=backend)
+def _check_sum(program: _Evaluator, data, params, t0, contrib) -> None:
+    target = program.density(data, params)
     expected = contrib.sum(axis=1)
     scale = 1 + np.abs(contrib).sum(axis=1)
     if not np.all(np.abs(target - t0 - expected) <= RTOL * scale):
@@ -311,6 +404,12 @@ def check_convention(stan_file: str | Path) -> None:
             "stan_file",
             f"the program {' and '.join(parts)}; the data of the convention are "
             f"{', '.join(CONVENTION_DATA)} (optionally {', '.join(OPTIONAL_DATA)})",
+        )
+    if re.search(r"\b\w+_rng\s*\(", blocks.get("transformed data", "")):
+        raise InputError(
+            "stan_file",
+            "the program draws random numbers in its transformed data, which would let it "
+            "tell dpsynth's check evaluations (fixed seeds) from the fit; draw them elsewhere",
         )
     outputs = declared_names(blocks.get("generated quantities", ""))
     missing_out = [v for v in CONVENTION_OUTPUTS if v not in outputs]

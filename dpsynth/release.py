@@ -549,7 +549,10 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         progress=req.progress,
     )
     _check_centring(syn, tuning.get("centring"))
-    if syn.model.record_log_lik is None:  # a user program: check its names before compiling
+    pieces_checks = None
+    if hasattr(syn.model, "public_precheck"):  # pieces (dpsynth.pieces): public inputs only
+        pieces_checks = syn.model.public_precheck(syn, neighbours, req.seed)
+    if syn.model.user_program:  # a whole user program: check its names before compiling
         from dpsynth.program_checks import check_convention
 
         check_convention(syn.model.stan_file)
@@ -560,17 +563,25 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         )
     result = syn.run(mechanism, eps_set, neighbours=neighbours, alpha=ref_alpha, **tuning)
     program_checks = None
-    if syn.model.record_log_lik is None:  # a user program: test it before any label
+    if syn.model.user_program:  # a whole user program: tested, a warning layer
         from dpsynth.program_checks import check_program
 
         program_checks = check_program(
-            syn, result.fit.data, result.fit.stan_fit, result.fit.censor_bound, seed=req.seed
+            syn,
+            result.fit.data,
+            result.fit.stan_fit,
+            result.fit.censor_bound,
+            seed=req.seed,
+            neighbours=neighbours,
         )
     diag_fit = result.fit.stan_fit.diagnostics
     kind = result.guarantee
     if mechanism == "censor-w" and ref_alpha is None:
         kind = "none"
     caveats: list[str] = []
+    if syn.model.user_program and kind == "DP":
+        kind = "not established"
+        caveats.append(USER_PROGRAM_CAVEAT)
     if kind == "DP" and not converged(diag_fit):
         if not req.allow_unconverged:
             raise ConvergenceError("sampler", convergence_refusal(diag_fit))
@@ -611,6 +622,8 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
     }
     if program_checks is not None:
         report["program_checks"] = program_checks
+    if pieces_checks is not None:
+        report["pieces_checks"] = pieces_checks
     diag = {
         "lipschitz_bound_draws": result.fit.lipschitz,
         "epsilon_local_draws": privacy.epsilon_of(result.fit.lipschitz, neighbours) * m,
@@ -620,6 +633,12 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         "tuning": result.tuning,
     }
     return frame, report, diag, result
+
+
+USER_PROGRAM_CAVEAT = (
+    "a whole user Stan program: dpsynth tested it (program_checks) but cannot prove it is "
+    "the mechanism it claims to be; write the model as pieces for a DP label"
+)
 
 
 class _Reads(dict):

@@ -107,6 +107,24 @@ def _program(text: str) -> Callable[[Path], Path]:
     return setup
 
 
+PIECES_PRIOR_READS_Y = """
+functions {
+  real record_lpdf(real y, row_vector x, real mu) { return normal_lpdf(y | mu, 1); }
+  real record_rng(row_vector x, real mu) { return normal_rng(mu, 1); }
+}
+parameters { real mu; }
+prior { mu ~ normal(mean(y), 1); }
+"""
+
+
+def _pieces(text: str) -> Callable[[Path], Path]:
+    def setup(tmp: Path) -> Path:
+        (tmp / "mine.pieces").write_text(text)
+        return _default_input(tmp)
+
+    return setup
+
+
 def _mkdir(name: str) -> Callable[[Path], Path]:
     def setup(tmp: Path) -> Path:
         (tmp / name).mkdir()
@@ -390,6 +408,23 @@ CASES = [
         )
         for name in ("broken_target", "broken_contrib")
     ],
+    # pieces (refused before any fit: a missing file, a piece naming confidential data)
+    Case("pieces-missing", "pieces", "--pieces", ["--pieces", "{tmp}/none.pieces"], base="stan"),
+    Case(
+        "pieces-prior-reads-y",
+        "pieces",
+        "--pieces",
+        ["--pieces", "{tmp}/mine.pieces"],
+        base="stan",
+        setup=_pieces(PIECES_PRIOR_READS_Y),
+    ),
+    Case(
+        "pieces-with-stan-file",
+        "pieces",
+        "--pieces",
+        ["--pieces", "{tmp}/x.pieces", "--stan-file", str(TEST_STAN / "honest_normal.stan")],
+        base="stan",
+    ),
     # convergence
     pytest.param(
         Case("unconverged", "convergence", FLAGS["sampler"], base="stan"),
@@ -455,7 +490,7 @@ def _run_in_process(argv: list[str], capsys) -> tuple[int, str]:
     return code, captured.err
 
 
-STAN_FAMILIES = ("user program", "convergence")
+STAN_FAMILIES = ("user program", "pieces", "convergence")
 """Refusals that come from Stan's side (compiling, checking, sampling): run on each backend."""
 
 

@@ -51,7 +51,7 @@ def test_public_data_replaces_everything_that_may_hold_confidential_data():
 def test_changes_touch_only_their_records():
     y = np.arange(20, dtype=float)
     changes = program_checks._changes(y, (0, 19), (0.0, 1.0), 5, np.random.default_rng(1))
-    assert len(changes) == 2 + 5
+    assert len(changes) == 2 * 3 + 5  # per record: a public value, beyond max, beyond min
     first_label, where, new = changes[0]
     assert first_label == "record 1 changed" and new[0] == 1.0  # 0.0 equals y[0]: the next
     for _, where, new in changes:
@@ -60,6 +60,41 @@ def test_changes_touch_only_their_records():
     _, half, new = changes[-1]
     assert half.size == 10 and np.all(new[half] != y[half])  # a rotation moves every one
     assert sorted(new[half]) == sorted(y[half])  # ... among the half's own values
+    # changes that move order statistics and sums (a program reading only max(y), min(y)
+    # or sum(y) is seen): beyond the maximum and minimum, and scaled halves
+    singles = [new for label, where, new in changes if where.size == 1]
+    assert any(new.max() > y.max() for new in singles)
+    assert any(new.min() < y.min() for new in singles)
+    halves = [new for label, where, new in changes if where.size > 1]
+    assert any(new.sum() != y.sum() for new in halves)
+
+
+def test_beyond_values_stay_in_the_support():
+    counts = np.array([2, 5, 9])
+    assert program_checks._beyond(counts, "count") == (19, 1)
+    unit = np.array([0.2, 0.6])
+    top, bottom = program_checks._beyond(unit, "unit")
+    assert 0.6 < top < 1 and 0 < bottom < 0.2
+    top, bottom = program_checks._beyond(np.array([0.5, 2.0]), "positive")
+    assert top > 2.0 and 0 < bottom < 0.5
+
+
+def test_whole_program_drawing_random_numbers_in_transformed_data_is_refused(tmp_path):
+    """Check evaluations run with httpstan's fixed seeds; a program that could tell them
+    from the fit (an _rng in transformed data) is refused before anything runs."""
+    text = (
+        (TEST_STAN / "honest_normal.stan")
+        .read_text()
+        .replace(
+            "vector[n] z = 0.5 * square(y);",
+            "vector[n] z = 0.5 * square(y);\n  real u = uniform_rng(0, 1);",
+        )
+    )
+    path = tmp_path / "detects_checks.stan"
+    path.write_text(text)
+    with pytest.raises(InputError, match="random numbers in its transformed data") as exc:
+        program_checks.check_convention(path)
+    assert exc.value.param == "stan_file"
 
 
 @pytest.mark.slow

@@ -604,6 +604,8 @@ GALLERY = [
     ("leak_record_pair.stan", "locality"),  # record 5's term reads record 6
     ("broken_contrib.stan", "clamp"),  # contrib not clamped
     ("broken_target.stan", "sum"),  # target is not the sum of contrib
+    ("leak_constant_widens.stan", "prior"),  # target += 1e10 + 1e-3 max(y)
+    ("leak_order_statistic.stan", "locality"),  # every term reads max(y)
 ]
 
 
@@ -630,6 +632,24 @@ def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch, stan_
 
 
 @pytest.mark.slow
+def test_prior_reading_n_is_refused_under_add_remove(stan_backend):
+    """Under add-remove neighbours n is private: the prior check also removes a record."""
+    y = np.random.default_rng(7).normal(0.0, 1.0, 60)
+    model = Model.from_stan_file(TEST_STAN / "leak_prior_n.stan", "real")
+    with pytest.raises(InputError, match="fails the check 'prior'.*a record removed"):
+        synthesize(
+            y,
+            model=model,
+            mechanism="censor-uw",
+            epsilon=1.0,
+            neighbours="add-remove",
+            n_synthetic=60,
+            sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
+            allow_unconverged=True,
+        )
+
+
+@pytest.mark.slow
 def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch, stan_backend):
     """Synthesis runs the program on public stand-ins: with its check switched off, a program
     whose y_rep copies y still releases no confidential value."""
@@ -651,15 +671,20 @@ def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch
 
 
 @pytest.mark.slow
-def test_honest_user_program_is_released_as_dp_with_its_checks_named(
+def test_honest_user_program_is_released_not_established_with_its_checks_named(
     converging_sampler, stan_backend
 ):
+    """A whole program passes the checks but is tested, not proved: never labelled DP."""
+    from dpsynth.release import USER_PROGRAM_CAVEAT
+
     y = np.random.default_rng(9).normal(1.0, 1.0, 150)
     model = Model.from_stan_file(TEST_STAN / "honest_normal.stan", "real")
     # epsilon 8: M = 2, so records near the posterior mean are not clamped
     rel = synthesize(y, model=model, mechanism="censor-uw", epsilon=8.0, sampler=converging_sampler)
     report = rel.report
-    assert report["guarantee"] == "DP", rel.diagnostics["mcmc"]
+    assert report["guarantee"] == "not established", rel.diagnostics["mcmc"]
+    assert report["epsilon"] is None and report["epsilon_budgeted"] == 8.0
+    assert USER_PROGRAM_CAVEAT in report["caveats"]
     checks = report["program_checks"]
     assert set(checks["checks"]) == {"outputs", "prior", "locality", "clamp", "sum"}
     assert checks["posterior_draws"] == 4 and checks["prior_draws"] >= 2
@@ -669,7 +694,7 @@ def test_honest_user_program_is_released_as_dp_with_its_checks_named(
 
 
 @pytest.mark.slow
-def test_user_program_release_is_checked_and_dp(beta_data, converging_sampler):
+def test_user_program_release_is_checked_and_not_established(beta_data, converging_sampler):
     # the shipped beta program given as the user's own: no numpy mirrors, so the censoring
     # check runs on its Stan output and the synthetic sets come from its y_rep
     model = Model.from_stan_file(STAN_DIR / "beta.stan", "unit")
@@ -678,7 +703,7 @@ def test_user_program_release_is_checked_and_dp(beta_data, converging_sampler):
         y=beta_data, model=model, mechanism="censor-uw", epsilon=3.0, m=2, seed=5,
         sampler=converging_sampler,
     )  # fmt: skip
-    assert rel.report["guarantee"] == "DP", rel.diagnostics["mcmc"]
+    assert rel.report["guarantee"] == "not established", rel.diagnostics["mcmc"]
     assert rel.report["model_program_sha256"] == MODELS["beta"].program_hash()
     assert rel.data.shape == (400, 2)
     assert rel.data["y"].between(0, 1, inclusive="neither").all()

@@ -65,6 +65,7 @@ __all__ = [
     "outputs_at",
     "program_code",
     "purge_fit_cache",
+    "stanc_errors",
 ]
 
 STAN_DIR = Path(__file__).resolve().parents[2] / "stan"
@@ -197,6 +198,15 @@ def compile_program(
         return _backend(name).build(code, quiet)
 
 
+def stanc_errors(code: str) -> str | None:
+    """Type-check a program with stanc alone (no C++ build, well under a second).
+
+    Returns stanc's error text, or None if the program compiles. The text quotes the
+    program, never data (there are none). Uses the stanc of the active backend.
+    """
+    return _backend(choose_backend()).stanc_errors(code)
+
+
 def fit(
     stan_file: str | Path,
     data: Mapping[str, Any],
@@ -217,8 +227,11 @@ def fit(
     one dict of initial parameter values per chain. ``adapt_delta``: the step-size
     adaptation's target acceptance rate (Stan's default 0.8; higher means smaller steps and
     fewer divergent transitions). ``quiet`` keeps compiler output and
-    sampler progress off the terminal; otherwise they go to stderr (never stdout).
-    Stan's rejections of the data and failures while sampling raise ``InputError``
+    sampler progress off the terminal; otherwise dpsynth's progress lines and its count of
+    Stan's messages (marked confidential) go to stderr. Whatever ``quiet`` says, Stan's own
+    output (``print`` in a program, compiler and sampler text on the file descriptors) is
+    withheld: a fit holds confidential data. Stan's rejections of the data and failures
+    while sampling raise ``InputError``
     without any data value; Ctrl-C (or a ``SystemExit`` from a SIGTERM handler) stops
     the sampler processes, deletes the run's files and is re-raised.
     """
@@ -230,7 +243,7 @@ def fit(
     settings = Run(
         code, dict(data), seed, chains, iter_warmup, iter_sampling, init_list, quiet, adapt_delta
     )
-    with silenced(quiet):
+    with silenced(quiet, confidential=True):
         run = withheld(lambda: _backend(name).sample(settings))
     return StanFit(
         draws={k: v for k, v in run.draws.items() if k not in RECORD_OUTPUTS},

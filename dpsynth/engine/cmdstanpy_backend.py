@@ -478,6 +478,23 @@ _CMDSTAN_MODELS: dict[str, Any] = {}
 the executable to ask for their info: about 0.1 s)."""
 
 
+def stanc_errors(code: str) -> str | None:  # pragma: no cover - needs a CmdStan installation
+    """stanc's error text for ``code`` (CmdStan's ``bin/stanc``, no C++ build), or None."""
+    import cmdstanpy
+
+    stanc = Path(cmdstanpy.cmdstan_path()) / "bin" / ("stanc.exe" if os.name == "nt" else "stanc")
+    with tempfile.TemporaryDirectory(prefix="dpsynth-stanc-") as folder:
+        source = Path(folder) / "scope.stan"
+        source.write_text(code)
+        done = subprocess.run(
+            [str(stanc), "--o", str(Path(folder) / "scope.hpp"), str(source)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    return None if done.returncode == 0 else (done.stderr or done.stdout).strip()
+
+
 def _cmdstan_model(code: str, quiet: bool = True):  # pragma: no cover - needs CmdStan
     """The program's ``CmdStanModel``, compiled once into ``$DPSYNTH_CACHE_DIR/cmdstan``.
 

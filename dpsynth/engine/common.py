@@ -313,23 +313,32 @@ def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def silenced(quiet: bool) -> Iterator[None]:
+def silenced(quiet: bool, confidential: bool = False) -> Iterator[None]:
     """Keep compiler output and sampler progress off stdout (and off stderr if quiet).
 
     Works at the file-descriptor level because the C++ compiler bypasses
-    ``sys.stdout``; inside Jupyter this keeps cell outputs clean.
+    ``sys.stdout``; inside Jupyter this keeps cell outputs clean. ``confidential`` (a fit
+    to confidential data): file descriptors 1 and 2 go to the null device whatever
+    ``quiet`` says, so nothing Stan or a sampler process writes (a program's ``print``
+    included) reaches the terminal; unless ``quiet``, Python's ``sys.stderr`` still reaches
+    it, for dpsynth's own progress lines and message counts.
     """
     sys.stdout.flush()
     sys.stderr.flush()
     saved_out, saved_err = os.dup(1), os.dup(2)
+    withhold = quiet or confidential
     with contextlib.ExitStack() as stack:
         devnull = stack.enter_context(open(os.devnull, "w"))
         try:
-            os.dup2(devnull.fileno() if quiet else saved_err, 1)
-            if quiet:
+            os.dup2(devnull.fileno() if withhold else saved_err, 1)
+            if withhold:
                 os.dup2(devnull.fileno(), 2)
+            if quiet:
                 stack.enter_context(contextlib.redirect_stderr(devnull))
-            stack.enter_context(contextlib.redirect_stdout(devnull if quiet else sys.stderr))
+            elif confidential:
+                terminal = stack.enter_context(open(os.dup(saved_err), "w", closefd=True))
+                stack.enter_context(contextlib.redirect_stderr(terminal))
+            stack.enter_context(contextlib.redirect_stdout(devnull if withhold else sys.stderr))
             yield
         finally:
             sys.stdout.flush()

@@ -111,6 +111,26 @@ def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.
     return np.asarray(out["y_rep"])[..., 0]
 
 
+def stanc_errors(code: str) -> str | None:
+    """stanc's error text for ``code`` (httpstan's stanc, no C++ build), or None."""
+    import warnings
+
+    import httpstan.compile
+
+    for attempt in range(3):
+        try:
+            with warnings.catch_warnings():  # importlib.resources.path's deprecation
+                warnings.simplefilter("ignore", DeprecationWarning)
+                httpstan.compile.compile(code, "model_dpsynth_scope")
+            return None
+        except ValueError as exc:
+            return str(exc)
+        except subprocess.TimeoutExpired:  # stanc is given 1 s; retried under load
+            if attempt == 2:
+                raise
+    return None
+
+
 def _services_module(code: str) -> Any:
     """The compiled program's ``stan::services`` extension module, loaded in this process."""
     import httpstan.models
@@ -426,7 +446,17 @@ def _sampler_pool(stub: Any) -> Any:
 
 
 def _init_sampler_worker(parent: int, kernel_signal: bool, init_worker: Callable[[], None]) -> None:
-    """Die with the parent (see :func:`bind_to_parent`), then httpstan's own initializer."""
+    """Die with the parent (see :func:`bind_to_parent`), then httpstan's own initializer.
+
+    The worker's stdout and stderr go to the null device: a worker samples fits to
+    confidential data, and what Stan writes there (a program's ``print`` in transformed
+    data, for one) must never reach a terminal, whatever the file descriptors were when
+    the pool forked it. Draws and messages come back through httpstan's socket instead.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
     bind_to_parent(parent, kernel_signal=kernel_signal)
     init_worker()
 
