@@ -181,3 +181,25 @@ def test_progress_lines_for_the_terminal(tmp_path, monkeypatch):
 def test_the_knob_check_cell_is_plumbing():
     src = 'from dpsynth.studies.notebook import check_knobs\n\ncheck_knobs(globals(), "01_beta_censoring")'
     assert prepare.is_plumbing(src)
+
+
+def test_code_on_a_toggle_except_where_it_is_the_lesson():
+    """Figures and tables on the page, their code behind a toggle (hide-input); plumbing
+    removed; a chapter whose code is the lesson keeps it shown."""
+
+    def cells():
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [
+            _cell("import numpy as np"),
+            _cell("show(plots.densities(out))"),
+            nbformat.v4.new_markdown_cell("text"),
+        ]
+        return nb
+
+    hidden = [c.metadata.get("tags", []) for c in prepare.prepare(cells(), "ci").cells[:3]]
+    assert "remove-input" in hidden[0] and "hide-input" not in hidden[0]
+    assert "hide-input" in hidden[1] and "remove-input" not in hidden[1]
+    assert hidden[2] == []
+    shown = prepare.prepare(cells(), "ci", show_code=True).cells[1].metadata.get("tags", [])
+    assert "hide-input" not in shown
+    assert "08_synthesize_your_own" in prepare.CODE_IS_THE_LESSON

@@ -11,7 +11,9 @@ In place, it:
    cell (tag ``remove-cell``: the page states the profile in its footer instead);
 2. hides the input of plumbing (tag ``remove-input``): cells whose code only imports,
    defines helper functions, calls ``setup()``, ``show_settings()`` or glue, or reads a
-   profile's settings (``cfg = settings(...)``), and glue cells that show nothing;
+   profile's settings (``cfg = settings(...)``), and glue cells that show nothing; and puts
+   the rest of the code on a toggle (tag ``hide-input``), except in the chapters of
+   ``CODE_IS_THE_LESSON`` whose code is what the reader learns;
 3. keeps only what a reader needs in the outputs: stderr streams (library warnings,
    progress bars) are left out of the page, with one line on the terminal saying how many,
    local paths (this checkout, the home and temporary directories) are replaced by
@@ -53,6 +55,9 @@ SETTINGS_CALLS = {"settings"}
 # its check (or shows a warning box) and returns whether it passed; the page need not echo it.
 SILENT_RESULTS = {"check_convergence"}
 REPO = Path(__file__).resolve().parents[1]
+# Chapters whose code is what the reader learns (the command lines and calls of a release):
+# their code stays on the page. Every other chapter shows its code on a toggle.
+CODE_IS_THE_LESSON = {"08_synthesize_your_own"}
 
 
 def _tags(cell) -> list[str]:
@@ -185,9 +190,11 @@ def footer(profile: str) -> str:
     )
 
 
-def prepare(nb, profile: str, report: list[str] | None = None):
+def prepare(nb, profile: str, report: list[str] | None = None, show_code: bool = False):
     """Apply steps 1-5 to a notebook object; return it. ``report`` collects the first line
-    of every stderr output left out of the page."""
+    of every stderr output left out of the page. Unless ``show_code`` (a chapter whose code
+    is the lesson, :data:`CODE_IS_THE_LESSON`), every code cell that is not plumbing gets
+    the tag ``hide-input``: the page shows figures and tables, its code on a toggle."""
     patterns = local_paths()
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -208,6 +215,8 @@ def prepare(nb, profile: str, report: list[str] | None = None):
             report += dropped
         if is_plumbing(cell.source) or (glues(cell.source) and not shows_output(cell)):
             _add_tag(cell, "remove-input")
+        elif not show_code:
+            _add_tag(cell, "hide-input")
     nb.cells.append(nbformat.v4.new_markdown_cell(footer(profile)))
     return nb
 
@@ -219,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     nb = nbformat.read(args.notebook, as_version=4)
     dropped: list[str] = []
-    nbformat.write(prepare(nb, args.profile, dropped), args.notebook)
+    stem = args.notebook.name.split(".")[0]
+    show_code = stem in CODE_IS_THE_LESSON
+    nbformat.write(prepare(nb, args.profile, dropped, show_code), args.notebook)
     if dropped:
         kinds = sorted(set(dropped))
         print(
