@@ -58,6 +58,7 @@ FLAGS = {
     "covariates": "--covariates",
     "neighbours": "--neighbours",
     "n_synthetic": "--n-synthetic",
+    "n_confidential": "--n-confidential",
     "radius": "--radius",
     "c": "--c",
     "g": "--g",
@@ -166,6 +167,7 @@ INT_RANGES = {
     "iter_sampling": (1, 1_000_000),
     "n_bins": (1, 10_000_000),
     "n_synthetic": (1, 100_000_000),
+    "n_confidential": (2, 100_000_000),
 }
 
 
@@ -507,6 +509,14 @@ def _add_plan(sub: Any) -> None:
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--iter-warmup", type=int, default=1000)
     p.add_argument("--iter-sampling", type=int, default=1000)
+    p.add_argument(
+        "--n-confidential",
+        type=int,
+        default=None,
+        metavar="N",
+        help="records in the confidential file the release will use (a public number you "
+        "state); each candidate is judged at this size (default: the reference file's size)",
+    )
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.set_defaults(func=_plan_command)
 
@@ -518,7 +528,7 @@ def _plan_command(args: argparse.Namespace) -> int:
 
     from dpsynth.mechanisms import Sampler
     from dpsynth.models import covariate_matrix
-    from dpsynth.plan import DEFAULT_CANDIDATES, plan
+    from dpsynth.plan import DEFAULT_CANDIDATES, plan, sizes_line
 
     frame = read_input(args.reference, args.column, "REFERENCE.csv")
     X = covariate_matrix(frame, args.covariates, args.categorical)
@@ -531,7 +541,9 @@ def _plan_command(args: argparse.Namespace) -> int:
         mechanisms=tuple(_names(args.mechanisms)) or DEFAULT_CANDIDATES,
         reference_X=X,
         sampler=Sampler(args.chains, args.iter_warmup, args.iter_sampling),
+        n_confidential=args.n_confidential,
     )
+    print(sizes_line(table), file=sys.stderr)
     if args.json:
         print(table.to_json(orient="records", indent=2))
         return 0

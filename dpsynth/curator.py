@@ -11,21 +11,25 @@ Everything here is computed from the confidential data without noise: **it is no
 It is for the curator who holds the data, never for publication (the summary starts with
 "CONFIDENTIAL").
 
-The figures (per synthetic set, then the median over the m sets):
+The figures (per synthetic draw, then the median over the draws, with min and max):
 
-* mean error: |mean* - mean| / |mean| (for a ``real`` outcome, whose mean may be near 0,
-  |mean* - mean| / sd);
+* mean error: the relative error |mean* - mean| / |mean|; when the confidential mean is
+  within :data:`MEAN_NEAR_ZERO` sds of 0, |mean* - mean| / sd, and the summary says so;
 * sd error: |sd* - sd| / sd;
 * max-ECDF: the largest gap between the two empirical CDFs (:func:`dpsynth.utility.ecdf_measures`,
   censoring paper Section 4.3);
 * quantiles 5, 25, 50, 75 and 95% (reported, judged through the max-ECDF);
 * zero share (count outcomes): |share of zeros* - share of zeros|, in proportion points;
-* with covariates: the interval overlap (Karr et al. 2006) of the coefficients of one
-  analyst's regression fitted to the confidential and to each synthetic set (ordinary least
-  squares of log y for positive outcomes, log(1 + y) for counts, y otherwise; 95% intervals).
+* with covariates, per coefficient of one analyst's regression fitted to the confidential
+  and to each synthetic set (ordinary least squares of log y for positive outcomes,
+  log(1 + y) for counts, y otherwise; 95% intervals): the interval overlap (Karr et al. 2006)
+  and the shift (beta* - beta) / se in confidential standard errors. The figures judged are
+  the WORST coefficient's (an effect lost while the others hold is not averaged away).
 
-Each figure is "good", "fair" or "poor" by its two thresholds; the verdict is the worst of them
-(a figure that cannot be computed, e.g. a constant synthetic set's regression, counts as poor).
+A release judges its published set(s) and :data:`EXTRA_DRAWS` extra synthetic draws that are
+never published (one draw is one sample of a random figure). Each figure is "good", "fair" or
+"poor" by its two thresholds; the verdict is the worst of them (a figure that cannot be
+computed, e.g. a constant synthetic set's regression, counts as poor).
 """
 
 from __future__ import annotations
@@ -39,18 +43,23 @@ from dpsynth.errors import InputError
 from dpsynth.utility import ecdf_measures
 
 __all__ = [
+    "EXTRA_DRAWS",
     "FAIR_CI_OVERLAP",
+    "FAIR_COEF_SHIFT",
     "FAIR_MAX_ECDF",
     "FAIR_MEAN_ERROR",
     "FAIR_SD_ERROR",
     "FAIR_ZERO_SHARE_ERROR",
     "GOOD_CI_OVERLAP",
+    "GOOD_COEF_SHIFT",
     "GOOD_MAX_ECDF",
     "GOOD_MEAN_ERROR",
     "GOOD_SD_ERROR",
     "GOOD_ZERO_SHARE_ERROR",
     "MANY_CENSORED",
     "MANY_ZERO_WEIGHT",
+    "MEAN_NEAR_ZERO",
+    "MOVES",
     "OUTCOMES",
     "QUANTILES",
     "RULES",
@@ -79,8 +88,25 @@ GOOD_ZERO_SHARE_ERROR = 0.03
 """Zero share within 3 proportion points: good (count outcomes only)."""
 FAIR_ZERO_SHARE_ERROR = 0.10
 GOOD_CI_OVERLAP = 0.50
-"""Median coefficient-interval overlap at least 0.5: good (1 = identical intervals)."""
+"""Interval overlap of the WORST coefficient at least 0.5: good (1 = identical intervals).
+For two 95% intervals of equal width, overlap 0.5 means the centres differ by 1.96 standard
+errors: the synthetic estimate lies at the edge of the confidential interval."""
 FAIR_CI_OVERLAP = 0.25
+"""Worst-coefficient overlap at least 0.25: fair (equal widths: a shift of 2.94 s.e.)."""
+GOOD_COEF_SHIFT = 1.96
+"""Worst |beta* - beta| / se (confidential s.e.) at most 1.96: good, the synthetic estimate
+inside the confidential 95% interval; the same line as :data:`GOOD_CI_OVERLAP` for equal
+widths, but it also sees a shift hidden by a wider synthetic interval."""
+FAIR_COEF_SHIFT = 2.94
+"""Worst shift at most 2.94 s.e.: fair (equal widths: overlap 0.25); above: poor. A lost
+effect (0.269 -> 0.013 with s.e. 0.05, five s.e.) is poor."""
+MEAN_NEAR_ZERO = 0.10
+"""A confidential mean within a tenth of an sd of 0 makes the relative mean error explode:
+then the mean error is |mean* - mean| / sd, and the summary says "sd-scaled"."""
+EXTRA_DRAWS = 4
+"""Extra confidential synthetic draws the release adds to its verdict (never published): a
+verdict of one draw is one sample of a random figure (trial: PH at epsilon 3 said "good"
+once, "fair" on five reruns)."""
 
 MANY_CENSORED = 0.25
 """A quarter or more of the records censored (clamped at -M or M): the censored likelihood
@@ -96,46 +122,29 @@ THRESHOLDS: dict[str, tuple[float, float, str]] = {
     "max_ecdf": (GOOD_MAX_ECDF, FAIR_MAX_ECDF, "at most"),
     "zero_share_error": (GOOD_ZERO_SHARE_ERROR, FAIR_ZERO_SHARE_ERROR, "at most"),
     "ci_overlap": (GOOD_CI_OVERLAP, FAIR_CI_OVERLAP, "at least"),
+    "coef_shift": (GOOD_COEF_SHIFT, FAIR_COEF_SHIFT, "at most"),
 }
 """figure -> (good threshold, fair threshold, direction). Boundary values count as the better
 level: a mean error of exactly 0.10 is good."""
 
 RULES: tuple[tuple[str, str], ...] = (
-    (
-        "censored",
-        "{censored:.0%} of the records were censored: centre the censored likelihood at a "
-        "public reference fit (centring = public parameter values from an earlier period, "
-        "e.g. dpsynth.plan.reference_point of a public file), or use PH (mechanism ph) for a "
-        "single outcome, or a larger epsilon",
-    ),
-    (
-        "zero_weight",
-        "{zero_weight:.0%} of the records got weight 0: try censor-uw (no weights) or a larger "
-        "epsilon",
-    ),
+    ("censored", "{censored:.0%} of the records were censored"),
+    ("zero_weight", "{zero_weight:.0%} of the records got weight 0"),
     (
         "beta_on_skewed",
-        "the outcome is skewed (skewness {skewness:.1f}) and the beta model misses its mean: "
-        "try the lognormal or gamma model (model lognormal / gamma, same bounds), centred at "
-        "a public reference fit",
+        "the outcome is skewed (skewness {skewness:.1f}) and the beta model misses its mean",
     ),
     (
         "ph_wide_bounds",
         "95% of the records lie in the lowest {span:.0%} of the public bounds, so most "
-        "histogram bins are empty noise: tighten the public bounds or try a model-based "
-        "mechanism (censor-uw with reference centring)",
+        "histogram bins are empty noise",
     ),
     (
         "regression",
-        "the coefficients are not preserved (interval overlap {ci_overlap:.2f}): try censor-w "
-        "with reference weights, reference centring, or a larger epsilon",
+        "the coefficients are not preserved (worst coefficient: interval overlap "
+        "{ci_overlap:.2f}, shifted {coef_shift:.1f} confidential standard errors)",
     ),
-    (
-        "off",
-        "the synthetic data miss the confidential distribution: try a larger epsilon, "
-        "another model, or compare the mechanisms on a public reference file first "
-        "(dpsynth.plan)",
-    ),
+    ("off", "the synthetic data miss the confidential distribution"),
     ("good", "the release meets every threshold: it can be published as it is"),
     (
         "good_not_dp",
@@ -145,14 +154,44 @@ RULES: tuple[tuple[str, str], ...] = (
         "a seed",
     ),
 )
-"""Next-step rules, in order: (name, advice). Every rule that fires is listed; the first is
-the next step. "censored": censored share >= MANY_CENSORED (censoring mechanisms);
+"""Next-step rules, in order: (name, finding). Every rule that fires is listed; the first is
+the next step, its finding followed by the moves of :data:`RULE_MOVES` that the run has not
+already made. "censored": censored share >= MANY_CENSORED (censoring mechanisms);
 "zero_weight": zero-weight share >= MANY_ZERO_WEIGHT; "beta_on_skewed": a beta model, skewness
 > SKEWED and the mean error not good; "ph_wide_bounds": PH, the max-ECDF not good and the
-95% quantile below a tenth of the public range; "regression": the CI overlap not good; "off":
-the verdict is not good and no rule above fired; "good": the verdict is good (then it is the
-next step, and any other rule that fired follows as a note); "good_not_dp": "good" for a release
-without a DP guarantee (it never says the release can be published)."""
+95% quantile below a tenth of the public range; "regression": the worst coefficient's
+overlap or shift not good; "off": the verdict is not good and no rule above fired; "good":
+the verdict is good (then it is the next step, and any other rule that fired follows as a
+note); "good_not_dp": "good" for a release without a DP guarantee (never "publish")."""
+
+WEIGHTED = ("censor-w", "lw", "cw", "sw", "weighted-e")
+"""Mechanisms whose weights cost utility (switching to censor-uw drops them)."""
+
+MOVES: dict[str, str] = {
+    "censor_uw": "censor-uw (no weights; in the trials Censor_w -> Censor_uw "
+    "moved a regression release from fair to good)",
+    "centre_reference": "centre the censored likelihood at a public reference fit "
+    "(centring_from), i.e. centring = dpsynth.plan.reference_point of a public file",
+    "ph": "PH (mechanism ph), which fits no model to one outcome",
+    "epsilon": "a larger epsilon",
+    "model": "another model (model)",
+    "lognormal_gamma": "the lognormal or gamma model (model lognormal / gamma, same bounds)",
+    "tighten_bounds": "tighter public bounds (bounds)",
+    "model_based": "a model-based mechanism (censor-uw, centred at a public reference fit)",
+    "plan": "compare the mechanisms on a public reference file first (dpsynth.plan)",
+}
+"""Moves a next step may propose; :func:`_applies` drops those the run already made or
+that do not apply to it (no centring for PH, no PH for a regression)."""
+
+RULE_MOVES: dict[str, tuple[str, ...]] = {
+    "censored": ("centre_reference", "censor_uw", "ph", "epsilon", "model"),
+    "zero_weight": ("censor_uw", "epsilon"),
+    "beta_on_skewed": ("lognormal_gamma", "centre_reference"),
+    "ph_wide_bounds": ("tighten_bounds", "model_based"),
+    "regression": ("censor_uw", "centre_reference", "epsilon", "model"),
+    "off": ("censor_uw", "epsilon", "model", "ph", "plan"),
+}
+"""Each rule's moves, the one most likely to help its failing figure first."""
 
 _PH_SPAN = 0.10
 
@@ -170,20 +209,22 @@ def utility_verdict(
     model: str | None = None,
     bounds: tuple[float, float] | None = None,
     guarantee: str | None = None,
+    centring: str | None = None,
+    reference_weights: bool = False,
+    n_published: int | None = None,
+    extra_source: str | None = None,
 ) -> dict[str, Any]:
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
-    ``confidential`` is the outcome (n,) and ``synthetic_sets`` the sets (m x N, or one set
-    (N,)), both on the original scale. ``outcome`` is one of :data:`OUTCOMES`. ``X`` (n x p,
-    public covariates, no intercept) adds the coefficient-interval overlap; it needs N = n
-    (each synthetic outcome beside its record's covariates). ``n_censored`` and
-    ``n_zero_weight`` (from the release's confidential diagnostics), ``n`` (default: the
-    records of ``confidential``), ``mechanism``, ``model`` and public ``bounds`` feed the
-    next-step rules. ``guarantee`` is the release's (the report's ``guarantee``): any but
-    ``"DP"`` makes the summary start "NOT DP" and the good rule never say "publish" (None: a
-    plan on public data, no release). Returns a JSON-able dict: ``verdict``, ``next_step``, ``next_steps``,
-    ``reasons``, ``summary`` (medians over sets), ``levels`` (per figure), ``confidential``
-    and ``synthetic`` (statistics), ``sets`` (per-set figures), ``shares``, ``thresholds``.
+    ``confidential``: the outcome (n,); ``synthetic_sets``: m x N (or one set (N,)), original
+    scale; ``outcome``: one of :data:`OUTCOMES`. ``X`` (n x p, public covariates, no
+    intercept; needs N = n) adds the per-coefficient interval overlap and shift.
+    ``n_censored``, ``n_zero_weight`` (confidential diagnostics), ``n`` (default: the records
+    of ``confidential``), ``mechanism``, ``model``, public ``bounds`` and the run's settings
+    (``centring``: "none", "saturated" or "reference"; ``reference_weights``) feed the
+    next-step rules, which never propose what the run already did. ``guarantee`` not "DP":
+    the summary starts "NOT DP". The first ``n_published`` sets (default all) are published,
+    the rest extra confidential draws (``extra_source``). Returns a JSON-able dict.
     """
     if outcome not in OUTCOMES:
         raise InputError("outcome", f"must be one of {', '.join(OUTCOMES)} (got {outcome!r})")
@@ -196,19 +237,19 @@ def utility_verdict(
     summary = {k: float(np.median([row[k] for row in per_set])) for k in figures}
     levels = {k: _level(k, summary[k]) for k in figures}
     verdict = max(levels.values(), key=VERDICTS.index)
-    shares = {
-        "censored": None if n_censored is None else n_censored / max(n, 1),
-        "zero_weight": None if n_zero_weight is None else n_zero_weight / max(n, 1),
-    }
+    shares = _shares(n_censored, n_zero_weight, n)
     context = {
         "mechanism": mechanism,
         "model": model,
         "skewness": float(stats.skew(y)) if y.size > 2 else 0.0,
         "span": _span(y, bounds),
         "guarantee": guarantee,
+        "centring": centring,
+        "reference_weights": reference_weights,
+        "regression": design is not None,
     }
     fired = _rules(verdict, levels, summary, shares, context)
-    steps = [text.format(**_fill(summary, shares, context)) for _, text in fired]
+    steps = [_advice(name, text, _fill(summary, shares, context), context) for name, text in fired]
     return {
         "verdict": verdict,
         "next_step": steps[0],
@@ -217,21 +258,69 @@ def utility_verdict(
         "reasons": [f"{k} {summary[k]:.3g} is {levels[k]}" for k in figures if levels[k] != "good"],
         "summary": summary,
         "levels": levels,
+        "spread": _spread(per_set, figures),
+        "draws": _draws(sets.shape[0], n_published, extra_source),
+        "mean_error_scale": per_set[0]["mean_error_scale"],
+        "coefficients": _coefficients(per_set) if design is not None else None,
         "confidential": _statistics(y, outcome),
         "synthetic": _statistics(sets.ravel(), outcome),
         "sets": per_set,
         "shares": shares,
-        "m": int(sets.shape[0]),
+        "m": int(sets.shape[0] if n_published is None else n_published),
         "n": n,
         "outcome": outcome,
         "mechanism": mechanism,
         "model": model,
         "guarantee": guarantee,
         "dp": None if guarantee is None else guarantee == "DP",
-        "thresholds": {
-            k: {"good": g, "fair": f, "direction": d} for k, (g, f, d) in THRESHOLDS.items()
-        },
+        "thresholds": _thresholds(),
     }
+
+
+def _shares(n_censored: int | None, n_zero_weight: int | None, n: int) -> dict[str, Any]:
+    """Censored and zero-weight shares of the n records (None when not reported)."""
+    return {
+        "censored": None if n_censored is None else n_censored / max(n, 1),
+        "zero_weight": None if n_zero_weight is None else n_zero_weight / max(n, 1),
+    }
+
+
+def _thresholds() -> dict[str, dict[str, Any]]:
+    return {k: {"good": g, "fair": f, "direction": d} for k, (g, f, d) in THRESHOLDS.items()}
+
+
+def _spread(per_set: list[dict[str, Any]], figures: list[str]) -> dict[str, dict[str, float]]:
+    """min / median / max of each figure over the synthetic draws."""
+    out = {}
+    for k in figures:
+        v = np.array([row[k] for row in per_set], dtype=float)
+        out[k] = {"min": float(v.min()), "median": float(np.median(v)), "max": float(v.max())}
+    return out
+
+
+def _draws(total: int, n_published: int | None, extra_source: str | None) -> dict[str, Any]:
+    """How many synthetic draws the verdict judged, how many are published."""
+    published = total if n_published is None else int(n_published)
+    if not 1 <= published <= total:
+        raise InputError("n_published", f"must lie in 1..{total} (got {n_published!r})")
+    return {
+        "total": total,
+        "published": published,
+        "extra": total - published,
+        "source": extra_source,
+    }
+
+
+def _coefficients(per_set: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per coefficient: median over draws of its interval overlap and its signed shift
+    (beta* - beta) / se in confidential standard errors."""
+    names = per_set[0]["coef_names"]
+    over = np.median([row["coef_overlaps"] for row in per_set], axis=0)
+    shift = np.median([row["coef_shifts"] for row in per_set], axis=0)
+    return [
+        {"coefficient": c, "overlap": float(o), "shift_se": float(z)}
+        for c, o, z in zip(names, over, shift)
+    ]
 
 
 def verdict_of_release(
@@ -281,16 +370,21 @@ def format_summary(verdict: dict[str, Any]) -> str:
     what = " ".join(str(v) for v in (verdict.get("mechanism"), verdict.get("model")) if v)
     not_dp = not_dp_line(verdict.get("guarantee"))
     level = verdict["verdict"].upper()
+    levels = verdict["levels"]
     lines = [
         *([not_dp] if not_dp else []),
         "CONFIDENTIAL (computed from the confidential data without noise; do not publish): "
         f"utility of {verdict['m']} synthetic set(s){' (' + what + ')' if what else ''}",
         f"  verdict: NOT DP (utility {level})" if not_dp else f"  verdict: {level}",
+        *_draws_lines(verdict),
         f"  mean: data {conf['mean']:.4g}, synthetic {syn['mean']:.4g} "
-        f"(error {summ['mean_error']:.1%}, {verdict['levels']['mean_error']})",
+        f"({_mean_label(verdict)} {summ['mean_error']:.1%}{_range(verdict, 'mean_error', '.1%')}, "
+        f"{levels['mean_error']})",
         f"  sd: data {conf['sd']:.4g}, synthetic {syn['sd']:.4g} "
-        f"(error {summ['sd_error']:.1%}, {verdict['levels']['sd_error']})",
-        f"  max-ECDF: {summ['max_ecdf']:.3f} ({verdict['levels']['max_ecdf']})",
+        f"(relative error {summ['sd_error']:.1%}{_range(verdict, 'sd_error', '.1%')}, "
+        f"{levels['sd_error']})",
+        f"  max-ECDF: {summ['max_ecdf']:.3f}{_range(verdict, 'max_ecdf', '.3f')} "
+        f"({levels['max_ecdf']})",
         "  quantiles 5/25/50/75/95%: data "
         + " / ".join(f"{conf[_qname(q)]:.4g}" for q in QUANTILES)
         + "; synthetic "
@@ -299,19 +393,60 @@ def format_summary(verdict: dict[str, Any]) -> str:
     if "zero_share_error" in summ:
         lines.append(
             f"  zero share: data {conf['zero_share']:.3f}, synthetic {syn['zero_share']:.3f} "
-            f"({verdict['levels']['zero_share_error']})"
+            f"({levels['zero_share_error']})"
         )
-    if "ci_overlap" in summ:
-        lines.append(
-            f"  coefficient interval overlap: {summ['ci_overlap']:.2f} "
-            f"({verdict['levels']['ci_overlap']})"
-        )
+    lines += _coefficient_lines(verdict)
     shares = verdict["shares"]
     for key, label in (("censored", "censored"), ("zero_weight", "with weight 0")):
         if shares.get(key) is not None:
             lines.append(f"  records {label}: {shares[key]:.1%}")
     lines.append(f"  next step: {verdict['next_step']}")
     return "\n".join(lines)
+
+
+def _mean_label(verdict: dict[str, Any]) -> str:
+    if verdict.get("mean_error_scale") == "sd":
+        return "error in sds (confidential mean near 0, so sd-scaled, not relative)"
+    return "relative error"
+
+
+def _range(verdict: dict[str, Any], figure: str, fmt: str) -> str:
+    """ " [min-max over K draws]" when the verdict judged more than one draw."""
+    spread, draws = verdict.get("spread", {}).get(figure), verdict.get("draws") or {}
+    if not spread or draws.get("total", 1) < 2:
+        return ""
+    return f" [min {spread['min']:{fmt}}, max {spread['max']:{fmt}}]"
+
+
+def _draws_lines(verdict: dict[str, Any]) -> list[str]:
+    draws = verdict.get("draws") or {}
+    if draws.get("total", 1) < 2:
+        return ["  figures of one synthetic draw (a random figure: another draw may differ)"]
+    line = f"  figures: median over {draws['total']} synthetic draws [min, max]"
+    if draws.get("extra"):
+        line += (
+            f"; {draws['published']} published, {draws['extra']} extra draws NOT published "
+            f"({draws.get('source') or 'confidential'}), used only for this verdict"
+        )
+    return [line]
+
+
+def _coefficient_lines(verdict: dict[str, Any]) -> list[str]:
+    """The regression figures: the worst coefficient's, then one line per coefficient."""
+    summ, levels = verdict["summary"], verdict["levels"]
+    if "ci_overlap" not in summ:
+        return []
+    lines = [
+        f"  regression, worst coefficient: interval overlap {summ['ci_overlap']:.2f} "
+        f"({levels['ci_overlap']}), shift {summ['coef_shift']:.2f} confidential s.e. "
+        f"({levels['coef_shift']})"
+    ]
+    for c in verdict.get("coefficients") or []:
+        lines.append(
+            f"    {c['coefficient']}: overlap {c['overlap']:.2f}, "
+            f"(beta* - beta) / se {c['shift_se']:+.2f}"
+        )
+    return lines
 
 
 # ----------------------------------------------------------------------------- figures
@@ -369,11 +504,14 @@ def _statistics(x: np.ndarray, outcome: str) -> dict[str, float]:
 
 def _set_figures(
     y: np.ndarray, syn: np.ndarray, outcome: str, design: np.ndarray | None
-) -> dict[str, float]:
+) -> dict[str, Any]:
+    """One synthetic set's figures; regression ones are those of the worst coefficient."""
     conf, s = _statistics(y, outcome), _statistics(syn, outcome)
-    scale = conf["sd"] if outcome == "real" else abs(conf["mean"])
-    row = {
+    near_zero = abs(conf["mean"]) < MEAN_NEAR_ZERO * conf["sd"]
+    scale = conf["sd"] if near_zero else abs(conf["mean"])
+    row: dict[str, Any] = {
         "mean_error": _ratio(abs(s["mean"] - conf["mean"]), scale),
+        "mean_error_scale": "sd" if near_zero else "relative",
         "sd_error": _ratio(abs(s["sd"] - conf["sd"]), conf["sd"]),
         "max_ecdf": ecdf_measures(y, syn)["max_ecdf"],
         **{f"synthetic_{k}": v for k, v in s.items()},
@@ -381,7 +519,14 @@ def _set_figures(
     if outcome == "count":
         row["zero_share_error"] = abs(s["zero_share"] - conf["zero_share"])
     if design is not None:
-        row["ci_overlap"] = _ci_overlap(y, syn, design, outcome)
+        overlaps, shifts = _coef_figures(y, syn, design, outcome)
+        row.update(
+            ci_overlap=float(np.min(overlaps)),
+            coef_shift=float(np.max(np.abs(shifts))),
+            coef_overlaps=overlaps.tolist(),
+            coef_shifts=shifts.tolist(),
+            coef_names=["intercept", *(f"x{j}" for j in range(1, design.shape[1]))],
+        )
     return row
 
 
@@ -400,8 +545,9 @@ def _analysis_scale(y: np.ndarray, outcome: str) -> np.ndarray:
     return y
 
 
-def _ols_intervals(z: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """95% intervals of the OLS coefficients of z on the design (None if not estimable)."""
+def _ols(z: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """OLS coefficients of z on the design, their standard errors and the t quantile of a
+    95% interval (None if not estimable)."""
     n, k = design.shape
     if n <= k:
         return None
@@ -412,19 +558,24 @@ def _ols_intervals(z: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.nd
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     if not np.all(se > 0):
         return None
-    half = stats.t.ppf(0.975, n - k) * se
-    return coef - half, coef + half
+    return coef, se, float(stats.t.ppf(0.975, n - k))
 
 
-def _ci_overlap(y: np.ndarray, syn: np.ndarray, design: np.ndarray, outcome: str) -> float:
-    """Mean Karr et al. (2006) overlap of the coefficient intervals (0 if not estimable)."""
+def _coef_figures(
+    y: np.ndarray, syn: np.ndarray, design: np.ndarray, outcome: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per coefficient: Karr et al. (2006) interval overlap and (beta* - beta) / se_conf
+    (overlap 0 and shift inf when either fit is not estimable). Arrays of length p + 1."""
     from dpsynth.utility import interval_overlap
 
-    a = _ols_intervals(_analysis_scale(y, outcome), design)
-    b = _ols_intervals(_analysis_scale(syn, outcome), design)
+    a = _ols(_analysis_scale(y, outcome), design)
+    b = _ols(_analysis_scale(syn, outcome), design)
     if a is None or b is None:
-        return 0.0
-    return float(np.mean(interval_overlap(a[0], a[1], b[0], b[1])))
+        k = design.shape[1]
+        return np.zeros(k), np.full(k, np.inf)
+    (ca, sa, ta), (cb, sb, tb) = a, b
+    overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
+    return np.asarray(overlap, dtype=float), (cb - ca) / sa
 
 
 def _level(figure: str, value: float) -> str:
@@ -456,6 +607,7 @@ def _rules(
     shares: dict[str, float | None],
     context: dict[str, Any],
 ) -> list[tuple[str, str]]:
+    """The rules of :data:`RULES` that fire, in order (see its docstring)."""
     mechanism, model = context["mechanism"] or "", context["model"] or ""
     fires = {
         "censored": (shares["censored"] or 0.0) >= MANY_CENSORED and mechanism.startswith("censor"),
@@ -467,7 +619,8 @@ def _rules(
         and levels["max_ecdf"] != "good"
         and context["span"] is not None
         and context["span"] < _PH_SPAN,
-        "regression": levels.get("ci_overlap", "good") != "good",
+        "regression": levels.get("ci_overlap", "good") != "good"
+        or levels.get("coef_shift", "good") != "good",
     }
     fired = [(name, text) for name, text in RULES if fires.get(name, False)]
     if verdict == "good":  # publishable if DP; anything else that fired is a note
@@ -480,6 +633,32 @@ def _rule(name: str) -> tuple[str, str]:
     return next(rule for rule in RULES if rule[0] == name)
 
 
+def _applies(move: str, context: dict[str, Any]) -> bool:
+    """Whether a move of :data:`MOVES` is new to the run and possible for it."""
+    mechanism = context["mechanism"] or ""
+    censoring = mechanism.startswith("censor")
+    checks = {
+        "censor_uw": mechanism in WEIGHTED,
+        "centre_reference": censoring and context["centring"] != "reference",
+        "ph": mechanism != "ph" and not context["regression"],
+        "model": mechanism not in ("ph", "sbs", ""),
+        "lognormal_gamma": (context["model"] or "").startswith("beta"),
+        "tighten_bounds": mechanism in ("ph", "sbs"),
+        "model_based": mechanism in ("ph", "sbs"),
+    }
+    return checks.get(move, True)
+
+
+def _advice(name: str, text: str, fill: dict[str, Any], context: dict[str, Any]) -> str:
+    """A rule's finding and the moves of :data:`RULE_MOVES` the run has not made yet."""
+    finding = text.format(**fill)
+    moves = [MOVES[m] for m in RULE_MOVES.get(name, ()) if _applies(m, context)]
+    if not moves:
+        return finding
+    tail = moves[0] if len(moves) == 1 else "; ".join(moves[:-1]) + "; or " + moves[-1]
+    return f"{finding}: try {tail}"
+
+
 def _fill(
     summary: dict[str, float], shares: dict[str, float | None], context: dict[str, Any]
 ) -> dict[str, Any]:
@@ -489,5 +668,6 @@ def _fill(
         "skewness": context["skewness"],
         "span": context["span"] or 0.0,
         "ci_overlap": summary.get("ci_overlap", float("nan")),
+        "coef_shift": summary.get("coef_shift", float("nan")),
         "guarantee": context["guarantee"],
     }

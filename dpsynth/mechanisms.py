@@ -647,8 +647,36 @@ class Synthesizer:
         n_out = self.n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
         if n_out != self.n and self.X is not None:
             raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
+        picks, rng = self._published_picks(S, m)
+        return self._sets_at(wf, picks, n_out, rng)
+
+    def _published_picks(self, S: int, m: int) -> tuple[np.ndarray, np.random.Generator]:
+        """The m distinct retained draws the published sets come from, and the generator
+        that then simulates them (fixed by the seed)."""
         rng = np.random.default_rng([self.seed % (2**63), 1])
-        picks = rng.choice(S, size=m, replace=False)
+        return rng.choice(S, size=m, replace=False), rng
+
+    def verdict_sets(
+        self, result: Result, m: int, extra: int, n_synthetic: int | None = None
+    ) -> np.ndarray:
+        """``extra`` synthetic sets (extra x N) from retained draws other than the m published
+        ones, for the curator's confidential verdict only (never published). Empty (0 x N)
+        for a user program (each set would cost a Stan run) or too few draws."""
+        wf = result.fit
+        S = wf.stan_fit.n_draws
+        n_out = self.n if n_synthetic is None else int(n_synthetic)
+        if getattr(self.model, "simulate", None) is None or S - m < 1 or extra < 1:
+            return np.empty((0, n_out))
+        published, _ = self._published_picks(S, m)
+        rng = np.random.default_rng([self.seed % (2**63), 2])
+        others = np.setdiff1d(np.arange(S), published)
+        picks = rng.choice(others, size=min(extra, others.size), replace=False)
+        return self._sets_at(wf, picks, n_out, rng)
+
+    def _sets_at(
+        self, wf: WeightedFit, picks: np.ndarray, n_out: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """One synthetic set per retained draw in ``picks`` (len(picks) x n_out)."""
         sets = []
         for j, s in enumerate(picks):
             draw = {k: v[int(s)] for k, v in wf.stan_fit.draws.items()}

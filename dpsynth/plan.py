@@ -12,8 +12,11 @@ How the public file is used. It is split at random (a fixed seed) into two halve
 the real release will have (the earlier period of the censoring paper's Section 4.5), from
 which Censor_w takes its weights and reference centring its parameter value
 (:func:`reference_point`). So the plan runs the same steps, with the same kind of public
-information, as the release it predicts, at half the records (utility at n / 2 is, if
-anything, a little pessimistic). Everything is public, so fixed seeds are fine: the warnings
+information, as the release it predicts. Utility depends on n, so the stand-in is then
+resampled to the confidential file's size (``n_confidential``, a public number the curator
+states; default: the public file's size): with replacement when it is larger than the half,
+without when smaller. The table's ``attrs`` and :func:`sizes_line` state the sizes used.
+Everything is public, so fixed seeds are fine: the warnings
 that seeded releases are not private are silenced here, and the plan's releases are never
 published.
 
@@ -39,7 +42,15 @@ from dpsynth.mechanisms import Sampler, Synthesizer
 from dpsynth.models import get_model
 from dpsynth.release import KnownSeedWarning, synthesize
 
-__all__ = ["CANDIDATES", "DEFAULT_CANDIDATES", "plan", "reference_point", "split_reference"]
+__all__ = [
+    "CANDIDATES",
+    "DEFAULT_CANDIDATES",
+    "plan",
+    "reference_point",
+    "resize_stand_in",
+    "sizes_line",
+    "split_reference",
+]
 
 CANDIDATES: dict[str, tuple[str, str]] = {
     "ph": ("ph", "none"),
@@ -91,6 +102,36 @@ def split_reference(
     if X.shape[0] != y.size:
         raise InputError("reference_X", f"needs one row per record of reference_y ({y.size})")
     return y[a], X[a], y[b], X[b]
+
+
+def resize_stand_in(
+    y: np.ndarray, X: np.ndarray | None, n: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The stand-in half resampled to ``n`` records (the confidential size): with replacement
+    when n exceeds the half, without when it does not; X rows follow their records."""
+    n = int(n)
+    if n < 2:
+        raise InputError("n_confidential", f"must be at least 2 records (got {n})")
+    if n == y.size:
+        return y, X
+    rng = np.random.default_rng([seed, 4])
+    idx = np.sort(rng.choice(y.size, size=n, replace=n > y.size))
+    return y[idx], None if X is None else X[idx]
+
+
+def sizes_line(table: pd.DataFrame) -> str:
+    """The sizes a plan used, in words (for the curator's terminal)."""
+    a = table.attrs
+    how = (
+        "as stated (--n-confidential)"
+        if a["n_confidential_stated"]
+        else ("default: the public file's size; state the confidential size with --n-confidential")
+    )
+    return (
+        f"plan sizes: public file {a['n_public']} records, split into a stand-in half of "
+        f"{a['n_half']} and a reference half of {a['n_reference']}; the stand-in was resampled "
+        f"to {a['n_stand_in']} records, the confidential size ({how})"
+    )
 
 
 def reference_point(
@@ -156,6 +197,7 @@ def plan(
     seed: int | None = None,
     sampler: Sampler | None = None,
     neighbours: str = "substitution",
+    n_confidential: int | None = None,
 ) -> pd.DataFrame:
     """Expected utility of each candidate on the public ``reference_y``, best first.
 
@@ -166,6 +208,9 @@ def plan(
     the file is public) fixes the split and every fit. Rows are sorted by verdict, then
     max-ECDF, then mean error; a candidate that the release path refuses (e.g. PH without
     bounds) gets the verdict "refused" and the reason as its next step, at the end.
+    ``n_confidential`` (public: the size of the file the real release will use; default the
+    size of ``reference_y``) is the number of records each candidate is judged at
+    (:func:`resize_stand_in`); ``attrs`` hold the sizes used (:func:`sizes_line`).
     """
     unknown = [c for c in mechanisms if c not in CANDIDATES]
     if unknown or not mechanisms:
@@ -175,6 +220,9 @@ def plan(
     seed = 0 if seed is None else int(seed)
     spec = get_model(model)
     y, X, ref_y, ref_X = split_reference(reference_y, reference_X, seed)
+    n_half, n_public = y.size, y.size + ref_y.size
+    n_conf = n_public if n_confidential is None else n_confidential
+    y, X = resize_stand_in(y, X, n_conf, seed)
     point = None
     if any(CANDIDATES[c][1] == "reference" for c in mechanisms):
         point = reference_point(
@@ -199,7 +247,14 @@ def plan(
     )
     frame = frame.iloc[order].reset_index(drop=True)
     frame.attrs.update(
-        {"n_stand_in": int(y.size), "n_reference": int(ref_y.size), "reference_point": point}
+        {
+            "n_public": int(n_public),
+            "n_half": int(n_half),
+            "n_stand_in": int(y.size),
+            "n_reference": int(ref_y.size),
+            "n_confidential_stated": n_confidential is not None,
+            "reference_point": point,
+        }
     )
     return frame
 

@@ -348,6 +348,7 @@ def _release(
     else:
         frame, report, diag, result = _posterior(req, ledger)
     sets = frame[column].to_numpy(dtype=float).reshape(m, -1)
+    extra = diag.pop(EXTRA_SETS, None)  # confidential, for the verdict only: never stored
     if eps_utility:
         report["public_utility"] = public_utility_figures(
             req.y, sets, bounds, eps_utility, ledger, req.noise_rng()
@@ -368,12 +369,27 @@ def _release(
     diagnostics = {"confidential": CONFIDENTIAL_BANNER, "seed": seed, **diag}
     if clip_to_bounds:
         diagnostics["n_clipped_to_bounds"] = n_clipped
-    diagnostics["utility"] = _verdict(req, sets, report, diag, result)
+    diagnostics["utility"] = _verdict(req, sets, extra, report, diag)
     return Release(frame, report, diagnostics, result)
 
 
-def _verdict(req: _Request, sets: np.ndarray, report: dict, diag: dict, result: Any) -> dict:
-    """The curator's utility verdict (confidential), for every mechanism."""
+EXTRA_SETS = "_verdict_extra_sets"
+"""Key under which a mechanism hands the release its extra, never published synthetic sets
+(:data:`dpsynth.curator.EXTRA_DRAWS`); popped before the diagnostics are stored."""
+
+_EXTRA_SOURCE = {
+    "ph": "fresh Laplace noise on the confidential histogram: published, they would spend "
+    "budget; unpublished, they only make this confidential verdict steadier",
+    "sbs": "fresh noise on the confidential statistics: published, they would spend "
+    "budget; unpublished, they only make this confidential verdict steadier",
+}
+
+
+def _verdict(
+    req: _Request, sets: np.ndarray, extra: np.ndarray | None, report: dict, diag: dict
+) -> dict:
+    """The curator's utility verdict (confidential), for every mechanism: the published
+    sets plus the mechanism's extra unpublished draws."""
     from dpsynth import curator
 
     if req.mechanism in ("ph", "sbs"):
@@ -381,10 +397,17 @@ def _verdict(req: _Request, sets: np.ndarray, report: dict, diag: dict, result: 
         outcome = "count" if integer else "real"
     else:
         outcome = _model_outcome(req.model)
+    if extra is not None and np.size(extra) and np.shape(extra)[1] == sets.shape[1]:
+        sets = np.vstack([sets, extra])
+    centring = req.tuning.get("centring")
     try:
         return curator.utility_verdict(
             np.asarray(req.y, dtype=float),
             sets,
+            n_published=req.m,
+            extra_source=_EXTRA_SOURCE.get(req.mechanism, "other retained posterior draws"),
+            centring="reference" if isinstance(centring, dict) else centring,
+            reference_weights=req.mechanism == "censor-w" and req.reference is not None,
             outcome=outcome,
             X=req.X,
             n_censored=diag.get("n_censored"),
@@ -396,6 +419,12 @@ def _verdict(req: _Request, sets: np.ndarray, report: dict, diag: dict, result: 
         )
     except (InputError, ValueError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
+
+
+def _extra_draws() -> int:
+    from dpsynth.curator import EXTRA_DRAWS
+
+    return EXTRA_DRAWS
 
 
 def _model_outcome(model: str | Model) -> str:
@@ -584,13 +613,15 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         caveats.append(USER_PROGRAM_CAVEAT)
     if kind == "DP" and not converged(diag_fit):
         if not req.allow_unconverged:
-            raise ConvergenceError("sampler", convergence_refusal(diag_fit))
+            centred = isinstance(tuning.get("centring"), dict)
+            raise ConvergenceError("sampler", convergence_refusal(diag_fit, centred=centred))
         kind = "not established"
         caveats.append("MCMC convergence checks failed: the DP proof assumes exact draws")
     for j in range(1, m + 1):
         what = f"synthetic set {j}/{m}: one posterior draw ({mechanism})"
         ledger.spend(what, eps_set, "all records")
     sets = syn.synthesize(result, m, n_synthetic=req.n_synthetic)
+    extra = syn.verdict_sets(result, m, _extra_draws(), n_synthetic=req.n_synthetic)
     frame = synthetic_frame(sets, req.column, syn.model.outcome == "count")
     if req.covariates is not None or req.X is not None:
         frame = _with_covariates(frame, req.covariates, req.X, m)
@@ -631,6 +662,7 @@ def _posterior(req: _Request, ledger: privacy.BudgetLedger):
         "n_zero_weight": int(result.n_zero_weight),
         "mcmc": dict(diag_fit),
         "tuning": result.tuning,
+        EXTRA_SETS: extra,
     }
     return frame, report, diag, result
 
@@ -747,26 +779,28 @@ modes (longer chains do not help; seen with censored posteriors of skewed income
 MULTIMODAL_ESS = 20.0
 
 
-def convergence_refusal(diagnostics: dict[str, float]) -> str:
+def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False) -> str:
     """The refusal of an unconverged strict-DP release: figures marked confidential, advice.
 
     The figures come from the confidential fit, so they are marked as such (they reach
     only the curator's terminal). The advice depends on the failure: chains in different
-    modes, divergent transitions, or too few effective draws.
+    modes, divergent transitions, or too few effective draws; it proposes centring at a
+    public reference file (``centring_from``) only to a run that was not ``centred`` there.
     """
     rhat = diagnostics.get("rhat_max") or math.nan
     ess = diagnostics.get("ess_bulk_min") or math.nan
     figures = "; ".join(convergence_failures(diagnostics))
+    centre = "" if centred else "centre at a public reference file's fit (centring_from), "
     if rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS:
         advice = (
             "the chains settled in different modes of the censored posterior, so longer "
-            "chains will not help; try centring at a public reference (centring), another "
-            "epsilon, or another model (which_mechanism in the book)"
+            f"chains will not help; try {centre}another epsilon, or another model (model), "
+            "or PH (mechanism ph) for a single outcome"
         )
     elif diagnostics.get("divergences", 0) > CONVERGENCE["divergences"]:
         advice = (
             "divergent transitions: raise the step-size target (adapt_delta) to 0.95 or "
-            "0.99, centre at a public reference (centring), or use another model"
+            f"0.99, {centre}or use another model (model)"
         )
     else:
         advice = "run longer chains (iter_warmup, iter_sampling) or more chains"
@@ -842,6 +876,17 @@ def _ph(req: _Request, ledger: privacy.BudgetLedger):
     for j in range(1, req.m + 1):
         what = f"synthetic set {j}/{req.m}: Laplace-noised histogram"
         ledger.spend(what, req.eps_set, "all records")
+    extra = perturbed_histogram(  # unpublished fresh noise, for the confidential verdict only
+        req.y,
+        req.bounds,
+        req.eps_set,
+        np.random.default_rng([req.seed, 3]),
+        n_bins=n_bins,
+        m=_extra_draws(),
+        neighbours=req.neighbours,
+        n_synthetic=req.n_synthetic,
+        integer=integer,
+    )
     k = n_bins if n_bins is not None else ph_bins(sets.shape[1], req.bounds, integer)
     internal = {
         "count_sensitivity_l1": privacy.histogram_sensitivity(req.neighbours),
@@ -850,7 +895,7 @@ def _ph(req: _Request, ledger: privacy.BudgetLedger):
         "integer": integer,
     }
     report = _strict_report(req, "ph", None, internal, rng, int(sets.shape[1]), [])
-    return synthetic_frame(sets, req.column, integer), report, {}
+    return synthetic_frame(sets, req.column, integer), report, {EXTRA_SETS: extra}
 
 
 def _strict_report(
@@ -953,7 +998,9 @@ def _sbs(req: _Request, ledger: privacy.BudgetLedger):
     )
     report = _strict_report(req, "sbs", result.model, internal, rng, int(arr.size), caveats)
     report["sanitized_statistics"] = sanitized
-    return frame, report, {}
+    k = _extra_draws()  # unpublished fresh noise, for the confidential verdict only
+    extra = modips(arr, model, k, req.eps_set * k, np.random.default_rng([req.seed, 3]))
+    return frame, report, {EXTRA_SETS: np.vstack(extra.datasets)}
 
 
 # ----------------------------------------------------------------------------- helpers

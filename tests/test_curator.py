@@ -64,10 +64,21 @@ def test_every_threshold_boundary(figure):
     assert curator._level(figure, float("nan")) == "poor"
 
 
-def test_real_outcome_mean_error_is_relative_to_the_sd():
-    y = np.random.default_rng(1).normal(0.0, 2.0, 500)
+def test_real_outcome_mean_error_is_relative_unless_the_mean_is_near_zero():
+    """A real outcome far from 0 (PH's "error 7.1%" was the sd-scaled 3.5%): relative. Near
+    0 the error falls back to sd units and the printed line says so."""
+    rng = np.random.default_rng(1)
+    y = rng.normal(10.0, 2.0, 500)
     v = utility_verdict(y, y + 0.3, outcome="real")
-    assert v["summary"]["mean_error"] == pytest.approx(0.3 / np.std(y, ddof=1))
+    assert v["summary"]["mean_error"] == pytest.approx(0.3 / abs(np.mean(y)))
+    assert v["mean_error_scale"] == "relative"
+    assert "(relative error 3.0%" in format_summary(v)
+    z = rng.normal(0.0, 2.0, 500)
+    z -= z.mean() - 0.05  # mean 0.05: within MEAN_NEAR_ZERO sds of 0
+    v = utility_verdict(z, z + 0.3, outcome="real")
+    assert v["summary"]["mean_error"] == pytest.approx(0.3 / np.std(z, ddof=1))
+    assert v["mean_error_scale"] == "sd"
+    assert "sd-scaled, not relative" in format_summary(v)
 
 
 def test_count_zero_share():
@@ -210,3 +221,163 @@ def test_book_page_glues_constants_and_measured_figures():
     assert glued["skewed"] == curator.SKEWED
     hand = sorted(set(quoted_numbers(text)) - set(PAGE_SETTINGS))
     assert not hand, f"hand-copied numbers on the page: {hand}"
+
+
+def _lost_effect(n=2200, seed=7):
+    """Visits on poor health: the effect 0.269 in the data, 0.013 in the synthetic set,
+    the other coefficients kept exactly (the same noise)."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.binomial(1, 0.2, n), rng.normal(size=n)])
+    noise = rng.normal(0.0, 0.6, n)
+    y = 2.0 + 0.269 * X[:, 0] + 0.3 * X[:, 1] + noise
+    syn = 2.0 + 0.013 * X[:, 0] + 0.3 * X[:, 1] + noise
+    return y, syn, X
+
+
+def test_regression_verdict_follows_the_worst_coefficient():
+    """The mean overlap of three coefficients hides a lost effect (two ~1, one ~0: mean
+    about 0.67, "good" before); the worst coefficient makes the verdict poor."""
+    y, syn, X = _lost_effect()
+    v = utility_verdict(y, syn, outcome="real", X=X)
+    coefs = {c["coefficient"]: c for c in v["coefficients"]}
+    assert set(coefs) == {"intercept", "x1", "x2"}
+    assert np.mean([c["overlap"] for c in coefs.values()]) >= curator.GOOD_CI_OVERLAP
+    assert coefs["x1"]["overlap"] == pytest.approx(v["summary"]["ci_overlap"])
+    assert coefs["x1"]["shift_se"] < -curator.FAIR_COEF_SHIFT  # the effect shrank
+    assert v["levels"]["ci_overlap"] == "poor" and v["levels"]["coef_shift"] == "poor"
+    assert v["verdict"] == "poor" and v["rules"][0] == "regression"
+    text = format_summary(v)
+    assert "worst coefficient" in text and "x1: overlap" in text
+
+
+def test_thresholds_of_the_coefficient_shift_match_the_overlap():
+    """Equal-width 95% intervals: overlap 1 - d / (2 * 1.96) at a shift of d s.e."""
+    for overlap, shift in (
+        (curator.GOOD_CI_OVERLAP, curator.GOOD_COEF_SHIFT),
+        (curator.FAIR_CI_OVERLAP, curator.FAIR_COEF_SHIFT),
+    ):
+        assert 1 - shift / (2 * 1.96) == pytest.approx(overlap, abs=0.01)
+
+
+def test_verdict_judges_the_median_of_several_draws_and_shows_the_spread():
+    y = _income()
+    # the published draw is lucky (PH at eps 3: "good" once, "fair" on five reruns)
+    sets = np.vstack([y, 1.15 * y, 1.2 * y, 1.3 * y, 1.02 * y])  # median draw: 1.15
+    v = utility_verdict(y, sets, outcome="positive", n_published=1, extra_source="other draws")
+    assert v["m"] == 1 and v["draws"] == {
+        "total": 5,
+        "published": 1,
+        "extra": 4,
+        "source": "other draws",
+    }
+    assert v["summary"]["mean_error"] == pytest.approx(0.15)
+    assert v["spread"]["mean_error"]["min"] == 0.0
+    assert v["spread"]["mean_error"]["max"] == pytest.approx(0.3)
+    assert utility_verdict(y, sets[:1], outcome="positive")["verdict"] == "good"
+    assert v["verdict"] != "good" and v["levels"]["mean_error"] == "fair"
+    text = format_summary(v)
+    assert "median over 5 synthetic draws" in text and "4 extra draws NOT published" in text
+    assert "[min 0.0%, max 30.0%]" in text
+    with pytest.raises(InputError, match="^n_published:"):
+        utility_verdict(y, sets, outcome="positive", n_published=6)
+
+
+def test_advice_never_repeats_what_the_run_did():
+    """The three trial loops each get a different next step."""
+    y = _income()
+    # 1. centred at a public reference fit (--centring-from), 96% censored
+    v = utility_verdict(
+        y,
+        2.0 * y,
+        outcome="positive",
+        n_censored=2880,
+        mechanism="censor-uw",
+        model="lognormal",
+        centring="reference",
+    )
+    assert v["rules"][0] == "censored" and "centre" not in v["next_step"]
+    assert "PH (mechanism ph)" in v["next_step"]
+    uncentred = utility_verdict(
+        y, 2.0 * y, outcome="positive", n_censored=2880, mechanism="censor-uw", model="lognormal"
+    )
+    assert "(centring_from)" in uncentred["next_step"]
+    # 2. Censor_w with reference weights, a coefficient lost: censor-uw, not censor-w again
+    ys, syn, X = _lost_effect()
+    v = utility_verdict(
+        ys,
+        syn,
+        outcome="real",
+        X=X,
+        mechanism="censor-w",
+        reference_weights=True,
+        centring="reference",
+    )
+    assert v["rules"][0] == "regression" and "censor-w" not in v["next_step"]
+    assert "try censor-uw (no weights" in v["next_step"] and "centre" not in v["next_step"]
+    assert "PH" not in v["next_step"]  # PH cannot carry a regression
+    v = utility_verdict(ys, syn, outcome="real", X=X, mechanism="censor-uw")
+    assert "censor-uw" not in v["next_step"] and "(centring_from)" in v["next_step"]
+
+
+def test_convergence_refusal_proposes_centring_only_when_not_centred():
+    from dpsynth.cli import api_words_as_flags
+    from dpsynth.release import convergence_refusal
+
+    modes = {"rhat_max": 1.83, "ess_bulk_min": 3.0, "divergences": 0}
+    fresh = api_words_as_flags(convergence_refusal(modes))
+    assert "--centring-from" in fresh and "--centring " not in fresh
+    centred = api_words_as_flags(convergence_refusal(modes, centred=True))
+    assert "centr" not in centred.replace("censored", "") and "--model" in centred
+    assert centred != fresh
+
+
+@pytest.mark.parametrize("mechanism", ["ph", "sbs"])
+def test_release_verdict_adds_unpublished_draws(mechanism):
+    """The release judges its published sets plus EXTRA_DRAWS fresh-noise draws that appear
+    nowhere but in the verdict, and says so."""
+    import warnings
+
+    from dpsynth.release import EXTRA_SETS, synthesize
+
+    y = np.random.default_rng(4).normal(50.0, 10.0, 300).clip(0, 100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = synthesize(
+            y, model="normal", mechanism=mechanism, epsilon=3.0, m=2, bounds=(0.0, 100.0), seed=5
+        )
+    v = release.diagnostics["utility"]
+    assert v["draws"]["published"] == 2 and v["draws"]["total"] == 2 + curator.EXTRA_DRAWS
+    assert "budget" in v["draws"]["source"] and len(v["sets"]) == 2 + curator.EXTRA_DRAWS
+    assert len(release.data) == 2 * y.size  # only the published sets are released
+    assert EXTRA_SETS not in release.diagnostics
+    assert "extra draws NOT published" in format_summary(v)
+
+
+@pytest.mark.slow
+def test_posterior_release_verdict_adds_other_retained_draws():
+    """Censor_uw: the verdict's extra sets come from retained draws other than the published
+    one (so they differ from it), and only the published set is released."""
+    import warnings
+
+    from dpsynth.mechanisms import Sampler
+    from dpsynth.release import synthesize
+
+    y = _income(200, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = synthesize(
+            y, model="lognormal", mechanism="censor-uw", epsilon=5.0, bounds=(0.0, 1e6),
+            seed=2, allow_unconverged=True,
+            sampler=Sampler(chains=2, iter_warmup=150, iter_sampling=150),
+        )  # fmt: skip
+    v = release.diagnostics["utility"]
+    assert v["draws"] == {
+        "total": 1 + curator.EXTRA_DRAWS,
+        "published": 1,
+        "extra": curator.EXTRA_DRAWS,
+        "source": "other retained posterior draws",
+    }
+    means = [row["synthetic_mean"] for row in v["sets"]]
+    assert means[0] == pytest.approx(release.data["y"].mean())
+    assert len(set(np.round(means, 6))) == len(means)  # distinct draws
+    assert len(release.data) == y.size

@@ -8,7 +8,14 @@ import pytest
 from dpsynth.curator import VERDICTS
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
-from dpsynth.plan import COLUMNS, plan, reference_point, split_reference
+from dpsynth.plan import (
+    COLUMNS,
+    plan,
+    reference_point,
+    resize_stand_in,
+    sizes_line,
+    split_reference,
+)
 from dpsynth.release import KnownSeedWarning
 
 SHORT = Sampler(chains=2, iter_warmup=150, iter_sampling=150)
@@ -53,7 +60,8 @@ def test_plan_tabulates_candidates_best_first(public_incomes):
     assert not [w for w in caught if issubclass(w.category, KnownSeedWarning)]
     assert list(table.columns) == list(COLUMNS)
     assert sorted(table["candidate"]) == ["censor-uw", "censor-uw+reference", "censor-w", "ph"]
-    assert table.attrs["n_stand_in"] == 200 and table.attrs["n_reference"] == 200
+    # judged at the public file's size (the default confidential size), not at its half
+    assert table.attrs["n_stand_in"] == 400 and table.attrs["n_reference"] == 200
     assert set(table.attrs["reference_point"]) == {"mu", "sigma"}
     # best first: verdict rank, then max-ECDF
     rank = table["verdict"].map(VERDICTS.index).to_numpy()
@@ -103,3 +111,40 @@ def test_reference_point_names_only_what_the_mirror_reads():
     point = reference_point(y, "beta", sampler=SHORT)
     assert set(point) == {"beta1", "beta2"}
     assert point["beta1"] / (point["beta1"] + point["beta2"]) == pytest.approx(2 / 7, abs=0.05)
+
+
+def test_resize_stand_in_to_the_confidential_size():
+    y = np.arange(10.0)
+    X = np.column_stack([y, -y])
+    big, Xbig = resize_stand_in(y, X, 25, seed=1)
+    assert big.size == 25 and set(big) <= set(y) and np.array_equal(Xbig[:, 1], -big)
+    small, _ = resize_stand_in(y, None, 6, seed=1)
+    assert small.size == 6 and len(set(small)) == 6  # without replacement
+    same, Xsame = resize_stand_in(y, X, 10)
+    assert same is y and Xsame is X
+    with pytest.raises(InputError, match="^n_confidential:"):
+        resize_stand_in(y, X, 1)
+
+
+def test_plan_judges_at_the_stated_confidential_size_and_says_so(public_incomes):
+    """The trial's plan judged ~550 records where the confidential file had 2,200."""
+    kw = {"model": "lognormal", "epsilon": 5.0, "bounds": (0.0, 1e5), "mechanisms": ("ph",)}
+    stated = plan(public_incomes, n_confidential=1100, **kw)
+    assert stated.attrs["n_stand_in"] == 1100 and stated.attrs["n_half"] == 200
+    assert stated.loc[0, "verdict"] in VERDICTS
+    line = sizes_line(stated)
+    assert "1100 records" in line and "as stated (--n-confidential)" in line
+    default = plan(public_incomes, **kw)
+    assert default.attrs["n_stand_in"] == 400 and not default.attrs["n_confidential_stated"]
+    assert "default: the public file's size" in sizes_line(default)
+
+
+def test_cli_plan_prints_the_sizes(tmp_path, public_incomes, capsys):
+    from dpsynth.cli import main
+
+    path = tmp_path / "reference.csv"
+    path.write_text("income\n" + "\n".join(f"{v:.2f}" for v in public_incomes) + "\n")
+    argv = ["plan", str(path), "--column", "income", "--model", "lognormal", "--epsilon", "5"]
+    argv += ["--bounds", "0", "100000", "--mechanisms", "ph", "--n-confidential", "900"]
+    assert main(argv) == 0
+    assert "resampled to 900 records" in capsys.readouterr().err
