@@ -610,6 +610,7 @@ def public_precheck(
        program with the likelihood off, on public inputs: the design under substitution, one
        intercept row under add-remove), then the record function at every outcome of
        :func:`outcome_grid` and public covariate row; a Stan exception there is refused.
+
     Reads ``synthesizer.X``-derived design and ``synthesizer.bounds`` only (public).
     """
     from dpsynth.models import design_matrix
