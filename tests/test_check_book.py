@@ -143,6 +143,7 @@ def test_a_plain_text_table_in_an_output_fails(text):
         "fits converged: max R-hat 1.004",
         "epsilon  1.0\nn  1000\n",
         "Wrote results/out.csv\nTook 3 s\nDone",
+        "$ dpsynth synthesize in.csv --column y \\\n    --mechanism ph \\\n    --epsilon 1",
     ],
 )
 def test_plain_output_passes(text):

@@ -278,3 +278,18 @@ def test_setup_makes_frame_html_the_notebooks_view_of_a_frame(monkeypatch):
         assert "NaN" not in fmt(pd.DataFrame({"x": [np.nan]}))
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_crowded_category_labels_are_turned_upright_until_readable():
+    import matplotlib.pyplot as plt
+
+    from dpsynth.studies import plots
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    names = ["Weighted (aDP)", "Weighted-e (aDP)", "Censor_w", "Censor_uw", "Unweighted"]
+    ax.bar(names, [1, 2, 3, 4, 5])
+    assert plots.tick_label_overlaps(fig)  # as drawn, the names collide
+    plots.slant_x_tick_labels(fig)
+    assert plots.tick_label_overlaps(fig) == []
+    assert all(label.get_rotation() == 90 for label in ax.get_xticklabels())
+    plt.close(fig)

@@ -503,7 +503,7 @@ TRACKER_WORDS = (
 )
 REVIEWER = re.compile(r"\breviewers?\b", re.I)
 NAN_CELL = re.compile(r"(?<![\w.])nan(?![\w.])", re.I)
-TICK_OVERLAP = re.compile(r"tick labels overlap", re.I)
+TICK_OVERLAP = re.compile(r"tick labels overlap in the figure above", re.I)
 
 
 def _excerpt(text: str, m: re.Match, width: int = 30) -> str:
@@ -550,8 +550,11 @@ def looks_like_table(text: str) -> bool:
 
     Three or more lines, and at least half of the lines, that split into at least three
     columns on runs of two or more spaces; or pandas' wrapped-frame marker
-    (a header line ending in a backslash)."""
+    (a header line ending in a backslash). A shell command (first line ``$ ...``, continued
+    with backslashes) is not a table."""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].startswith("$ "):  # a shell command, continued with backslashes
+        return False
     if any(ln.endswith(" \\") for ln in lines[:-1]) and len(lines) >= 3:
         return True
     counts = [len(re.split(r"\s{2,}", ln.strip())) for ln in lines]

@@ -72,12 +72,17 @@ def show(fig: Any) -> None:
     """Display a figure inline, then close it (so it is not shown twice).
 
     If two tick labels of an axis overlap (:func:`dpsynth.studies.plots.tick_label_overlaps`,
-    measured with the figure's renderer), a visible note says so under the figure: the book
+    measured with the figure's renderer), the x tick labels are slanted
+    (:func:`dpsynth.studies.plots.slant_x_tick_labels`) and measured again; if they still
+    overlap, a visible note says so under the figure: the book
     check (``tools/check_book.py``) fails on it, and a reader sees why a label is unreadable.
     """
     from IPython.display import display
 
     overlaps = plots.tick_label_overlaps(fig)
+    if overlaps:  # crowded category names: slant them, then measure again
+        plots.slant_x_tick_labels(fig)
+        overlaps = plots.tick_label_overlaps(fig)
     display(fig)
     plt.close(fig)
     if overlaps:

@@ -356,6 +356,19 @@ def metric_grid(
     return fig
 
 
+def slant_x_tick_labels(fig: Figure, angle: float = 90.0) -> None:
+    """Turn every x tick label of ``fig`` by ``angle`` degrees (default upright), anchored at
+    its right end, and re-lay out: long category names then stand side by side. Upright,
+    because the overlap test compares the labels' bounding boxes, which a slant widens."""
+    for ax in fig.get_axes():
+        for label in ax.get_xticklabels():
+            label.set_rotation(angle)
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+    if not fig.get_constrained_layout():
+        fig.tight_layout()
+
+
 def tick_label_overlaps(fig: Figure, pad: float = 1.0) -> list[str]:
     """Pairs of tick labels of one axis that overlap when ``fig`` is drawn, as text.
 
