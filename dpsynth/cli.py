@@ -466,8 +466,27 @@ class _LazyChoices:
         self.module, self.name = module, name
 
     def _values(self) -> tuple[str, ...]:
+        """The names, read from the module's source where they are a literal tuple (no import:
+        a usage error stays cheap); otherwise from the imported module (e.g. a dict's keys)."""
+        import ast
         import importlib
+        import importlib.util
 
+        spec = importlib.util.find_spec(self.module)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            for node in ast.parse(Path(spec.origin).read_text()).body:
+                target = (
+                    getattr(node, "target", None) or (getattr(node, "targets", None) or [None])[0]
+                )
+                if (
+                    isinstance(target, ast.Name)
+                    and target.id == self.name
+                    and node.value is not None
+                ):
+                    try:
+                        return tuple(ast.literal_eval(node.value))
+                    except ValueError:
+                        break
         return tuple(getattr(importlib.import_module(self.module), self.name))
 
     def __contains__(self, value: object) -> bool:
