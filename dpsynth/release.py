@@ -39,6 +39,12 @@ import numpy as np
 import pandas as pd
 
 from dpsynth import __version__, budget, privacy, safeguards
+from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release policy lives there)
+    CONVERGENCE,
+    converged,
+    convergence_failures,
+    convergence_refusal,
+)
 from dpsynth.errors import (
     InputError,
     require_choice,
@@ -58,7 +64,6 @@ from dpsynth.models import Model
 
 SET_COLUMN = "synthetic_set"
 ALL_MECHANISMS = (*MECHANISMS, "ph", "sbs")
-CONVERGENCE = {"rhat_max": 1.01, "ess_bulk_min": 100.0, "divergences": 0}
 """A strict-DP posterior release needs max R-hat <= 1.01, min bulk ESS >= 100 and no
 divergent transitions (dpsynth's thresholds; the proofs assume exact posterior draws)."""
 
@@ -742,73 +747,6 @@ def _check_centring(syn: Synthesizer, centring: Any) -> None:
             f"names no parameter of model {syn.model.name!r}: {', '.join(extra)} (it reads "
             f"{', '.join(dict.fromkeys(reads.read))})",
         )
-
-
-def converged(diagnostics: dict[str, float]) -> bool:
-    """True when the fit meets :data:`CONVERGENCE` (NaN R-hat or ESS counts as failing)."""
-    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
-    return bool(
-        rhat is not None
-        and ess is not None
-        and math.isfinite(rhat)
-        and math.isfinite(ess)
-        and rhat <= CONVERGENCE["rhat_max"]
-        and ess >= CONVERGENCE["ess_bulk_min"]
-        and diagnostics.get("divergences", 1) <= CONVERGENCE["divergences"]
-    )
-
-
-def convergence_failures(diagnostics: dict[str, float]) -> list[str]:
-    """The :data:`CONVERGENCE` criteria a fit fails, in words (empty when it converged)."""
-    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
-    div = diagnostics.get("divergences", 1)
-    out = []
-    if rhat is None or not math.isfinite(rhat) or rhat > CONVERGENCE["rhat_max"]:
-        out.append(f"max R-hat {rhat:.3g} > {CONVERGENCE['rhat_max']}" if rhat else "no R-hat")
-    if ess is None or not math.isfinite(ess) or ess < CONVERGENCE["ess_bulk_min"]:
-        shown = f"{ess:.0f}" if ess is not None and math.isfinite(ess) else "unknown"
-        out.append(f"min bulk ESS {shown} < {CONVERGENCE['ess_bulk_min']:.0f}")
-    if div > CONVERGENCE["divergences"]:
-        out.append(f"{div} divergent transitions")
-    return out
-
-
-MULTIMODAL_RHAT = 1.3
-"""R-hat above this with a bulk ESS under :data:`MULTIMODAL_ESS`: the chains sit in different
-modes (longer chains do not help; seen with censored posteriors of skewed incomes)."""
-MULTIMODAL_ESS = 20.0
-
-
-def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False) -> str:
-    """The refusal of an unconverged strict-DP release: figures marked confidential, advice.
-
-    The figures come from the confidential fit, so they are marked as such (they reach
-    only the curator's terminal). The advice depends on the failure: chains in different
-    modes, divergent transitions, or too few effective draws; it proposes centring at a
-    public reference file (``centring_from``) only to a run that was not ``centred`` there.
-    """
-    rhat = diagnostics.get("rhat_max") or math.nan
-    ess = diagnostics.get("ess_bulk_min") or math.nan
-    figures = "; ".join(convergence_failures(diagnostics))
-    centre = "" if centred else "centre at a public reference file's fit (centring_from), "
-    if rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS:
-        advice = (
-            "the chains settled in different modes of the censored posterior, so longer "
-            f"chains will not help; try {centre}another epsilon, or another model (model), "
-            "or PH (mechanism ph) for a single outcome"
-        )
-    elif diagnostics.get("divergences", 0) > CONVERGENCE["divergences"]:
-        advice = (
-            "divergent transitions: raise the step-size target (adapt_delta) to 0.95 or "
-            f"0.99, {centre}or use another model (model)"
-        )
-    else:
-        advice = "run longer chains (iter_warmup, iter_sampling) or more chains"
-    return (
-        "the MCMC fit did not converge well enough for a strict-DP release "
-        f"[CONFIDENTIAL figures from the confidential fit, do not publish: {figures}]: "
-        f"{advice}; or pass allow_unconverged=True to release without a guarantee"
-    )
 
 
 def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, reference: bool):
