@@ -1,0 +1,171 @@
+"""One declaration per mechanism: name, label, guarantee, neighbour relations, privacy map.
+
+Everything else derives from :data:`MECHANISMS`: the CLI's ``--mechanism`` choices and
+option checks, the release's validation and dispatch, the studies' labels and the book's
+mechanism tables. Like an OpenDP measurement, a declaration carries its own privacy map
+(epsilon -> the internal bound the mechanism enforces, per neighbour relation) and
+refuses a relation it does not support.
+
+Import-light on purpose (standard library only): the CLI reads it to check arguments
+before the scientific stack is imported. Adding a mechanism is one :class:`Mechanism`
+entry here and one function named by its ``runner``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+NEIGHBOURS: tuple[str, ...] = ("substitution", "add-remove")
+"""The neighbour relations dpsynth states guarantees under (``privacy.NEIGHBOUR_MEANING``)."""
+
+DEFAULT_NEIGHBOURS = "substitution"
+"""A release's relation unless the user names one: n public, one record replaced."""
+
+PAPER_NEIGHBOURS = "add-remove"
+"""The papers' relation (censoring paper Eq. 3.5: epsilon = 2M); the studies reproducing
+them state it explicitly."""
+
+GUARANTEE_KINDS: tuple[str, ...] = ("DP", "aDP", "none")
+"""What a mechanism can promise before any run: strict epsilon-DP, asymptotic DP only (the
+bound is computed from draws on the confidential data), or none."""
+
+OUTCOMES: tuple[str, ...] = ("continuous", "count", "binary", "categorical")
+
+
+def _censoring_map(epsilon: float, neighbours: str) -> float:
+    """Censoring bound M per draw (censoring paper, Eq. 3.5): every clamped contribution lies
+    in [-M, M]; adding or removing a record moves the log pseudo likelihood by M and its
+    normaliser by e^M (epsilon = 2M); a substitution moves it by 2M (epsilon = 4M)."""
+    return float(epsilon) / (2.0 if neighbours == "add-remove" else 4.0)
+
+
+def _histogram_map(epsilon: float, neighbours: str) -> float:
+    """Laplace scale b = sensitivity / epsilon of the bin counts (censoring paper, PH): the l1
+    sensitivity of a count vector is 2 under substitution (a record moves), 1 add/remove."""
+    return (2.0 if neighbours == "substitution" else 1.0) / float(epsilon)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """A mechanism as one declaration (the way an OpenDP measurement carries its own map).
+
+    ``privacy_map`` takes (epsilon per set, neighbour relation) to the internal bound the
+    code enforces (``bound_name`` says which); ``None`` for mechanisms whose epsilon is
+    computed after the fit from draws (asymptotic DP), and for SBS, whose map splits
+    epsilon over several statistics (``modips``).
+    ``runner`` names the function of ``dpsynth.release`` that makes the release.
+    """
+
+    name: str
+    label: str
+    paper: str
+    guarantee: str
+    neighbours: tuple[str, ...]
+    privacy_map: Callable[[float, str], float] | None
+    bound_name: str | None
+    options: frozenset[str]
+    outcomes: tuple[str, ...]
+    runner: str
+    default_neighbours: str = DEFAULT_NEIGHBOURS
+    reference: bool = False
+    summary: str = ""
+    synthesizer_options: frozenset[str] = field(default_factory=frozenset)
+
+    def internal_bound(self, epsilon: float, neighbours: str) -> float:
+        """The bound enforced at ``epsilon`` per set under ``neighbours``; refuses a relation
+        the mechanism does not support, or a mechanism without an a-priori map."""
+        if neighbours not in self.neighbours:
+            raise ValueError(f"{self.name} supports neighbours {', '.join(self.neighbours)}")
+        if self.privacy_map is None:
+            raise ValueError(f"{self.name} has no a-priori privacy map ({self.guarantee})")
+        return self.privacy_map(epsilon, neighbours)
+
+
+_WEIGHTS = frozenset({"c", "g", "reweight", "k"})
+_POSTERIOR = "posterior"
+_ALL_OUTCOMES = ("continuous", "count")
+
+MECHANISMS: dict[str, Mechanism] = {
+    m.name: m
+    for m in (
+        Mechanism(
+            "unweighted", "Unweighted", "Savitsky et al., Section 2", "aDP", NEIGHBOURS,
+            None, None, frozenset(), _ALL_OUTCOMES, _POSTERIOR,
+            summary="the plain posterior: its local epsilon is only measured (the baseline)",
+        ),
+        Mechanism(
+            "lw", "Weighted", "Savitsky et al., Algorithm 1 (LW)", "aDP", NEIGHBOURS,
+            None, None, _WEIGHTS, _ALL_OUTCOMES, _POSTERIOR,
+            summary="record-level weights from each record's own log-likelihood range",
+            synthesizer_options=_WEIGHTS,
+        ),
+        Mechanism(
+            "cw", "CW", "Savitsky et al., Algorithm 2 (CW)", "aDP", NEIGHBOURS,
+            None, None, _WEIGHTS | {"radius"}, _ALL_OUTCOMES, _POSTERIOR,
+            summary="weights from a record's distance to the others (radius r)",
+            synthesizer_options=_WEIGHTS | {"radius"},
+        ),
+        Mechanism(
+            "sw", "SW", "Savitsky et al., Algorithm 3 (SW)", "aDP", NEIGHBOURS,
+            None, None, frozenset({"target_lipschitz"}), _ALL_OUTCOMES, _POSTERIOR,
+            summary="one scalar weight that meets a target Lipschitz bound",
+            synthesizer_options=frozenset({"target_lipschitz"}),
+        ),
+        Mechanism(
+            "weighted-e", "Weighted-e", "Hu et al., Section 3.1 (Weighted-e)", "aDP",
+            NEIGHBOURS, None, None, frozenset({"c", "g", "truncation"}), _ALL_OUTCOMES,
+            _POSTERIOR,
+            summary="LW weights truncated so the local bound meets the target epsilon",
+            synthesizer_options=frozenset({"c", "g", "truncation"}),
+        ),
+        Mechanism(
+            "censor-w", "Censor_w", "Hu et al., Section 3.2 (Censor_w)", "DP", NEIGHBOURS,
+            _censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
+            _ALL_OUTCOMES, _POSTERIOR, reference=True,
+            summary="weighted, clamped log-likelihood; DP with weights from a public file",
+            synthesizer_options=_WEIGHTS | {"downscale"},
+        ),
+        Mechanism(
+            "censor-uw", "Censor_uw", "Hu et al., Section 3.2 (Censor_uw)", "DP", NEIGHBOURS,
+            _censoring_map, "censor_bound", frozenset({"centring"}), _ALL_OUTCOMES,
+            _POSTERIOR,
+            summary="clamped log-likelihood: strict DP by construction",
+        ),
+        Mechanism(
+            "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
+            _histogram_map, "laplace_scale", frozenset({"n_bins", "integer"}),
+            ("continuous", "count"), "histogram",
+            summary="Laplace-perturbed histogram on public bins, one column, no covariates",
+        ),
+        Mechanism(
+            "sbs", "SBS", "Liu, Algorithm 1 (SBS)", "DP", ("substitution",), None,
+            "laplace_scale",
+            frozenset({"data_type", "known_sd", "sanitization", "allocation", "bounding"}),
+            ("continuous", "binary"), "sbs",
+            default_neighbours="substitution",
+            summary=(
+                "sanitized sufficient statistics, then Bayesian synthesis (modips): its map "
+                "splits epsilon over the statistics (modips.allocation_weights), n public"
+            ),
+        ),
+    )
+}  # fmt: skip
+"""Every mechanism dpsynth offers, in the order the book and the CLI list them."""
+
+NAMES: tuple[str, ...] = tuple(MECHANISMS)
+POSTERIOR_NAMES: tuple[str, ...] = tuple(n for n, m in MECHANISMS.items() if m.runner == _POSTERIOR)
+"""The mechanisms made by a (pseudo) posterior fit (``mechanisms.Synthesizer.run``)."""
+
+
+def get(name: str) -> Mechanism:
+    """The declaration of ``name``; ``KeyError`` naming the choices otherwise."""
+    try:
+        return MECHANISMS[name]
+    except KeyError:
+        raise KeyError(f"unknown mechanism {name!r}: choose one of {', '.join(NAMES)}") from None
+
+
+def labels() -> dict[str, str]:
+    """The papers' names of the mechanisms, keyed by dpsynth's names."""
+    return {n: m.label for n, m in MECHANISMS.items()}
