@@ -111,23 +111,52 @@ def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.
     return np.asarray(out["y_rep"])[..., 0]
 
 
-def stanc_errors(code: str) -> str | None:
-    """stanc's error text for ``code`` (httpstan's stanc, no C++ build), or None."""
+STANC_TIMEOUT_S = 600.0
+"""Seconds stanc may take (httpstan gives it 1 s, which a busy machine exceeds: a load of 20
+on 2 cores timed out a 30-line program three times in a row)."""
+
+
+def stanc(program_code: str, stan_model_name: str) -> tuple[str, str]:
+    """``httpstan.compile.compile`` with :data:`STANC_TIMEOUT_S` instead of 1 s: (C++, warnings).
+
+    The same stanc binary (httpstan's), arguments and errors (``ValueError`` with stanc's
+    text); installed in place of httpstan's by :func:`_patient_stanc`, so httpstan's own
+    build steps use it too.
+    """
+    import importlib.resources
     import warnings
 
+    import httpstan
+
+    with warnings.catch_warnings():  # importlib.resources.path's deprecation
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with importlib.resources.path(httpstan, "stanc") as binary:
+            with tempfile.TemporaryDirectory(prefix="httpstan_") as tmpdir:
+                path = Path(tmpdir) / f"{stan_model_name}.stan"
+                path.write_text(program_code)
+                args = [binary, "--name", stan_model_name, "--warn-pedantic", "--print-cpp"]
+                done = subprocess.run(
+                    [*args, str(path)], capture_output=True, timeout=STANC_TIMEOUT_S
+                )
+    stderr = done.stderr.decode().strip()
+    if done.returncode != 0:
+        raise ValueError(stderr)
+    return done.stdout.decode().strip(), stderr
+
+
+def _patient_stanc() -> None:
+    """Make httpstan call :func:`stanc` (looked up as ``httpstan.compile.compile`` at call time)."""
     import httpstan.compile
 
-    for attempt in range(3):
-        try:
-            with warnings.catch_warnings():  # importlib.resources.path's deprecation
-                warnings.simplefilter("ignore", DeprecationWarning)
-                httpstan.compile.compile(code, "model_dpsynth_scope")
-            return None
-        except ValueError as exc:
-            return str(exc)
-        except subprocess.TimeoutExpired:  # stanc is given 1 s; retried under load
-            if attempt == 2:
-                raise
+    httpstan.compile.compile = stanc
+
+
+def stanc_errors(code: str) -> str | None:
+    """stanc's error text for ``code`` (httpstan's stanc, no C++ build), or None."""
+    try:
+        stanc(code, "model_dpsynth_scope")
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -547,19 +576,20 @@ def _httpstan_model_ready(model_name: str) -> bool:
 def _build_httpstan_model(code: str, model_name: str, attempts: int = 3) -> None:
     """What httpstan's ``POST /models`` does, in this process and without a client timeout.
 
-    A ``TimeoutError`` (``stanc`` is given 1 s) restarts the build, at most ``attempts``
-    times; any other failure removes the partial model folder.
+    A ``TimeoutError`` restarts the build, at most ``attempts`` times; any other failure
+    removes the partial model folder. stanc runs with :data:`STANC_TIMEOUT_S`.
     """
     import httpstan.cache
-    import httpstan.compile
     import httpstan.models
+
+    _patient_stanc()
 
     stan_name = f"model_{model_name.split('/')[1]}"
     for attempt in range(1, attempts + 1):
         httpstan.cache.delete_model_directory(model_name)
         try:
             try:
-                _, warnings = httpstan.compile.compile(code, stan_name)
+                _, warnings = stanc(code, stan_name)
             except ValueError as exc:
                 raise InputError("stan_file", f"stanc rejected the program:\n{exc}") from None
             httpstan.cache.dump_stanc_warnings(warnings, model_name)
