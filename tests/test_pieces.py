@@ -286,7 +286,7 @@ def test_pieces_regression_uses_each_records_covariate_row(converging_sampler, s
 
 
 @pytest.mark.slow
-def test_pieces_hierarchical_prior_passes_transformed_parameters(converging_sampler, stan_backend):
+def test_pieces_hierarchical_prior_passes_transformed_parameters(long_sampler, stan_backend):
     """hierarchical.pieces: the transformed parameter beta reaches both record functions
     (the synthesis program recomputes it from the draw's parameters): synthetic outcomes
     follow the covariates."""
@@ -295,7 +295,7 @@ def test_pieces_hierarchical_prior_passes_transformed_parameters(converging_samp
     y = 0.5 + X @ np.array([1.0, 0.0, -1.0]) + rng.normal(0.0, 0.5, 150)
     model = pieces.from_pieces(EXAMPLES / "hierarchical.pieces")
     rel = synthesize(y, model=model, X=X, mechanism="censor-uw", epsilon=20.0,
-                     sampler=converging_sampler)  # fmt: skip
+                     sampler=long_sampler)  # fmt: skip
     assert rel.report["guarantee"] == "DP", rel.diagnostics["mcmc"]
     synthetic = rel.data["y"].to_numpy()
     assert np.corrcoef(synthetic, X[:, 0])[0, 1] > 0.5
