@@ -401,8 +401,8 @@ def test_dpsynths_assembly_passes_the_differential_checks(name, stan_backend):
     """The checks of whole programs, run on dpsynth's own assembled fit program (a test of
     the assembly, not the basis of its label): prior, locality, clamp and sum, with varied
     weights and centres, under add-remove (a record also removed)."""
-    from dpsynth.mechanisms import PLACEHOLDERS
     from dpsynth.program_checks import check_censored
+    from dpsynth.synthesis import PLACEHOLDERS
 
     model = pieces.from_pieces(EXAMPLES / f"{name}.pieces")
     rng = np.random.default_rng(21)
