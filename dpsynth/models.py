@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,6 @@ Draw = Mapping[str, "np.ndarray | float"]
 """One retained draw: parameter name -> value (as ``StanFit.draw(s)`` returns it)."""
 RecordLogLik = Callable[[Draws, dict[str, Any]], np.ndarray]
 Simulate = Callable[[Draw, Mapping[str, Any], int, np.random.Generator], np.ndarray]
-LogLik = RecordLogLik  # former name, kept for imports
 
 OUTCOMES = ("unit", "count", "real", "positive")
 
@@ -94,11 +92,6 @@ class Model:
 
     def log_lik_mirror(self) -> RecordLogLik | None:
         """The record log-likelihood at any draws (numpy mirror; None for user programs)."""
-        return self.record_log_lik
-
-    @property
-    def log_lik(self) -> RecordLogLik | None:
-        """Former name of :attr:`record_log_lik` (kept for compatibility)."""
         return self.record_log_lik
 
     @classmethod
@@ -533,10 +526,6 @@ def negbin_saturated_log_lik(y: Any) -> np.ndarray:
     return poisson_saturated_log_lik(y)
 
 
-CENTRINGS = ("none", "saturated")
-"""Named record-only centrings; a mapping of public parameter values is the third choice."""
-
-
 def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none") -> np.ndarray:
     """The centre c(x_i) of each record for centred censoring (dpsynth's extension).
 
@@ -729,25 +718,16 @@ def stan_data(
     X: np.ndarray | None = None,
     censor_bound: float | None = None,
     want_contrib: bool = False,
-    want_log_lik: bool | None = None,
     centre: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The data dict of the dpsynth convention for one fit.
 
     ``want_contrib`` asks the program for its generated ``contrib``,
     ``contrib_uncensored`` and ``record_log_lik`` (``S x n`` each); ``want_rep`` is
-    0 (``engine.generate`` switches it on). ``want_log_lik`` is the deprecated
-    former name of ``want_contrib``. ``centre`` (one value per record,
+    0 (``engine.generate`` switches it on). ``centre`` (one value per record,
     :func:`record_centre`) is passed to programs that declare it (zeros when ``None``:
     the paper's mechanism); a program without it refuses a non-zero centre.
     """
-    if want_log_lik is not None:
-        warnings.warn(
-            "stan_data(want_log_lik=...) is deprecated; use want_contrib=...",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        want_contrib = bool(want_log_lik)
     alpha = np.asarray(alpha, dtype=float)
     if alpha.shape != (len(y),):
         raise InputError("alpha", f"needs one weight per record ({len(y)}), got {alpha.shape}")
