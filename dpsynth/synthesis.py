@@ -12,9 +12,9 @@ Records come out of one of two generators (the posterior predictive, synthesis a
 post-processing of one retained draw, Eq. 2.3's pseudo posterior in the vector-weighted
 paper, Eq. 3.6 in the censoring paper):
 
-* a shipped or pieces model's ``Model.simulate(draw, public, n_out, rng)`` (the numpy
-  mirror of the program's ``y_rep`` in :mod:`dpsynth.models`; a pieces model's synthesis
-  program, which declares public inputs only, :mod:`dpsynth.pieces`);
+* a shipped or pieces model's ``Model.simulate(draw, public, n_out, rng)``: the numpy
+  mirror of the program's ``y_rep`` (:mod:`dpsynth.models`), or a pieces model's synthesis
+  program, which declares public inputs only (:func:`pieces_y_rep`);
 * a whole user program's own generated quantities, run by Stan's fixed-parameter sampler
   at one draw on :func:`public_data` (the outcome replaced by a public placeholder).
 
@@ -26,6 +26,7 @@ Then the records go back to the outcome's scale and are clipped to the public bo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -204,6 +205,41 @@ def stan_y_rep(
         backend=backend,
         quiet=quiet,
     )
+    return np.asarray(y_rep, dtype=float)[:n_out]
+
+
+def pieces_inputs(public: Mapping[str, Any], n_out: int) -> dict[str, Any]:
+    """A pieces synthesis program's data: ``n_out`` records and their public covariate rows.
+
+    Reads only ``K`` and ``X``; an intercept-only design (K = 1) gives ``n_out`` rows of 1,
+    any other design must have ``n_out`` rows (a regression synthesizes one record per
+    covariate row).
+    """
+    K, X = int(public["K"]), np.asarray(public["X"], dtype=float)
+    if X.shape[0] != n_out:
+        if K != 1:
+            raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
+        X = np.ones((n_out, 1))
+    return {"n": int(n_out), "K": K, "X": X}
+
+
+def pieces_y_rep(
+    stan_file: str | Path,
+    parameter_names: Sequence[str],
+    draw: Mapping[str, Any],
+    public: Mapping[str, Any],
+    n_out: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """``y_rep`` of a pieces model's synthesis program at one draw (``Model.simulate``).
+
+    The program (:func:`dpsynth.pieces.synthesis_program`) declares public inputs only and
+    draws each record by the user's ``record_rng``; it is run by Stan's fixed-parameter
+    sampler on :func:`pieces_inputs` and the draw's ``parameter_names``, seeded from ``rng``.
+    """
+    params = {k: np.asarray(draw[k]).tolist() for k in parameter_names}
+    seed = int(rng.integers(2**31 - 1))
+    y_rep = engine.generate(stan_file, pieces_inputs(public, n_out), params, seed=seed)
     return np.asarray(y_rep, dtype=float)[:n_out]
 
 

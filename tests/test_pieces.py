@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import engine, pieces
+from dpsynth import engine, pieces, synthesis
 from dpsynth.cli import main
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler, Synthesizer
@@ -83,11 +83,11 @@ def _written(code: str) -> Path:
 
 def test_synthesis_inputs_are_public_only():
     data = {"K": 1, "X": np.ones((5, 1)), "n": 5}  # no y, alpha or centre to read
-    assert pieces.public_inputs(data, 8)["X"].shape == (8, 1)
+    assert synthesis.pieces_inputs(data, 8)["X"].shape == (8, 1)
     reg = {"K": 2, "X": np.ones((5, 2))}
-    assert pieces.public_inputs(reg, 5)["n"] == 5
+    assert synthesis.pieces_inputs(reg, 5)["n"] == 5
     with pytest.raises(InputError) as exc:
-        pieces.public_inputs(reg, 8)
+        synthesis.pieces_inputs(reg, 8)
     assert exc.value.param == "n_synthetic"
 
 
