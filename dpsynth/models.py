@@ -13,8 +13,9 @@ For the shipped models two numpy mirrors of the program stand in for Stan output
   ``record_log_lik`` at the retained draws: PyStan ships generated quantities as
   JSON, which for n = 2000 and S = 4000 is 560 MB and 20+ s, against milliseconds
   in numpy;
-- ``Model.simulate(draw, data, n_out, rng)`` draws one synthetic dataset (the
-  program's ``y_rep``) at one retained draw, without a ``fixed_param`` round trip.
+- ``Model.simulate(draw, public, n_out, rng)`` draws one synthetic dataset (the
+  program's ``y_rep``) at one retained draw, without a ``fixed_param`` round trip;
+  :mod:`dpsynth.synthesis` calls it with the public inputs only (``X``, never ``y``).
 
 ``tests/test_models.py`` checks each mirror against the program's own output
 (``record_log_lik``, ``contrib``, ``contrib_uncensored``; ``y_rep`` in
@@ -65,7 +66,7 @@ class Model:
 
     ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
     log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
-    from Stan. ``simulate(draw, data, n_out, rng)`` returns ``n_out`` synthetic
+    from Stan. ``simulate(draw, public, n_out, rng)`` returns ``n_out`` synthetic
     records on the Stan scale drawn from the posterior predictive at one retained
     draw (the program's ``y_rep``), or is ``None`` to run the program's generated
     quantities instead. Both are ``None`` for user programs.
