@@ -25,7 +25,9 @@ eps/m and the user's definition (:func:`dpsynth.privacy.censor_bound`).
 ``lw`` and ``cw`` accept ``reweight=True`` for Algorithm 3 (re-weighting, k searched);
 ``censor-w`` accepts it with a fixed k (Eq. 6 before censoring).
 A :class:`Synthesizer` shares the fits that several mechanisms need (the unweighted
-fit, the LW-weighted fit), which the Monte Carlo studies rely on.
+fit, the LW-weighted fit), which the Monte Carlo studies rely on. It keeps the fits,
+weights and bounds; the synthetic records are made in :mod:`dpsynth.synthesis`, which
+it hands the draws and the fit's public inputs only.
 """
 
 from __future__ import annotations
