@@ -664,7 +664,7 @@ class Synthesizer:
             bounds=self.bounds,
             seed=self.seed,
             param_names=wf.stan_fit.param_names,
-            placeholder=value,
+            stand_in=value,
             backend=self.sampler.backend,
             quiet=self.sampler.quiet,
         )

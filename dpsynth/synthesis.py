@@ -143,7 +143,7 @@ def sets_at(
     bounds: tuple[float, float] | None,
     seed: int,
     param_names: Sequence[str] = (),
-    placeholder: float | None = None,
+    stand_in: float | None = None,
     backend: str | None = None,
     quiet: bool = True,
 ) -> np.ndarray:
@@ -151,7 +151,7 @@ def sets_at(
 
     Posterior predictive at each picked draw: ``model.simulate`` with ``rng``, else the
     program's ``y_rep`` (:func:`stan_y_rep` at the parameters block ``param_names``, the
-    public ``placeholder`` outcome, seeded by ``derived_seed(seed, "rep-j")`` for the j-th
+    public ``stand_in`` outcome, seeded by ``derived_seed(seed, "rep-j")`` for the j-th
     pick); then :func:`to_original_scale`.
     """
     public = public_only(public)
@@ -161,11 +161,13 @@ def sets_at(
         if model.simulate is not None:
             y_rep = model.simulate(draw, public, n_out, rng)
         else:
-            if placeholder is None:
-                raise InputError("placeholder", "a user program's synthesis needs one")
+            if stand_in is None:
+                raise InputError(
+                    "stand_in", "a user program's synthesis needs a public placeholder"
+                )
             params = parameter_values(draw, param_names)
             stan_seed = derived_seed(seed, f"rep-{j}")
-            y_rep = stan_y_rep(model, params, public, placeholder, n_out, stan_seed, backend, quiet)
+            y_rep = stan_y_rep(model, params, public, stand_in, n_out, stan_seed, backend, quiet)
         sets.append(to_original_scale(model, np.asarray(y_rep, dtype=float), bounds))
     return np.vstack(sets)
 
