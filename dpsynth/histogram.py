@@ -49,11 +49,6 @@ def make_edges(support: Any, bins: int | Sequence[int]) -> list[np.ndarray]:
     return edges
 
 
-def sturges_bins(n_draws: int) -> int:
-    """Sturges' rule B = ceil(log2 N) + 1 bins per dimension (Liu, Sec 3.3, after Proposition 5)."""
-    return int(np.ceil(np.log2(max(int(n_draws), 1)))) + 1
-
-
 def bin_volumes(edges: list[np.ndarray]) -> np.ndarray:
     vol = np.diff(edges[0])
     for e in edges[1:]:

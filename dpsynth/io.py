@@ -25,6 +25,8 @@ def jsonable(obj: Any, *, finite: bool = True) -> Any:
     if isinstance(obj, set | frozenset):
         return [jsonable(v, finite=finite) for v in sorted(obj, key=repr)]
     if isinstance(obj, np.ndarray):
+        if _plain(obj, finite):
+            return obj.tolist()  # the same values, at C speed (Stan data of 10^5 records)
         return jsonable(obj.tolist(), finite=finite)
     if isinstance(obj, bool | np.bool_):
         return bool(obj)
@@ -38,6 +40,14 @@ def jsonable(obj: Any, *, finite: bool = True) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
+
+
+def _plain(arr: np.ndarray, finite: bool) -> bool:
+    """True if ``arr.tolist()`` is already plain JSON values (booleans, integers, floats that
+    need no replacing)."""
+    if arr.dtype.kind in "biu":
+        return True
+    return arr.dtype.kind == "f" and (not finite or bool(np.isfinite(arr).all()))
 
 
 def to_json(obj: Any) -> str:

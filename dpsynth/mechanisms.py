@@ -25,7 +25,9 @@ eps/m and the user's definition (:func:`dpsynth.privacy.censor_bound`).
 ``lw`` and ``cw`` accept ``reweight=True`` for Algorithm 3 (re-weighting, k searched);
 ``censor-w`` accepts it with a fixed k (Eq. 6 before censoring).
 A :class:`Synthesizer` shares the fits that several mechanisms need (the unweighted
-fit, the LW-weighted fit), which the Monte Carlo studies rely on.
+fit, the LW-weighted fit), which the Monte Carlo studies rely on. It keeps the fits,
+weights and bounds; the synthetic records are made in :mod:`dpsynth.synthesis`, which
+it hands the draws and the fit's public inputs only.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth import engine, privacy, weights
+from dpsynth import engine, privacy, synthesis, weights
 from dpsynth.errors import InputError, require_bounds, require_choice, require_m
 from dpsynth.models import (
     LinearForm,
@@ -119,33 +121,6 @@ def fit_description(tag: str) -> str:
     return "the weighted posterior"
 
 
-PLACEHOLDERS: dict[str, tuple[float, ...]] = {
-    "unit": (0.5, 0.25, 0.75),
-    "count": (0, 1, 3),
-    "positive": (1.0, 0.5, 2.0),
-    "real": (1.0, 0.5, 2.0, 0.0, -1.0),
-}
-"""Public stand-ins for the outcome, per outcome type, tried in order (on the Stan scale)."""
-
-
-def public_data(data: dict[str, Any], value: float, n_out: int) -> dict[str, Any]:
-    """The Stan data of a synthesis step: every input that may hold confidential data replaced.
-
-    ``y`` becomes ``n_out`` copies of the public placeholder ``value``; the weights and
-    record centres (functions of the data or of a fit to them) become zeros; the
-    public inputs stay (``M``, ``censor``, the covariates ``X``: a regression keeps
-    ``n_out = n``). ``want_contrib = 0``, ``want_rep = 1``.
-    """
-    if "X" in data and n_out != int(data["n"]):
-        raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
-    kind = int if np.asarray(data["y"]).dtype.kind in "iu" else float
-    out = dict(data, n=n_out, y=np.full(n_out, kind(value)), alpha=np.zeros(n_out))
-    out.update(want_contrib=0, want_rep=1)
-    if "centre" in data:
-        out["centre"] = np.zeros(n_out)
-    return out
-
-
 @dataclass
 class WeightedFit:
     """One alpha-weighted (and optionally censored) pseudo posterior fit.
@@ -170,6 +145,12 @@ class WeightedFit:
             chunk = {k: v[start:stop] for k, v in self.stan_fit.draws.items()}
             return self.log_lik_source(chunk, self.data if data is None else data)
         return np.asarray(self.log_lik_source)[start:stop]
+
+    @property
+    def public_inputs(self) -> dict[str, Any]:
+        """The fit's data without its confidential entries: all that synthesis may read
+        (:func:`dpsynth.synthesis.public_only`)."""
+        return synthesis.public_only(self.data)
 
     @property
     def log_lik(self) -> np.ndarray:
@@ -647,14 +628,8 @@ class Synthesizer:
         n_out = self.n if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
         if n_out != self.n and self.X is not None:
             raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
-        picks, rng = self._published_picks(S, m)
+        picks, rng = synthesis.published_picks(self.seed, S, m)
         return self._sets_at(wf, picks, n_out, rng)
-
-    def _published_picks(self, S: int, m: int) -> tuple[np.ndarray, np.random.Generator]:
-        """The m distinct retained draws the published sets come from, and the generator
-        that then simulates them (fixed by the seed)."""
-        rng = np.random.default_rng([self.seed % (2**63), 1])
-        return rng.choice(S, size=m, replace=False), rng
 
     def verdict_sets(
         self, result: Result, m: int, extra: int, n_synthetic: int | None = None
@@ -667,99 +642,45 @@ class Synthesizer:
         n_out = self.n if n_synthetic is None else int(n_synthetic)
         if getattr(self.model, "simulate", None) is None or S - m < 1 or extra < 1:
             return np.empty((0, n_out))
-        published, _ = self._published_picks(S, m)
-        rng = np.random.default_rng([self.seed % (2**63), 2])
-        others = np.setdiff1d(np.arange(S), published)
-        picks = rng.choice(others, size=min(extra, others.size), replace=False)
+        picks, rng = synthesis.verdict_picks(self.seed, S, m, extra)
         return self._sets_at(wf, picks, n_out, rng)
 
     def _sets_at(
         self, wf: WeightedFit, picks: np.ndarray, n_out: int, rng: np.random.Generator
     ) -> np.ndarray:
-        """One synthetic set per retained draw in ``picks`` (len(picks) x n_out)."""
-        sets = []
-        for j, s in enumerate(picks):
-            draw = {k: v[int(s)] for k, v in wf.stan_fit.draws.items()}
-            if getattr(self.model, "simulate", None) is not None:
-                y_rep = self.model.simulate(draw, wf.data, n_out, rng)
-            else:
-                y_rep = self._stan_y_rep(wf, int(s), j, n_out)
-            sets.append(self._to_original_scale(np.asarray(y_rep, dtype=float)))
-        return np.vstack(sets)
-
-    def _stan_y_rep(self, wf: WeightedFit, s: int, j: int, n_out: int) -> np.ndarray:
-        """Stan's ``y_rep`` at draw ``s``, from the draw and public inputs only.
-
-        The program's generated quantities run on :func:`public_data` (the outcome
-        replaced by a public placeholder, zero weights and centres, ``n_out`` records),
-        never on the data of the fit: whatever a user program writes into ``y_rep``, no
-        confidential value can reach the synthetic set.
-        """
-        draw = wf.stan_fit.draw(s)
-        value = self.placeholder(wf.data, draw)
-        return np.asarray(
-            engine.generate(
-                self.model.stan_file,
-                public_data(wf.data, value, n_out),
-                draw,
-                seed=self._seed(f"rep-{j}"),
-                backend=self.sampler.backend,
-                quiet=self.sampler.quiet,
-            ),
-            dtype=float,
-        )[:n_out]
-
-    def placeholder(self, data: dict[str, Any], draw: dict[str, Any]) -> float:
-        """The first public placeholder outcome (:data:`PLACEHOLDERS`) the program accepts.
-
-        Tried at one draw: a value the program's declared constraints on ``y`` reject, or at
-        which its target (weights zero) is not finite, is skipped. Raises
-        InputError(``stan_file``) if none fits.
-        """
-        if self._placeholder is not None:
-            return self._placeholder
-        for value in PLACEHOLDERS.get(self.model.outcome, PLACEHOLDERS["real"]):
-            public = public_data(data, value, int(data["n"]))
-            try:
-                engine.outputs_at(
-                    self.model.stan_file, public, [draw], backend=self.sampler.backend
-                )
-                target = engine.log_density(
-                    self.model.stan_file, public, [draw], backend=self.sampler.backend
-                )
-            except InputError as exc:
-                if exc.param in ("y", "data"):
-                    continue
-                raise
-            if not np.all(np.isfinite(target)):
-                continue
-            self._placeholder = value
-            return value
-        raise InputError(
-            "stan_file",
-            "the program's declared constraints on y reject every public placeholder "
-            f"({', '.join(map(str, PLACEHOLDERS.get(self.model.outcome, ())))}) used to run "
-            "its generated quantities without the confidential data",
+        """One synthetic set per retained draw in ``picks`` (len(picks) x n_out), made by
+        :func:`dpsynth.synthesis.sets_at` from the draws and the fit's public inputs."""
+        public = wf.public_inputs
+        value = None
+        if self.model.simulate is None and len(picks):
+            value = self.placeholder(public, wf.stan_fit.draw(int(picks[0])))
+        return synthesis.sets_at(
+            self.model,
+            wf.stan_fit.draws,
+            public,
+            picks,
+            n_out,
+            rng,
+            bounds=self.bounds,
+            seed=self.seed,
+            param_names=wf.stan_fit.param_names,
+            stand_in=value,
+            backend=self.sampler.backend,
+            quiet=self.sampler.quiet,
         )
 
-    def _to_original_scale(self, y: np.ndarray) -> np.ndarray:
-        """Synthetic records on the outcome's scale, always inside the public bounds."""
-        from dpsynth.models import clip_to_public_bounds
-
-        from_stan = getattr(self.model, "from_stan_scale", None)
-        if from_stan is not None:
-            out = np.asarray(from_stan(y, self.bounds), dtype=float)
-        elif self.bounds is None or self.model.outcome != "unit":
-            out = y
-        else:
-            from dpsynth.data import unscale_from_unit
-
-            out = np.asarray(unscale_from_unit(y, *self.bounds), dtype=float)
-        return clip_to_public_bounds(out, self.bounds)
+    def placeholder(self, data: dict[str, Any], draw: dict[str, Any]) -> float:
+        """The public placeholder outcome of a user program's synthesis, found once at one draw
+        (:func:`dpsynth.synthesis.placeholder`; only the public entries of ``data`` are read)."""
+        if self._placeholder is None:
+            public = synthesis.public_only(data)
+            self._placeholder = synthesis.placeholder(
+                self.model, public, draw, self.sampler.backend
+            )
+        return self._placeholder
 
     def _seed(self, tag: str) -> int:
-        digest = np.random.SeedSequence([self.seed, *map(ord, tag)]).generate_state(1)[0]
-        return int(digest % (2**31 - 1))
+        return synthesis.derived_seed(self.seed, tag)
 
     def _say(self, text: str) -> None:
         if self.progress:

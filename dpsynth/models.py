@@ -13,8 +13,9 @@ For the shipped models two numpy mirrors of the program stand in for Stan output
   ``record_log_lik`` at the retained draws: PyStan ships generated quantities as
   JSON, which for n = 2000 and S = 4000 is 560 MB and 20+ s, against milliseconds
   in numpy;
-- ``Model.simulate(draw, data, n_out, rng)`` draws one synthetic dataset (the
-  program's ``y_rep``) at one retained draw, without a ``fixed_param`` round trip.
+- ``Model.simulate(draw, public, n_out, rng)`` draws one synthetic dataset (the
+  program's ``y_rep``) at one retained draw, without a ``fixed_param`` round trip;
+  :mod:`dpsynth.synthesis` calls it with the public inputs only (``X``, never ``y``).
 
 ``tests/test_models.py`` checks each mirror against the program's own output
 (``record_log_lik``, ``contrib``, ``contrib_uncensored``; ``y_rep`` in
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,6 @@ Draw = Mapping[str, "np.ndarray | float"]
 """One retained draw: parameter name -> value (as ``StanFit.draw(s)`` returns it)."""
 RecordLogLik = Callable[[Draws, dict[str, Any]], np.ndarray]
 Simulate = Callable[[Draw, Mapping[str, Any], int, np.random.Generator], np.ndarray]
-LogLik = RecordLogLik  # former name, kept for imports
 
 OUTCOMES = ("unit", "count", "real", "positive")
 
@@ -67,7 +66,7 @@ class Model:
 
     ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
     log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
-    from Stan. ``simulate(draw, data, n_out, rng)`` returns ``n_out`` synthetic
+    from Stan. ``simulate(draw, public, n_out, rng)`` returns ``n_out`` synthetic
     records on the Stan scale drawn from the posterior predictive at one retained
     draw (the program's ``y_rep``), or is ``None`` to run the program's generated
     quantities instead. Both are ``None`` for user programs.
@@ -94,11 +93,6 @@ class Model:
 
     def log_lik_mirror(self) -> RecordLogLik | None:
         """The record log-likelihood at any draws (numpy mirror; None for user programs)."""
-        return self.record_log_lik
-
-    @property
-    def log_lik(self) -> RecordLogLik | None:
-        """Former name of :attr:`record_log_lik` (kept for compatibility)."""
         return self.record_log_lik
 
     @classmethod
@@ -533,10 +527,6 @@ def negbin_saturated_log_lik(y: Any) -> np.ndarray:
     return poisson_saturated_log_lik(y)
 
 
-CENTRINGS = ("none", "saturated")
-"""Named record-only centrings; a mapping of public parameter values is the third choice."""
-
-
 def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none") -> np.ndarray:
     """The centre c(x_i) of each record for centred censoring (dpsynth's extension).
 
@@ -729,25 +719,16 @@ def stan_data(
     X: np.ndarray | None = None,
     censor_bound: float | None = None,
     want_contrib: bool = False,
-    want_log_lik: bool | None = None,
     centre: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The data dict of the dpsynth convention for one fit.
 
     ``want_contrib`` asks the program for its generated ``contrib``,
     ``contrib_uncensored`` and ``record_log_lik`` (``S x n`` each); ``want_rep`` is
-    0 (``engine.generate`` switches it on). ``want_log_lik`` is the deprecated
-    former name of ``want_contrib``. ``centre`` (one value per record,
+    0 (``engine.generate`` switches it on). ``centre`` (one value per record,
     :func:`record_centre`) is passed to programs that declare it (zeros when ``None``:
     the paper's mechanism); a program without it refuses a non-zero centre.
     """
-    if want_log_lik is not None:
-        warnings.warn(
-            "stan_data(want_log_lik=...) is deprecated; use want_contrib=...",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        want_contrib = bool(want_log_lik)
     alpha = np.asarray(alpha, dtype=float)
     if alpha.shape != (len(y),):
         raise InputError("alpha", f"needs one weight per record ({len(y)}), got {alpha.shape}")

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth import engine
+from dpsynth import engine, synthesis
 from dpsynth.engine.common import write_atomically
 from dpsynth.errors import InputError
 from dpsynth.models import Draws, Model
@@ -422,37 +422,18 @@ def _param_dicts(pieces: Pieces, draws: Mapping[str, np.ndarray]) -> list[dict[s
     return out
 
 
-def public_inputs(data: Mapping[str, Any], n_out: int) -> dict[str, Any]:
-    """The synthesis program's data: ``n_out`` records and their public covariate rows.
-
-    Reads only ``K`` and ``X`` of ``data`` (never ``y``, ``alpha``, ``centre``); an
-    intercept-only design (K = 1) gives ``n_out`` rows of 1, any other design must have
-    ``n_out`` rows (a regression synthesizes one record per covariate row).
-    """
-    K, X = int(data["K"]), np.asarray(data["X"], dtype=float)
-    if X.shape[0] != n_out:
-        if K != 1:
-            raise InputError("n_synthetic", "a regression synthesizes one record per covariate row")
-        X = np.ones((n_out, 1))
-    return {"n": int(n_out), "K": K, "X": X}
-
-
 @dataclass(frozen=True)
 class _Synthesis:
-    """``Model.simulate`` of a pieces model: the synthesis program at one posterior draw.
-
-    The program declares public inputs only (:func:`synthesis_program`); this callable
-    passes it :func:`public_inputs` and the draw's parameters, nothing else.
-    """
+    """``Model.simulate`` of a pieces model: the synthesis program at one posterior draw
+    (:func:`dpsynth.synthesis.pieces_y_rep`, which passes the program the public inputs and
+    the draw's parameters, nothing else)."""
 
     pieces: Pieces
     stan_file: Path
 
-    def __call__(self, draw: Mapping[str, Any], data: Mapping[str, Any], n_out: int, rng: Any):
-        params = {k: np.asarray(draw[k]).tolist() for k in self.pieces.parameter_names}
-        seed = int(rng.integers(2**31 - 1))
-        y_rep = engine.generate(self.stan_file, public_inputs(data, n_out), params, seed=seed)
-        return np.asarray(y_rep, dtype=float)[:n_out]
+    def __call__(self, draw: Mapping[str, Any], public: Mapping[str, Any], n_out: int, rng: Any):
+        names = self.pieces.parameter_names
+        return synthesis.pieces_y_rep(self.stan_file, names, draw, public, n_out, rng)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ evaluation of the compiled program (:func:`check_program`):
 * ``outputs``: synthesis reads no data. Its outputs other than the per-record
   contributions (``y_rep``, transformed parameters, other generated quantities) are
   unchanged when the outcome, weights and centres are replaced by public stand-ins
-  (:func:`dpsynth.mechanisms.public_data`). Synthesis always runs on those stand-ins
+  (:func:`dpsynth.synthesis.public_data`). Synthesis always runs on those stand-ins
   anyway: a program that fails this check could not copy data into a release, but it
   is not the program it claims to be.
 
@@ -55,7 +55,7 @@ import numpy as np
 from dpsynth import engine
 from dpsynth.engine import log_density, outputs_at
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import PLACEHOLDERS, public_data
+from dpsynth.synthesis import PLACEHOLDERS, public_data
 
 RTOL = 1e-6
 """Relative tolerance of the target identity (Stan's log density is computed in doubles)."""

@@ -359,9 +359,9 @@ def test_withheld_error_messages():
     assert message.startswith("data: Stan failed during sampling") and "0.5" not in message
 
 
-def test_generate_at_fixed_params_tolerates_the_old_switch_name(stan_backend):
+def test_generate_at_fixed_params_ignores_undeclared_data(stan_backend):
     data = _mix_data([0.0] * 4, [1.0] * 4, sigma=1e-6, want_contrib=1)
-    data["want_log_lik"] = 1  # the former name of want_contrib: passed through, ignored
+    data["not_declared"] = 1  # an entry the program does not declare: passed through, ignored
     y_rep = engine.generate(MIX, data, {"mu": 2.5}, seed=3)
     assert y_rep.shape == (4,) and np.allclose(y_rep, 2.5, atol=1e-4)
     with pytest.raises(ValueError, match="parameters block"):

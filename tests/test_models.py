@@ -174,9 +174,8 @@ def test_stan_data_switches():
     y = np.array([0.2, 0.4])
     data = stan_data(beta, y, np.ones(2), want_contrib=True)
     assert data["want_contrib"] == 1 and data["want_rep"] == 0 and "want_log_lik" not in data
-    with pytest.warns(DeprecationWarning, match="want_contrib"):
-        old = stan_data(beta, y, np.ones(2), want_log_lik=True)
-    assert old["want_contrib"] == 1
+    with pytest.raises(TypeError, match="want_log_lik"):
+        stan_data(beta, y, np.ones(2), want_log_lik=True)  # the former name is gone
     with pytest.raises(InputError, match="^X:"):
         stan_data(get_model("poisson"), np.array([1, 2]), np.ones(2), X=np.ones((3, 1)))
 

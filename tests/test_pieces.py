@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import engine, pieces
+from dpsynth import engine, pieces, synthesis
 from dpsynth.cli import main
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler, Synthesizer
@@ -83,11 +83,11 @@ def _written(code: str) -> Path:
 
 def test_synthesis_inputs_are_public_only():
     data = {"K": 1, "X": np.ones((5, 1)), "n": 5}  # no y, alpha or centre to read
-    assert pieces.public_inputs(data, 8)["X"].shape == (8, 1)
+    assert synthesis.pieces_inputs(data, 8)["X"].shape == (8, 1)
     reg = {"K": 2, "X": np.ones((5, 2))}
-    assert pieces.public_inputs(reg, 5)["n"] == 5
+    assert synthesis.pieces_inputs(reg, 5)["n"] == 5
     with pytest.raises(InputError) as exc:
-        pieces.public_inputs(reg, 8)
+        synthesis.pieces_inputs(reg, 8)
     assert exc.value.param == "n_synthetic"
 
 
@@ -401,8 +401,8 @@ def test_dpsynths_assembly_passes_the_differential_checks(name, stan_backend):
     """The checks of whole programs, run on dpsynth's own assembled fit program (a test of
     the assembly, not the basis of its label): prior, locality, clamp and sum, with varied
     weights and centres, under add-remove (a record also removed)."""
-    from dpsynth.mechanisms import PLACEHOLDERS
     from dpsynth.program_checks import check_censored
+    from dpsynth.synthesis import PLACEHOLDERS
 
     model = pieces.from_pieces(EXAMPLES / f"{name}.pieces")
     rng = np.random.default_rng(21)

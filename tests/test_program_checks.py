@@ -14,7 +14,7 @@ import pytest
 
 from dpsynth import engine, program_checks
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import public_data
+from dpsynth.synthesis import public_data
 
 TEST_STAN = Path(__file__).resolve().parent / "stan"
 

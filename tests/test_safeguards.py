@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import cli, curator, privacy, release, safeguards
+from dpsynth import cli, curator, privacy, release, safeguards, synthesis
 from dpsynth.data import unscale_from_unit
 from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
 from dpsynth.mechanisms import MECHANISMS, Sampler, Synthesizer
@@ -92,7 +92,7 @@ def test_synthetic_records_never_leave_the_bounds(name):
         draws = np.array([0.0, 5.0, 100.0, 101.0, 5000.0])
     else:
         draws = np.array([1e-300, 1e-9, 0.5, 1 - 1e-12, 1.0])
-    out = syn._to_original_scale(draws)
+    out = synthesis.to_original_scale(syn.model, draws, syn.bounds)
     assert out.min() >= BOUNDS[0] and out.max() <= BOUNDS[1]
 
 

@@ -49,11 +49,11 @@ from dpsynth.engine.common import (
     chain_arrays,
     flock,
     interruptible,
-    jsonable,
     parameters_block_names,
     write_atomically,
 )
 from dpsynth.errors import InputError
+from dpsynth.io import jsonable
 
 NAME = "cmdstanpy"
 _T = TypeVar("_T")
@@ -142,14 +142,14 @@ def _sample_in(  # pragma: no cover - needs a CmdStan installation
     """:func:`_cmdstan_sample`'s body, in a run folder that is already there (so several
     calls on the same data share one folder, one data file and one watcher)."""
     if isinstance(inits, list):
-        inits = [jsonable(i) for i in inits]  # arrays to lists: comparable, writable
+        inits = [jsonable(i, finite=False) for i in inits]  # arrays to lists: comparable, writable
         if all(i == inits[0] for i in inits[1:]):
             inits = inits[0] if inits else None
     if isinstance(inits, Mapping):
         import cmdstanpy
 
         inits_file = os.path.join(output_dir, "inits.json")
-        cmdstanpy.write_stan_json(inits_file, jsonable(inits))
+        cmdstanpy.write_stan_json(inits_file, jsonable(inits, finite=False))
         inits = inits_file
     sampling = {"chains": 1, **sampling}
     per_chain = sampling.get("iter_warmup", 1000) + sampling.get("iter_sampling", 1000)
@@ -228,7 +228,7 @@ def log_density(  # pragma: no cover - needs a CmdStan installation
         for i, p in enumerate(params):
             params_file = os.path.join(folder, f"params_{i}.json")
             output = os.path.join(folder, f"log_prob_{i}.csv")
-            cmdstanpy.write_stan_json(params_file, jsonable(p))
+            cmdstanpy.write_stan_json(params_file, jsonable(p, finite=False))
             cmd = [
                 str(model.exe_file),
                 "log_prob",
@@ -263,7 +263,14 @@ def outputs_at(  # pragma: no cover - needs a CmdStan installation
     with _cmdstan_run(model, data, True) as (data_file, folder):
         for p in params:
             fit = _sample_in(
-                model, data_file, folder, 1, jsonable(p), True, fixed_param=True, iter_sampling=1
+                model,
+                data_file,
+                folder,
+                1,
+                jsonable(p, finite=False),
+                True,
+                fixed_param=True,
+                iter_sampling=1,
             )
             draws = _cmdstan_draws(code, fit)
             names = set(parameters_block_names(code, tuple(draws)))
@@ -298,7 +305,7 @@ def _cmdstan_run(  # pragma: no cover - needs a CmdStan installation
         flock(lock, blocking=True)
         watcher = _start_run_watcher(folder)
         data_file = os.path.join(folder, "data.json")
-        cmdstanpy.write_stan_json(data_file, jsonable(data))
+        cmdstanpy.write_stan_json(data_file, jsonable(data, finite=False))
         with _cmdstanpy_logging(quiet):
             yield data_file, folder
     finally:

@@ -298,20 +298,6 @@ def strip_comments(code: str) -> str:
     return re.sub(r"\btransformed\s+parameters\b", "transformed_parameters", code)
 
 
-def jsonable(data: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in data.items():
-        if isinstance(v, np.ndarray):
-            out[k] = v.tolist()
-        elif isinstance(v, np.integer):
-            out[k] = int(v)
-        elif isinstance(v, np.floating):
-            out[k] = float(v)
-        else:
-            out[k] = v
-    return out
-
-
 @contextlib.contextmanager
 def silenced(quiet: bool, confidential: bool = False) -> Iterator[None]:
     """Keep compiler output and sampler progress off stdout (and off stderr if quiet).

@@ -59,7 +59,6 @@ from dpsynth.engine.common import (
     StanFailure,
     build_lock,
     chain_arrays,
-    jsonable,
     message_phase_counts,
     message_phase_line,
     message_summary,
@@ -67,6 +66,7 @@ from dpsynth.engine.common import (
     shape_key,
 )
 from dpsynth.errors import InputError
+from dpsynth.io import jsonable
 
 if TYPE_CHECKING:
     import stan.fit
@@ -169,11 +169,11 @@ def _services_module(code: str) -> Any:
 
 def log_density(code: str, data: dict, params: list[dict]) -> np.ndarray:
     module = _services_module(code)
-    jdata = jsonable(data)
+    jdata = jsonable(data, finite=False)
     out = []
     for p in params:
         try:
-            unconstrained = module.transform_inits(jdata, jsonable(p))
+            unconstrained = module.transform_inits(jdata, jsonable(p, finite=False))
             out.append(module.log_prob(jdata, unconstrained, False))
         except (RuntimeError, ValueError, IndexError) as exc:
             raise StanFailure(str(exc), "data") from None
@@ -182,7 +182,7 @@ def log_density(code: str, data: dict, params: list[dict]) -> np.ndarray:
 
 def outputs_at(code: str, data: dict, params: list[dict]) -> list[dict[str, np.ndarray]]:
     module = _services_module(code)
-    jdata = jsonable(data)
+    jdata = jsonable(data, finite=False)
     try:
         names, dims = module.get_param_names(jdata), module.get_dims(jdata)
     except (RuntimeError, ValueError, IndexError) as exc:
@@ -191,7 +191,7 @@ def outputs_at(code: str, data: dict, params: list[dict]) -> list[dict[str, np.n
     out = []
     for p in params:
         try:
-            unconstrained = module.transform_inits(jdata, jsonable(p))
+            unconstrained = module.transform_inits(jdata, jsonable(p, finite=False))
             flat = np.asarray(module.write_array(jdata, unconstrained, True, True), dtype=float)
         except (RuntimeError, ValueError, IndexError) as exc:
             raise StanFailure(str(exc), "data") from None
@@ -244,7 +244,7 @@ def _run_httpstan(
     import stan.fit
 
     model_name = build(code, quiet)
-    jdata = jsonable(data)
+    jdata = jsonable(data, finite=False)
     key = (model_name, shape_key(data))
     payloads = [
         {
@@ -252,7 +252,7 @@ def _run_httpstan(
             "function": function,
             "chain": chain,
             "data": jdata,
-            "init": jsonable(init),
+            "init": jsonable(init, finite=False),
             # httpstan's services take a signed 32-bit seed (as CmdStan)
             "random_seed": int(seed) % (2**31),
         }
