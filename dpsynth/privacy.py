@@ -347,7 +347,7 @@ class BudgetLedger:
 
     Sequential composition: spends on the same data add up. Parallel composition: a group of
     spends on disjoint subsets of the data costs the maximum of its ε's (Liu, Section 2.1).
-    ``param`` is the user-facing name of the budget (e.g. ``"--epsilon"``) used in errors.
+    ``param`` is the library's name of the budget (e.g. ``"epsilon"``) used in errors.
     """
 
     total: float

@@ -54,7 +54,7 @@ class Mechanism:
     code enforces (``bound_name`` says which); ``None`` for mechanisms whose epsilon is
     computed after the fit from draws (asymptotic DP), and for SBS, whose map splits
     epsilon over several statistics (``modips``).
-    ``runner`` names the function of ``dpsynth.release`` that makes the release.
+    ``runner`` names the function that makes the release (``dpsynth.release.RUNNERS``).
     """
 
     name: str

@@ -337,7 +337,7 @@ class Request:
 
 class RunnerOutput(NamedTuple):
     """What a runner returns: the synthetic frame, its part of the public report, its part of
-    the confidential diagnostics (its unpublished sets under :data:`EXTRA_SETS`) and, for a
+    the confidential diagnostics (its unpublished sets under ``EXTRA_SETS``) and, for a
     posterior fit, the fitted result (kept in memory, never written)."""
 
     frame: pd.DataFrame
