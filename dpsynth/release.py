@@ -651,7 +651,7 @@ def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, referen
         meaning = (
             f"none: {spec.label} clamps every contribution, but its weights were computed "
             "from the confidential data, and the censoring proof holds only for weights "
-            "fixed in advance; give a public reference database (reference) for strict DP"
+            "fixed in advance; give a reference database (reference) for strict DP"
         )
     elif spec.reference and reference and kind == "DP":
         meaning += " (weights computed from the public reference database only)"
