@@ -1,10 +1,15 @@
-"""Files in and out: the one JSON converter, strict JSON text and atomic writes."""
+"""Files in and out: the one JSON converter, strict JSON text, atomic writes, provenance."""
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import json
 import math
-from collections.abc import Mapping
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +58,52 @@ def _plain(arr: np.ndarray, finite: bool) -> bool:
 def to_json(obj: Any) -> str:
     """Strict, indented JSON text (no NaN or Infinity: they become null), newline-ended."""
     return json.dumps(jsonable(obj), indent=2, allow_nan=False) + "\n"
+
+
+def atomic_write_all(jobs: list[tuple[Path, Callable[[str], None]]]) -> None:
+    """Write each file to a hidden temporary beside it, then rename all; clean up on failure.
+
+    ``jobs`` pairs each target path with a writer of a temporary path. Signals (Ctrl-C,
+    SIGTERM turned into SystemExit by the CLI) also remove the temporaries.
+    """
+    for path, _ in jobs:
+        if path.is_dir():
+            raise IsADirectoryError(f"{path} is a directory: nothing was written")
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, writer in jobs:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+            os.close(fd)
+            temps.append((tmp, path))
+            writer(tmp)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            Path(tmp).unlink(missing_ok=True)
+
+
+PROVENANCE_PACKAGES: tuple[str, ...] = ("numpy", "opendp", "pystan", "httpstan", "cmdstanpy")
+"""The packages whose versions a release's report states."""
+
+
+@functools.lru_cache(maxsize=1)
+def provenance() -> dict[str, Any]:
+    """dpsynth's, Python's and the numerical packages' versions, for a report (cached: copy
+    before changing it)."""
+    from dpsynth import __version__
+
+    return {
+        "dpsynth_version": __version__,
+        "versions": {p: package_version(p) for p in PROVENANCE_PACKAGES},
+        "python": sys.version.split()[0],
+    }
+
+
+def package_version(package: str) -> str | None:
+    """The installed version of ``package``, or None when it is not installed."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth import engine, privacy, synthesis, weights
+from dpsynth import engine, privacy, registry, synthesis, weights
 from dpsynth.errors import InputError, require_bounds, require_choice, require_m
 from dpsynth.models import (
     LinearForm,
@@ -51,16 +51,10 @@ from dpsynth.models import (
     stan_data,
 )
 
-MECHANISMS = ("unweighted", "lw", "cw", "sw", "weighted-e", "censor-w", "censor-uw")
-GUARANTEE = {
-    "unweighted": "aDP",
-    "lw": "aDP",
-    "cw": "aDP",
-    "sw": "aDP",
-    "weighted-e": "aDP",
-    "censor-w": "DP",
-    "censor-uw": "DP",
-}
+MECHANISMS: tuple[str, ...] = registry.POSTERIOR_NAMES
+"""The mechanisms :meth:`Synthesizer.run` makes (declared in :mod:`dpsynth.registry`)."""
+GUARANTEE: dict[str, str] = {name: registry.get(name).guarantee for name in MECHANISMS}
+"""What each mechanism promises before any run (its declaration's guarantee kind)."""
 
 
 @dataclass(frozen=True)
@@ -589,11 +583,11 @@ class Synthesizer:
         if mechanism == "unweighted":
             return self.unweighted()
         if mechanism == "lw":
-            return self.lw(**_pick(tuning, "c", "g", "reweight", "k"))
+            return self.lw(**_pick(tuning, *registry.get(mechanism).synthesizer_options))
         if mechanism == "cw":
             if tuning.get("radius") is None:
                 raise InputError("radius", "the CW mechanism needs a radius r (Algorithm 2)")
-            return self.cw(**_pick(tuning, "radius", "c", "g", "reweight", "k"))
+            return self.cw(**_pick(tuning, *registry.get(mechanism).synthesizer_options))
         if mechanism == "sw":
             target = tuning.get("target_lipschitz")
             if target is None:
@@ -604,10 +598,10 @@ class Synthesizer:
             result.neighbours = neighbours
             return result
         if mechanism == "weighted-e":
-            kw = _pick(tuning, "c", "g", "truncation")
+            kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
             return self.weighted_e(epsilon, neighbours=neighbours, **kw)
         if mechanism == "censor-w":
-            kw = _pick(tuning, "c", "g", "downscale", "reweight", "k")
+            kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
             return self.censor_w(
                 epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **kw
             )

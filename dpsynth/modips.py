@@ -540,3 +540,93 @@ def mc_histogram_sample(
             prob = np.ones(prob.size)
     prob = prob / prob.sum()
     return uniform_in_bin(edges, int(rng.choice(prob.size, p=prob)), rng)
+
+
+# ----------------------------------------------------------------------------- SBS settings
+
+
+@dataclass(frozen=True)
+class SBSSettings:
+    """A release's modips.SBS settings (Liu, Section 3.3), validated by :func:`sbs_settings`.
+
+    ``allocation`` is the share w of the mean under individualized sanitization with
+    unknown variance (Definition 6; 0.5 unless given).
+    """
+
+    data_type: str
+    bounds: tuple[float, float]
+    known_sd: float | None
+    sanitization: str
+    allocation: float
+    bounding: str
+
+    @property
+    def unknown_variance(self) -> bool:
+        """Gaussian data with unknown variance: two statistics share the budget."""
+        return self.data_type == "gaussian" and self.known_sd is None
+
+    def model(self) -> ModipsModel:
+        """The SBS model of these settings (strict truncation: strict epsilon-DP)."""
+        return sbs_model(
+            self.data_type,
+            bounds=self.bounds,
+            known_sd=self.known_sd,
+            bounding=self.bounding,
+            sanitization=self.sanitization,
+            allocation=self.allocation,
+            strict_truncation=True,
+        )
+
+
+def sbs_settings(
+    y: Any, bounds: Any, neighbours: str, options: dict[str, Any]
+) -> tuple[np.ndarray, SBSSettings]:
+    """The confidential column as an array and the SBS ``options`` of a release, checked.
+
+    Liu's sensitivities (1/n, (c1-c0)/n) assume n public: substitution ``neighbours`` only.
+    Gaussian data needs public ``bounds``; binary data 0/1 values.
+    """
+    from dpsynth.privacy import require_public_bounds
+
+    if neighbours != "substitution":
+        raise InputError(
+            "neighbours", "modips' sensitivities (1/n, (c1-c0)/n) assume n public: use substitution"
+        )
+    data_type = require_choice("data_type", options.get("data_type", "gaussian"), DATA_TYPES)
+    known_sd = options.get("known_sd")
+    sanitization = options.get("sanitization", "individualized")
+    arr = np.asarray(y, dtype=float).ravel()
+    if not np.all(np.isfinite(arr)) or arr.size == 0:
+        raise InputError("y", "must be a non-empty column of finite numbers")
+    if data_type == "binary":
+        if not np.isin(arr, (0.0, 1.0)).all():
+            raise InputError("y", "data_type binary needs 0/1 values")
+        lo, hi = 0.0, 1.0
+    else:
+        if bounds is None:
+            raise InputError("bounds", "public bounds LO HI are required for Gaussian data")
+        lo, hi = require_public_bounds(bounds)
+        if arr.size < 2:
+            raise InputError("y", "Gaussian SBS needs at least 2 records")
+        if known_sd is not None:
+            known_sd = require_finite_positive("known_sd", known_sd)
+    w = _sbs_allocation(options.get("allocation"), data_type, known_sd, sanitization)
+    bounding = options.get("bounding", "bit")
+    return arr, SBSSettings(data_type, (lo, hi), known_sd, sanitization, w, bounding)
+
+
+def _sbs_allocation(
+    allocation: Any, data_type: str, known_sd: float | None, sanitization: str
+) -> float:
+    """The mean's share w of individualized sanitization (Definition 6), 0.5 by default."""
+    if allocation is None:
+        return 0.5
+    if data_type != "gaussian" or known_sd is not None or sanitization != "individualized":
+        raise InputError(
+            "allocation",
+            "only applies to Gaussian data with unknown variance and individualized sanitization",
+        )
+    allocation = float(allocation)
+    if not 0.0 < allocation < 1.0:
+        raise InputError("allocation", f"must lie in (0, 1) (got {allocation!r})")
+    return allocation

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from dpsynth import registry
 from dpsynth.errors import (  # noqa: F401 - require_epsilon is privacy's API too
     EPSILON_RANGE,
     InputError,
@@ -56,7 +57,7 @@ GUARANTEES = {
     ),
 }
 
-NEIGHBOURS: tuple[str, ...] = ("substitution", "add-remove")
+NEIGHBOURS: tuple[str, ...] = registry.NEIGHBOURS
 NEIGHBOUR_MEANING = {
     "substitution": (
         "bounded DP: neighbouring databases have the same number of records n (public) "
@@ -120,18 +121,21 @@ def require_public_bounds(bounds: Any, param: str = "bounds") -> tuple[float, fl
 def censor_bound(epsilon: float, neighbours: str = "add-remove") -> float:
     """Censoring bound M for one posterior draw at budget epsilon (censoring paper, Eq. 3.5).
 
-    Every clamped contribution lies in [-M, M]. Adding or removing a record moves the log
-    pseudo likelihood by at most M and its normaliser by a factor e^M: epsilon = 2M, the
-    paper's M = epsilon / 2. Substituting a record moves it by at most 2M: epsilon = 4M.
+    Every clamped contribution lies in [-M, M]: epsilon = 2M under add/remove (the paper's
+    M = epsilon / 2), 4M under substitution. The map is stated once, in the censoring
+    mechanisms' declaration (:func:`dpsynth.registry.censoring_map`).
     """
     require_choice("neighbours", neighbours, NEIGHBOURS)
-    return float(epsilon) / (2.0 if neighbours == "add-remove" else 4.0)
+    return registry.censoring_map(epsilon, neighbours)
 
 
 def histogram_sensitivity(neighbours: str = "substitution") -> float:
-    """l1 sensitivity of a count vector: 2 under substitution (a record moves), 1 add/remove."""
+    """l1 sensitivity of a count vector: 2 under substitution (a record moves), 1 add/remove.
+
+    The Laplace scale at epsilon = 1 of PH's declared map (:func:`dpsynth.registry.histogram_map`).
+    """
     require_choice("neighbours", neighbours, NEIGHBOURS)
-    return 2.0 if neighbours == "substitution" else 1.0
+    return registry.histogram_map(1.0, neighbours)
 
 
 def weighted_contributions(
@@ -343,7 +347,7 @@ class BudgetLedger:
 
     Sequential composition: spends on the same data add up. Parallel composition: a group of
     spends on disjoint subsets of the data costs the maximum of its ε's (Liu, Section 2.1).
-    ``param`` is the user-facing name of the budget (e.g. ``"--epsilon"``) used in errors.
+    ``param`` is the library's name of the budget (e.g. ``"epsilon"``) used in errors.
     """
 
     total: float
@@ -513,3 +517,67 @@ def sanitize_bounded(
         return np.clip(laplace_mechanism(value, sensitivity, epsilon, rng), lower, upper)
     eps_noise = epsilon / 2.0 if strict_truncation else epsilon
     return truncated_laplace(value, laplace_scale(sensitivity, eps_noise), lower, upper, rng)
+
+
+# ----------------------------------------------------------------------------- public utility figures
+
+
+def require_utility_slice(
+    eps: float | None, epsilon: float, bounds: tuple[float, float] | None, neighbours: str
+) -> float:
+    """The epsilon slice of :func:`public_utility_figures` checked against the release's
+    total ``epsilon``, its public ``bounds`` and ``neighbours`` (0.0: no figures)."""
+    if eps is None:
+        return 0.0
+    eps = require_finite_positive("public_utility", eps)
+    if not eps < epsilon:
+        raise InputError("public_utility", f"must be below the total epsilon {epsilon:g}")
+    if bounds is None:
+        raise InputError("public_utility", "needs public bounds (the mean's sensitivity)")
+    if neighbours != "substitution":
+        raise InputError("public_utility", "is defined for substitution neighbours only")
+    return eps
+
+
+def public_utility_figures(
+    y: Any,
+    sets: np.ndarray,
+    bounds: tuple[float, float],
+    epsilon: float,
+    ledger: BudgetLedger,
+    rng: np.random.Generator | None,
+) -> dict[str, Any]:
+    """Noised utility figures a release may publish, at ``epsilon`` charged to the ledger.
+
+    Half of ``epsilon`` noises the confidential mean (records clipped to the public
+    ``bounds``; sensitivity (hi - lo)/n under substitution), half the m max-ECDF distances
+    between each synthetic set (``sets``, m x N) and the confidential data (each changes by
+    at most 1/n when one record is substituted, so the vector's l1 sensitivity is m/n).
+    The synthetic sets are already public: given them, these are Laplace mechanisms on the
+    data, and sequential composition charges ``epsilon`` on top of the sets'. Noise from
+    OpenDP unless ``rng`` (seeded research runs).
+    """
+    from dpsynth.utility import ecdf_measures
+
+    lo, hi = bounds
+    arr = np.clip(np.asarray(y, dtype=float), lo, hi)
+    n, m = arr.size, sets.shape[0]
+    half = epsilon / 2
+    mean = laplace_mechanism(float(arr.mean()), (hi - lo) / n, half, rng)
+    distances = np.array([ecdf_measures(arr, s)["max_ecdf"] for s in sets])
+    noised = np.atleast_1d(laplace_mechanism(distances, m / n, half, rng))
+    noised = np.clip(noised, 0.0, 1.0)  # a distance lies in [0, 1]: post-processing
+    ledger.spend("public utility figures: noised mean", half, "all records")
+    ledger.spend("public utility figures: noised max-ECDF per set", half, "all records")
+    return {
+        "epsilon": epsilon,
+        "confidential_mean_noised": mean,
+        "synthetic_mean_per_set": [float(np.mean(s)) for s in sets],
+        "max_ecdf_noised_per_set": [float(v) for v in noised],
+        "noise": "Laplace (OpenDP)" if rng is None else "numpy Laplace (seeded, NOT private)",
+        "meaning": (
+            "utility figures with Laplace noise, covered by the report's epsilon: the "
+            "confidential mean (records clipped to the public bounds) and each set's largest "
+            "ECDF distance to the confidential data"
+        ),
+    }

@@ -33,14 +33,14 @@ bound is computed from draws on the confidential data), or none."""
 OUTCOMES: tuple[str, ...] = ("continuous", "count", "binary", "categorical")
 
 
-def _censoring_map(epsilon: float, neighbours: str) -> float:
+def censoring_map(epsilon: float, neighbours: str) -> float:
     """Censoring bound M per draw (censoring paper, Eq. 3.5): every clamped contribution lies
     in [-M, M]; adding or removing a record moves the log pseudo likelihood by M and its
     normaliser by e^M (epsilon = 2M); a substitution moves it by 2M (epsilon = 4M)."""
     return float(epsilon) / (2.0 if neighbours == "add-remove" else 4.0)
 
 
-def _histogram_map(epsilon: float, neighbours: str) -> float:
+def histogram_map(epsilon: float, neighbours: str) -> float:
     """Laplace scale b = sensitivity / epsilon of the bin counts (censoring paper, PH): the l1
     sensitivity of a count vector is 2 under substitution (a record moves), 1 add/remove."""
     return (2.0 if neighbours == "substitution" else 1.0) / float(epsilon)
@@ -54,7 +54,7 @@ class Mechanism:
     code enforces (``bound_name`` says which); ``None`` for mechanisms whose epsilon is
     computed after the fit from draws (asymptotic DP), and for SBS, whose map splits
     epsilon over several statistics (``modips``).
-    ``runner`` names the function of ``dpsynth.release`` that makes the release.
+    ``runner`` names the function that makes the release (``dpsynth.release.RUNNERS``).
     """
 
     name: str
@@ -83,7 +83,8 @@ class Mechanism:
 
 
 _WEIGHTS = frozenset({"c", "g", "reweight", "k"})
-_POSTERIOR = "posterior"
+POSTERIOR_RUNNER = "posterior"
+"""The runner of the mechanisms made by a (pseudo) posterior fit."""
 _ALL_OUTCOMES = ("continuous", "count")
 
 MECHANISMS: dict[str, Mechanism] = {
@@ -91,50 +92,50 @@ MECHANISMS: dict[str, Mechanism] = {
     for m in (
         Mechanism(
             "unweighted", "Unweighted", "Savitsky et al., Section 2", "aDP", NEIGHBOURS,
-            None, None, frozenset(), _ALL_OUTCOMES, _POSTERIOR,
+            None, None, frozenset(), _ALL_OUTCOMES, POSTERIOR_RUNNER,
             summary="the plain posterior: its local epsilon is only measured (the baseline)",
         ),
         Mechanism(
             "lw", "Weighted", "Savitsky et al., Algorithm 1 (LW)", "aDP", NEIGHBOURS,
-            None, None, _WEIGHTS, _ALL_OUTCOMES, _POSTERIOR,
+            None, None, _WEIGHTS, _ALL_OUTCOMES, POSTERIOR_RUNNER,
             summary="record-level weights from each record's own log-likelihood range",
             synthesizer_options=_WEIGHTS,
         ),
         Mechanism(
             "cw", "CW", "Savitsky et al., Algorithm 2 (CW)", "aDP", NEIGHBOURS,
-            None, None, _WEIGHTS | {"radius"}, _ALL_OUTCOMES, _POSTERIOR,
+            None, None, _WEIGHTS | {"radius"}, _ALL_OUTCOMES, POSTERIOR_RUNNER,
             summary="weights from a record's distance to the others (radius r)",
             synthesizer_options=_WEIGHTS | {"radius"},
         ),
         Mechanism(
             "sw", "SW", "Savitsky et al., Algorithm 3 (SW)", "aDP", NEIGHBOURS,
-            None, None, frozenset({"target_lipschitz"}), _ALL_OUTCOMES, _POSTERIOR,
+            None, None, frozenset({"target_lipschitz"}), _ALL_OUTCOMES, POSTERIOR_RUNNER,
             summary="one scalar weight that meets a target Lipschitz bound",
             synthesizer_options=frozenset({"target_lipschitz"}),
         ),
         Mechanism(
             "weighted-e", "Weighted-e", "Hu et al., Section 3.1 (Weighted-e)", "aDP",
             NEIGHBOURS, None, None, frozenset({"c", "g", "truncation"}), _ALL_OUTCOMES,
-            _POSTERIOR,
+            POSTERIOR_RUNNER,
             summary="LW weights truncated so the local bound meets the target epsilon",
             synthesizer_options=frozenset({"c", "g", "truncation"}),
         ),
         Mechanism(
             "censor-w", "Censor_w", "Hu et al., Section 3.2 (Censor_w)", "DP", NEIGHBOURS,
-            _censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
-            _ALL_OUTCOMES, _POSTERIOR, reference=True,
+            censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
+            _ALL_OUTCOMES, POSTERIOR_RUNNER, reference=True,
             summary="weighted, clamped log-likelihood; DP with weights from a public file",
             synthesizer_options=_WEIGHTS | {"downscale"},
         ),
         Mechanism(
             "censor-uw", "Censor_uw", "Hu et al., Section 3.2 (Censor_uw)", "DP", NEIGHBOURS,
-            _censoring_map, "censor_bound", frozenset({"centring"}), _ALL_OUTCOMES,
-            _POSTERIOR,
+            censoring_map, "censor_bound", frozenset({"centring"}), _ALL_OUTCOMES,
+            POSTERIOR_RUNNER,
             summary="clamped log-likelihood: strict DP by construction",
         ),
         Mechanism(
             "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
-            _histogram_map, "laplace_scale", frozenset({"n_bins", "integer"}),
+            histogram_map, "laplace_scale", frozenset({"n_bins", "integer"}),
             ("continuous", "count"), "histogram",
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",
         ),
@@ -154,7 +155,9 @@ MECHANISMS: dict[str, Mechanism] = {
 """Every mechanism dpsynth offers, in the order the book and the CLI list them."""
 
 NAMES: tuple[str, ...] = tuple(MECHANISMS)
-POSTERIOR_NAMES: tuple[str, ...] = tuple(n for n, m in MECHANISMS.items() if m.runner == _POSTERIOR)
+POSTERIOR_NAMES: tuple[str, ...] = tuple(
+    n for n, m in MECHANISMS.items() if m.runner == POSTERIOR_RUNNER
+)
 """The mechanisms made by a (pseudo) posterior fit (``mechanisms.Synthesizer.run``)."""
 
 
@@ -169,3 +172,25 @@ def get(name: str) -> Mechanism:
 def labels() -> dict[str, str]:
     """The papers' names of the mechanisms, keyed by dpsynth's names."""
     return {n: m.label for n, m in MECHANISMS.items()}
+
+
+def strict_names() -> tuple[str, ...]:
+    """The mechanisms whose declaration promises strict epsilon-DP (guarantee ``"DP"``)."""
+    return tuple(n for n, m in MECHANISMS.items() if m.guarantee == "DP")
+
+
+def table() -> list[dict[str, str]]:
+    """One row per mechanism for the book's tables (``book/_ext/mechanism_table.py``)."""
+    return [
+        {
+            "mechanism": m.name,
+            "paper's name": m.label,
+            "paper": m.paper,
+            "guarantee": m.guarantee,
+            "neighbours": ", ".join(m.neighbours),
+            "options": ", ".join(sorted(m.options)) or "none",
+            "outcomes": ", ".join(m.outcomes),
+            "what it does": m.summary,
+        }
+        for m in MECHANISMS.values()
+    ]

@@ -752,9 +752,9 @@ def test_signal_during_sampling_leaves_nothing(sig, status, tmp_path, stan_backe
 
 WRITE_HOOK = """
 import sys, time
-import dpsynth.release as release
+import dpsynth.io as io
 
-_atomic = release.atomic_write_all
+_atomic = io.atomic_write_all
 
 def slow(jobs):
     def hold(writer):
@@ -765,7 +765,7 @@ def slow(jobs):
         return run
     return _atomic([(path, hold(writer)) for path, writer in jobs])
 
-release.atomic_write_all = slow
+io.atomic_write_all = slow
 from dpsynth.cli import main
 sys.exit(main(sys.argv[1:]))
 """

@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import engine, release
+from dpsynth import engine, io, release
 from dpsynth.engine import STAN_DIR
 from dpsynth.errors import InputError
+from dpsynth.io import to_json
 from dpsynth.mechanisms import Sampler
 from dpsynth.models import MODELS, Model, covariate_matrix
 from dpsynth.program_checks import check_censored, check_convention
@@ -30,7 +31,6 @@ from dpsynth.release import (
     Release,
     converged,
     synthesize,
-    to_json,
 )
 
 TEST_STAN = Path(__file__).resolve().parent / "stan"
@@ -510,7 +510,7 @@ def test_write_interrupted_midway_keeps_old_files(
     def failing(obj):
         raise error()
 
-    monkeypatch.setattr(release, "to_json", failing)
+    monkeypatch.setattr(io, "to_json", failing)
     with pytest.raises(error):
         rel.write(out, rep)
     assert out.read_text() == "old csv\n" and rep.read_text() == "old report\n"

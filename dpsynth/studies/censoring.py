@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import weights
+from dpsynth import registry, weights
 from dpsynth.errors import InputError
 from dpsynth.histogram import PH_BIN_RULES, perturbed_histogram
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
@@ -141,14 +141,7 @@ choice"):
   epsilon lies within ``sdr_tune_tol`` of it, and Weighted-e and Censor_w use the same (c, g).
   None keeps c = 1, g = 0."""
 
-LABELS = {
-    "unweighted": "Unweighted",
-    "lw": "Weighted",
-    "weighted-e": "Weighted-e",
-    "censor-w": "Censor_w",
-    "censor-uw": "Censor_uw",
-    "ph": "PH",
-}
+LABELS = registry.labels()
 """The paper's names of dpsynth's mechanisms."""
 
 COLUMNS: tuple[str, ...] = (
@@ -351,7 +344,7 @@ def beta_params(s: dict[str, Any]) -> dict[str, Any]:
 
 def _label(mechanism: str, downscale: float | None = None) -> str:
     name = LABELS[mechanism]
-    guarantee = "DP" if mechanism in ("censor-w", "censor-uw", "ph") else "aDP"
+    guarantee = "DP" if mechanism in registry.strict_names() else "aDP"
     text = f"{name} ({guarantee})"
     return text if downscale is None else f"{text}\ndownscaled"
 
