@@ -210,7 +210,8 @@ OPTIONS: tuple[Option, ...] = (
            "%(choices)s (default beta); any model with --covariates is a regression "
            "(e.g. --model negbin --covariates age,region)",
            "model", choices=MODELS, metavar="MODEL", exclusive="model", applies=_posterior,
-           per_command={"plan": {"required": True, "help": "%(choices)s", "exclusive": None}}),
+           per_command={"plan": {"required": True, "help": "%(choices)s", "exclusive": None,
+                                 "to": ("plan",)}}),
     Option("--stan-file", _SYN, "your own Stan program (dpsynth convention)", "stan_file",
            exclusive="model", applies=_posterior, existing_file=True),
     Option("--pieces", _SYN,
