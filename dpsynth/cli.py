@@ -212,8 +212,13 @@ def one_line(text: str) -> str:
 # ----------------------------------------------------------------------------- checks
 # The checks below need neither the data nor the scientific stack, and run before the budget
 # is charged and before IN.csv is read: a usage error costs a fraction of a CPU-second and
-# no budget. The library refuses the same (release.synthesize from the same registry
-# declarations), but only once it is called with the data, after the charge.
+# no budget. Two kinds:
+# - integer ranges, epsilon and its sanity limit, an option the mechanism ignores (its
+#   options and --weights-from, from the registry): release.synthesize refuses the same,
+#   but it is called with the data, after the charge, so it cannot refuse them earlier;
+# - the CLI's own words, which the library never sees: file paths, --outcome without
+#   --stan-file, --budget-total without --budget-file, --model/--stan-file/--pieces/
+#   --covariates/--centring-from where no model is fitted.
 
 
 def check_ranges(args: argparse.Namespace, command: str) -> None:
