@@ -169,8 +169,9 @@ class Option:
         return self.dest or self.flag.lstrip("-").replace("-", "_")
 
     def given(self, args: argparse.Namespace) -> bool:
-        """Whether the user set it (a store-true flag passed, a value given)."""
-        return getattr(args, self.name, None) not in (None, False)
+        """Whether the user set it (a store-true flag passed, a value given: 0 is a value)."""
+        value = getattr(args, self.name, None)
+        return value is not None and value is not False
 
     def applies_to(self, mechanism: Mechanism) -> bool:
         """Whether ``mechanism`` uses it (registry: ``options``, ``reference``, runner)."""

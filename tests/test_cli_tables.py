@@ -136,6 +136,19 @@ def test_synthesize_passes_only_keywords_the_library_accepts(tmp_path, monkeypat
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_a_zero_is_a_value(tmp_path, monkeypatch, capsys):
+    """``--g 0`` reaches the library (it is not an unset option), and ``--radius 0`` is
+    refused where the mechanism has no radius."""
+    from dpsynth import release
+
+    seen = _record(monkeypatch, release, "synthesize")
+    assert cli.main(_argv(tmp_path, "--mechanism", "lw", "--g", "0", "--k", "0")) == 1
+    assert seen["g"] == 0.0 and seen["k"] == 0.0 and "c" not in seen
+    capsys.readouterr()
+    assert cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--radius", "0")) == 2
+    assert "--radius: does not apply to the censor-uw mechanism" in capsys.readouterr().err
+
+
 def test_plan_and_combine_pass_only_keywords_the_library_accepts(tmp_path, monkeypatch):
     from dpsynth import inference, plan
 
