@@ -355,7 +355,7 @@ def _file_inputs(args: argparse.Namespace, frame: Any) -> dict[str, Any]:
     if args.centring_from is not None:
         ref = read_input(args.centring_from, args.column, "--centring-from")
         require_reference_levels(frame, ref, args.covariates, args.categorical, "--centring-from")
-        args.centring = _reference_centre(args, model, X, sampler_of(args))
+        args.centring = _reference_centre(args, ref, model, X)
     return given
 
 
@@ -394,12 +394,12 @@ def sampler_of(args: argparse.Namespace) -> Any:
     return Sampler(**{**settings, "quiet": True})
 
 
-def _reference_centre(args: argparse.Namespace, model: Any, X: Any, sampler: Any) -> dict:
-    """``--centring-from``: public parameter values fitted to the public reference file."""
+def _reference_centre(args: argparse.Namespace, ref: Any, model: Any, X: Any) -> dict:
+    """``--centring-from``: public parameter values fitted to the public reference file
+    ``ref`` (the posterior mean; :func:`dpsynth.plan.reference_point`)."""
     from dpsynth.models import covariate_matrix
     from dpsynth.plan import reference_point
 
-    ref = read_input(args.centring_from, args.column, "--centring-from")
     if not args.quiet:
         print("[dpsynth] fitting the model to the public reference file", file=sys.stderr)
     return reference_point(
@@ -408,7 +408,7 @@ def _reference_centre(args: argparse.Namespace, model: Any, X: Any, sampler: Any
         bounds=tuple(args.bounds) if args.bounds else None,
         reference_X=covariate_matrix(ref, args.covariates, args.categorical),
         X=X,
-        sampler=sampler,
+        sampler=sampler_of(args),
     )
 
 
