@@ -216,6 +216,35 @@ def test_an_option_the_mechanism_ignores_is_refused_before_the_budget(
     assert not ledger.exists() and not (tmp_path / "o.csv").exists()
 
 
+def _a_value(option) -> object:
+    """A value of the option's type (its first choice, True for a flag, else 1)."""
+    if option.choices is not None:
+        return next(iter(option.choices))
+    return True if option.action == "store_true" else 1
+
+
+def test_the_library_refuses_what_the_cli_refuses_first():
+    """The CLI's early refusal (registry) and the library's own agree: every option the CLI
+    refuses for a mechanism, release.synthesize refuses too, naming the same parameter."""
+    from dpsynth.errors import InputError
+    from dpsynth.release import synthesize
+
+    refused = 0
+    for option in options_of("synthesize"):
+        if "tuning" not in option.to and option.flag != "--weights-from":
+            continue
+        for name, mechanism in registry.MECHANISMS.items():
+            if option.applies_to(mechanism):
+                continue
+            with pytest.raises(InputError) as exc:
+                synthesize(
+                    [0.5, 0.6], mechanism=name, epsilon=1.0, **{option.keyword: _a_value(option)}
+                )
+            assert exc.value.param == option.keyword, (option.flag, name, str(exc.value))
+            refused += 1
+    assert refused > 100
+
+
 def test_paired_options_and_program_files(tmp_path, capsys):
     assert cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--outcome", "real")) == 2
     assert capsys.readouterr().err == "dpsynth: error: --outcome: only applies with --stan-file\n"
