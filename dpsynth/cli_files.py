@@ -1,0 +1,123 @@
+"""The command line's files: input CSVs checked from their header line before anything is
+read (no scientific stack), output paths checked before anything is written, and the one
+reader of an input column (:func:`read_input`)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dpsynth.errors import InputError
+
+if TYPE_CHECKING:  # the scientific stack is imported only once the arguments are checked
+    import pandas as pd
+
+
+def check_output_paths(input_path: str, outputs: dict[str, str | None]) -> dict[str, Path]:
+    """Output paths must be files in existing, writable folders, distinct from the input
+    and from each other (so no run can overwrite the confidential data)."""
+    seen = {_resolved(input_path): "IN.csv"}
+    checked: dict[str, Path] = {}
+    for flag, value in outputs.items():
+        if value is None:
+            continue
+        path = Path(value)
+        key = _resolved(value)
+        if key in seen:
+            raise InputError(flag, f"is the same file as {seen[key]}")
+        seen[key] = flag
+        if path.is_dir():
+            raise InputError(flag, f"{value} is a directory")
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise InputError(flag, f"folder {folder} does not exist")
+        if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+            raise InputError(flag, f"{value} is not writable")
+        checked[flag] = path
+    return checked
+
+
+def _resolved(path: str) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
+    """Check a CSV file's existence, encoding and header, and that it has ``columns``.
+
+    Reads the header line only (no scientific stack). A missing column is refused with the
+    list of the columns the file has, and a hint when the header looks like another
+    delimiter (``;`` or tab). Returns the header's names.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputError(param, f"no such file: {path}")
+    if p.is_dir():
+        raise InputError(param, f"{path} is a directory")
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh), None)
+    except UnicodeDecodeError:
+        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
+    except OSError:
+        raise InputError(param, f"cannot read {path}") from None
+    if not header:
+        raise InputError(param, "is empty")
+    names = [h.strip() for h in header]
+    if any(not h for h in names):
+        raise InputError(param, f"column {names.index('') + 1} has an empty name")
+    dupes = sorted({h for h in names if names.count(h) > 1})
+    if dupes:
+        raise InputError(param, f"duplicated column name(s): {', '.join(dupes)}")
+    for column in columns:
+        if column not in names:
+            flag = "--column" if column == columns[0] else "--covariates"
+            raise InputError(flag, f"no column {column!r} in {path}{_columns_hint(names)}")
+    return names
+
+
+def _columns_hint(names: list[str]) -> str:
+    """The columns a file has, and a delimiter hint when its header looks like one column."""
+    shown = ", ".join(repr(n) for n in names[:20]) + (" ..." if len(names) > 20 else "")
+    hint = f"; its columns are {shown}"
+    if len(names) == 1 and (";" in names[0] or "\t" in names[0]):
+        sep = "semicolons" if ";" in names[0] else "tabs"
+        hint += f" (the file seems to be separated by {sep}: save it with commas)"
+    return hint
+
+
+def read_input(path: str, column: str, param: str, allow_missing: bool = False) -> pd.DataFrame:
+    """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers.
+
+    Missing outcome values are refused with the column's name and their count, unless
+    ``allow_missing`` (``--drop-missing``: the library drops them); non-numeric and
+    infinite values are always refused."""
+    import numpy as np
+    import pandas as pd
+
+    check_input_file(path, [column], param)
+    try:
+        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
+        raise InputError(param, "cannot be parsed as CSV") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(frame) == 0:
+        raise InputError("--column", "the data are empty")
+    missing = frame[column].isna().to_numpy()
+    if missing.any() and not allow_missing:
+        hint = "; --drop-missing drops such records" if param == "IN.csv" else ""
+        raise InputError(
+            "--column",
+            f"column {column!r} of {path} has {int(missing.sum())} missing value(s) (first at "
+            f"record {int(np.flatnonzero(missing)[0]) + 1}){hint}",
+        )
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(~np.isfinite(values) & ~missing)
+    if bad.size:
+        raise InputError(
+            "--column",
+            f"record {int(bad[0]) + 1} of column {column!r} of {path} is non-numeric or infinite",
+        )
+    frame[column] = values
+    return frame
