@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dpsynth.studies import plots
+from dpsynth.studies.profiles import STUDY_RHAT_MAX
 
 
 def setup(figure_format: str = "png") -> None:
@@ -458,7 +459,7 @@ def glue_tables(tables: Mapping[str, Any]) -> None:
 
 def check_convergence(
     rhat_values: Any,
-    threshold: float = 1.05,
+    threshold: float = STUDY_RHAT_MAX,
     what: str = "fits",
     *,
     ess_bulk_min: float | None = None,

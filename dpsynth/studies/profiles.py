@@ -12,6 +12,17 @@ from typing import Any
 
 from dpsynth.errors import InputError
 
+STUDY_RHAT_MAX = 1.05
+"""Largest R-hat a study's Monte Carlo fit may have (its convergence check; the one place).
+
+Looser than the release's :data:`dpsynth.diagnostics.CONVERGENCE` (R-hat <= 1.01), and on
+purpose: a study's replicate fits are summarized over replicates (averages, medians, tables
+beside the paper's), never published one by one, and the ``ci`` profiles' short chains give
+R-hat values near 1.01 that a 1.01 threshold would fail by chance. A release fit, published
+alone, keeps 1.01. Used by :func:`dpsynth.studies.notebook.check_convergence` (its default),
+the vector-weighted studies' ``max_rhat`` setting and the notebooks' checks.
+"""
+
 
 def apply_profile(
     profiles: Mapping[str, Mapping[str, Any]], profile: str, overrides: Mapping[str, Any]

@@ -42,7 +42,7 @@ import pandas as pd
 from dpsynth import simulate, weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
-from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
+from dpsynth.studies.profiles import CI_MCMC, STUDY_RHAT_MAX, apply_profile, derive_profiles
 from dpsynth.studies.runner import run_replicates
 from dpsynth.studies.verdicts import quantile_estimate
 from dpsynth.utility import interval_summary, summary_statistics
@@ -101,7 +101,7 @@ PAPER: dict[str, Any] = {
     "cw_fits": 3,
     "reweight_local": True,
     "salary_unit": 1000,
-    "max_rhat": 1.05,
+    "max_rhat": STUDY_RHAT_MAX,
 }
 PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
@@ -111,7 +111,8 @@ PROFILES: dict[str, dict[str, Any]] = derive_profiles(
 """Named settings. ``n_jobs``: replicate worker processes of appendix 6 (``paper``: 2, which on
 2 cores overlaps one worker's httpstan round trips with the other's sampling). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
 radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count
-of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert."""
+of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert
+(:data:`dpsynth.studies.profiles.STUDY_RHAT_MAX`)."""
 
 _INT_KEYS = (
     "n",
