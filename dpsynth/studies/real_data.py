@@ -43,7 +43,7 @@ from dpsynth.mechanisms import Sampler
 from dpsynth.models import transfer_beta
 from dpsynth.plan import reference_point
 from dpsynth.release import KnownSeedWarning, synthesize
-from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.profiles import derive_profiles, profile_settings
 from dpsynth.utility import ecdf_measures, interval_overlap
 
 __all__ = [
@@ -130,12 +130,14 @@ PROFILES = derive_profiles(
 
 def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     """The settings of ``profile`` ("ci" or "paper") with non-None ``overrides`` applied."""
-    cfg = apply_profile(PROFILES, profile, overrides)
+    return profile_settings(PROFILES, profile, overrides, {}, _check_variants)
+
+
+def _check_variants(cfg: dict[str, Any]) -> None:
+    """Both variant lists name variants of :data:`VARIANTS` (reported as ``variants``)."""
     unknown = sorted((set(cfg["variants"]) | set(cfg["regression_variants"])) - set(VARIANTS))
     if unknown:
         raise InputError("variants", f"unknown variant(s) {unknown}; choose among {list(VARIANTS)}")
-    cfg["profile"] = profile
-    return cfg
 
 
 def sampler_of(cfg: Mapping[str, Any]) -> Sampler:
