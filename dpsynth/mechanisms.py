@@ -463,7 +463,8 @@ class Synthesizer:
             bounds = self.fit(alpha, tag=tag).record_bounds
         bound = privacy.censor_bound(epsilon, neighbours)
         alpha_e = weights.weighted_e_weights(alpha, bounds, 2 * bound)
-        wf = self.fit(alpha_e, tag=f"weighted-e-{bound}")
+        suffix = "" if downscale is None else f"-downscaled-{downscale}"
+        wf = self.fit(alpha_e, tag=f"weighted-e-{bound}{suffix}")
         tuning = {"c": c, "g": g, "truncation": truncation}
         if downscale is not None:
             tuning["downscale"] = downscale

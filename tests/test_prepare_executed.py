@@ -94,7 +94,7 @@ def test_echo_of_a_closing_convergence_check_is_dropped():
 
 
 def _comparison():
-    from dpsynth.studies import verdicts
+    from dpsynth.studies import reproduction
 
     specs = [
         {"key": "a", "label": "LW bound", "paper": 3.5, "rel_tol": 0.15},
@@ -102,8 +102,8 @@ def _comparison():
         {"key": "c", "label": "sd ratio", "paper": None},
         {"key": "d", "label": "count", "paper": 10.0, "cause": "censor_w_count"},
     ]
-    run = verdicts.summary_frame({"a": [3.1, 3.4, 3.9], "b": "LW", "c": 1.3, "d": [20, 21, 22]})
-    return verdicts.compare(specs, run, study="beta", run_label="this run (ci)")
+    run = reproduction.summary_frame({"a": [3.1, 3.4, 3.9], "b": "LW", "c": 1.3, "d": [20, 21, 22]})
+    return reproduction.compare(specs, run, study="beta", run_label="this run (ci)")
 
 
 def test_verdict_parts_are_short_and_typed():
@@ -113,7 +113,7 @@ def test_verdict_parts_are_short_and_typed():
     assert [p["kind"] for p in parts] == ["agrees", "differs", "not in the paper", "differs"]
     assert parts[0]["basis"] == "this run, smaller than the paper's"
     assert "SE" in parts[0]["detail"] and "standard errors" not in parts[0]["detail"]
-    from dpsynth.studies.verdicts import CAUSES
+    from dpsynth.studies.reproduction import CAUSES
 
     assert parts[3]["cause"] == CAUSES[("beta", "censor_w_count")]
     assert all(len(p["detail"]) < 60 for p in parts)

@@ -206,7 +206,7 @@ def _assert_summary_close(stem: str, fresh: pd.DataFrame, committed: results.Pap
 
 @pytest.mark.slow
 def test_beta_censoring_summary_has_not_drifted() -> None:
-    from dpsynth.studies import censoring, verdicts
+    from dpsynth.studies import censoring, reproduction
 
     got = _committed("01_beta_censoring")
     s = censoring.settings("paper", R=R_DRIFT, n_jobs=2)
@@ -224,7 +224,7 @@ def test_beta_censoring_summary_has_not_drifted() -> None:
     ):
         assert s[key] == got.meta["settings"].get(key), f"the paper profile's {key} changed"
     frame = censoring.run_beta_study(s, cache_dir=None)
-    fresh = verdicts.summary_frame(censoring.beta_summary(frame, s["n"]))
+    fresh = reproduction.summary_frame(censoring.beta_summary(frame, s["n"]))
     _assert_summary_close("01_beta_censoring", fresh, got)
 
 

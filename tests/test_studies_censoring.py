@@ -233,7 +233,7 @@ def test_ph_bin_rules() -> None:
 
 def test_beta_summary_and_comparison(tiny_frame: pd.DataFrame) -> None:
     from dpsynth.studies.censoring import beta_comparison, beta_summary
-    from dpsynth.studies.verdicts import compare, summary_frame
+    from dpsynth.studies.reproduction import compare, summary_frame
 
     frame = pd.concat([tiny_frame, tiny_frame.assign(replicate=1)])
     values = beta_summary(frame, 60)
@@ -293,7 +293,7 @@ def test_tune_lw_weights_reaches_the_target() -> None:
 
 def test_sdr_summary_and_comparison() -> None:
     from dpsynth.studies.censoring import PAPER_TABLE2, sdr_comparison, sdr_summary
-    from dpsynth.studies.verdicts import compare, summary_frame
+    from dpsynth.studies.reproduction import compare, summary_frame
 
     out = {"table": PAPER_TABLE2.copy(), "tuning": {"c": 0.4, "g": 0.0}}
     values = sdr_summary(out)

@@ -176,7 +176,7 @@ def _study(summary: pd.DataFrame, utility: pd.DataFrame, order: list[str]):
 
 
 def test_reweighting_summary_and_comparison():
-    from dpsynth.studies.verdicts import compare, summary_frame
+    from dpsynth.studies.reproduction import compare, summary_frame
 
     order = ["LW", "LW_final", "CW", "CW_final"]
     summary = pd.DataFrame(

@@ -6,8 +6,8 @@
   ``modips_simulation`` (the SBS Monte Carlo engine).
 * ``runner``: replicates in parallel with an on-disk cache keyed on the code they import.
 * ``profiles``: ``ci`` profiles stated as overrides of ``paper``.
-* ``plots``: the figures; ``notebook``: helpers the notebooks share; ``verdicts``: computed
-  paper-vs-run sentences; ``results``: committed paper-scale tables; ``real_data``: the real
+* ``plots``: the figures; ``notebook``: helpers the notebooks share; ``reproduction``: the
+  paper-vs-run reproduction checks; ``results``: committed paper-scale tables; ``real_data``: the real
   counts study (beyond the papers).
 
 Studies simulate their data or use public datasets, so their fits and caches hold nothing

@@ -51,9 +51,15 @@ from dpsynth.errors import InputError
 from dpsynth.histogram import PH_BIN_RULES, perturbed_histogram
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.simulate import beta_data
-from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
+from dpsynth.studies.profiles import (
+    CI_MCMC,
+    Setting,
+    derive_profiles,
+    integer,
+    profile_settings,
+)
+from dpsynth.studies.reproduction import statistic_estimate
 from dpsynth.studies.runner import DEFAULT_CACHE, run_replicates
-from dpsynth.studies.verdicts import statistic_estimate
 from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
 
 __all__ = [
@@ -115,7 +121,8 @@ does not state its MCMC run length; ``paper`` keeps S = 2000 retained draws from
 1000 warmup + 1000 sampling iterations (the Lipschitz bounds are maxima over these S draws),
 which keeps the whole book within its time budget on 2 cores. With 500 + 500 the censored fits
 at epsilon 3-4 mixed slowly (measured over R = 100: bulk ESS down to 30, max R-hat 1.061, above
-the notebooks' asserted 1.05).
+the studies' convergence threshold
+:data:`~dpsynth.studies.profiles.STUDY_RHAT_MAX`, 1.05).
 ``n_jobs``: replicate worker processes. ``paper`` runs 2 (measured on 2 cores with 2 chains
 per fit: 6.1 s per replicate against 10 s with 1, as httpstan's per-call overhead of one worker
 overlaps the other's sampling); ``ci`` runs its 2 replicates in this process. ``sdr_n`` subsamples the SDR data (None:
@@ -244,76 +251,46 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     ``InputError`` naming the offending key. ``None`` overrides keep the profile's value,
     so a notebook's parameters cell can pass its knobs unconditionally.
     """
-    s = apply_profile(PROFILES, profile, overrides)
-    s["profile"] = profile
-    return _validate(s)
+    return profile_settings(PROFILES, profile, overrides, SETTINGS)
 
 
-_INT = (int, np.integer)
-_REAL = (int, float, np.integer, np.floating)
+def _real(must: str, test: Any, optional: bool = False) -> Setting:
+    return Setting("number", must, test, optional)
 
-# Numeric settings: key -> (kinds, test, what the value must be, None allowed).
-_NUMERIC: dict[str, tuple[tuple[type, ...], Any, str, bool]] = {
-    "n": (_INT, lambda v: v >= 10, "an integer >= 10", False),
-    "R": (_INT, lambda v: v >= 1, "an integer >= 1", False),
-    "chains": (_INT, lambda v: v >= 1, "an integer >= 1", False),
-    "iter_warmup": (_INT, lambda v: v >= 1, "an integer >= 1", False),
-    "iter_sampling": (_INT, lambda v: v >= 1, "an integer >= 1", False),
-    "seed": (_INT, lambda v: v >= 0, "an integer >= 0", False),
-    "n_jobs": (_INT, lambda v: v >= 1, "an integer >= 1", False),
-    "sdr_n": (_INT, lambda v: v >= 10, "an integer >= 10", True),
-    "a": (_REAL, lambda v: v > 0, "a finite number > 0", False),
-    "b": (_REAL, lambda v: v > 0, "a finite number > 0", False),
-    "sdr_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", False),
-    "downscale_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", False),
-    "sdr_weighted_epsilon": (_REAL, lambda v: v > 0, "a finite number > 0", True),
-    "downscale": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", True),
-    "lw_draw_quantile": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", True),
-    "sdr_tune_tol": (_REAL, lambda v: 0 < v < 1, "a number in (0, 1)", False),
-    "lw_c": (_REAL, lambda v: True, "a finite number", False),
-    "lw_g": (_REAL, lambda v: True, "a finite number", False),
-    "censor_w_k": (_REAL, lambda v: 0 < v <= 1, "a number in (0, 1]", False),
+
+_POSITIVE = "be a finite number > 0"
+SETTINGS: dict[str, Setting] = {
+    "n": integer(10),
+    "R": integer(1),
+    "chains": integer(1),
+    "iter_warmup": integer(1),
+    "iter_sampling": integer(1),
+    "seed": integer(0),
+    "n_jobs": integer(1),
+    "sdr_n": integer(10, optional=True),
+    "a": _real(_POSITIVE, lambda v: v > 0),
+    "b": _real(_POSITIVE, lambda v: v > 0),
+    "sdr_epsilon": _real(_POSITIVE, lambda v: v > 0),
+    "downscale_epsilon": _real(_POSITIVE, lambda v: v > 0),
+    "sdr_weighted_epsilon": _real(_POSITIVE, lambda v: v > 0, True),
+    "downscale": _real("be a number in (0, 1]", lambda v: 0 < v <= 1, True),
+    "lw_draw_quantile": _real("be a number in (0, 1]", lambda v: 0 < v <= 1, True),
+    "sdr_tune_tol": _real("be a number in (0, 1)", lambda v: 0 < v < 1),
+    "lw_c": _real("be a finite number", lambda v: True),
+    "lw_g": _real("be a finite number", lambda v: True),
+    "censor_w_k": _real("be a number in (0, 1]", lambda v: 0 < v <= 1),
+    "epsilons": Setting(
+        "list",
+        item=Setting("float", "be a list of finite values > 0", lambda v: v > 0),
+        unique=True,
+        scalar_ok=True,
+    ),
+    "data_path": Setting("path", optional=True),
+    "ph_bin_rule": Setting("choice", choices=tuple(PH_BIN_RULES)),
+    "weighted_e_rule": Setting("choice", choices=tuple(weights.WEIGHTED_E_RULES)),
+    "censor_w_reweight": Setting("bool"),
 }
-
-
-def _check_number(s: dict[str, Any], key: str) -> None:
-    """Validate and normalize one numeric setting in place (see ``_NUMERIC``)."""
-    kinds, test, rule, optional = _NUMERIC[key]
-    v = s[key]
-    if v is None and optional:
-        return
-    if isinstance(v, bool) or not isinstance(v, kinds) or not (np.isfinite(v) and test(v)):
-        raise InputError(key, f"must be {rule}{' or None' if optional else ''} (got {v!r})")
-    s[key] = int(v) if kinds is _INT else float(v)
-
-
-def _validate(s: dict[str, Any]) -> dict[str, Any]:
-    for key in _NUMERIC:
-        _check_number(s, key)
-    eps = s["epsilons"]
-    if isinstance(eps, int | float):
-        eps = [eps]
-    try:
-        eps = [float(e) for e in eps]
-    except (TypeError, ValueError):
-        raise InputError("epsilons", f"must be a list of numbers (got {s['epsilons']!r})") from None
-    if not eps or not all(np.isfinite(e) and e > 0 for e in eps):
-        raise InputError("epsilons", f"must be a non-empty list of finite values > 0 (got {eps})")
-    if len(set(eps)) != len(eps):
-        raise InputError("epsilons", f"must not repeat a value (got {eps})")
-    s["epsilons"] = eps
-    if s["data_path"] is not None:
-        s["data_path"] = str(s["data_path"])
-    if s["ph_bin_rule"] not in PH_BIN_RULES:
-        raise InputError("ph_bin_rule", f"must be one of {', '.join(PH_BIN_RULES)}")
-    if s["weighted_e_rule"] not in weights.WEIGHTED_E_RULES:
-        rules = ", ".join(weights.WEIGHTED_E_RULES)
-        raise InputError("weighted_e_rule", f"must be one of {rules}")
-    if not isinstance(s["censor_w_reweight"], bool):
-        raise InputError(
-            "censor_w_reweight", f"must be True or False (got {s['censor_w_reweight']!r})"
-        )
-    return s
+"""What each setting must be (:func:`dpsynth.studies.profiles.check_settings`)."""
 
 
 def _sampler(params: dict[str, Any]) -> Sampler:
@@ -374,9 +351,11 @@ class _Weighted:
     ``rule`` is Weighted-e's truncation rule (:data:`dpsynth.weights.WEIGHTED_E_RULES`);
     ``reweight`` and ``k`` re-weight Censor_w's weights by Eq. (6) of the vector-weighted
     paper (fixed k) before censoring. With the study's default (``draw_quantile`` None) every
-    fit goes through the library's :class:`Synthesizer` methods; with a draw quantile the LW
-    weights come from :func:`dpsynth.weights.lw_record_bounds` and the same mechanisms are
-    composed here from :mod:`dpsynth.weights`.
+    mechanism is the library's :class:`Synthesizer` method (Weighted-e:
+    :meth:`Synthesizer.weighted_e`, downscaled or not). Only a draw quantile, which the
+    library does not offer, composes the LW weights from
+    :func:`dpsynth.weights.lw_record_bounds` and truncates them with the library's
+    :func:`dpsynth.weights.weighted_e_weights` here.
     """
 
     def __init__(
@@ -404,19 +383,27 @@ class _Weighted:
     def _tuning(self, **extra: Any) -> dict[str, Any]:
         return {"c": self.c, "g": self.g, "draw_quantile": self.q, **extra}
 
-    def weighted_e(self, epsilon: float) -> Result:
+    def weighted_e(self, epsilon: float, downscale: float | None = None) -> Result:
+        """Weighted-e at ``epsilon`` (add/remove), the LW weights x ``downscale`` if given."""
         if self.q is None:
-            return self.syn.weighted_e(epsilon, self.c, self.g, truncation=self.rule)
-        return self._truncated(self.alpha, self.result.fit, epsilon, "")
-
-    def _truncated(self, alpha: np.ndarray, wf: Any, epsilon: float, tag: str) -> Result:
+            return self.syn.weighted_e(
+                epsilon, self.c, self.g, truncation=self.rule, downscale=downscale
+            )
+        alpha = self.alpha if downscale is None else weights.downscaled(self.alpha, downscale)
         if self.rule == "lw-bound":
             bounds = weights.lw_truncation_bounds(alpha, self.f)
         else:
-            bounds = wf.record_bounds
+            bounds = self._lw_fit(alpha, downscale).record_bounds
         alpha_e = weights.weighted_e_weights(alpha, bounds, epsilon)
-        fit = self.syn.fit(alpha_e, tag=f"weighted-e-{epsilon / 2}{tag}")
+        suffix = "" if downscale is None else f"-downscaled-{downscale}"
+        fit = self.syn.fit(alpha_e, tag=f"weighted-e-{epsilon / 2}{suffix}")
         return Result("weighted-e", fit, epsilon, self._tuning(), int((alpha_e == 0).sum()))
+
+    def _lw_fit(self, alpha: np.ndarray, downscale: float | None) -> Any:
+        """The Weighted fit of ``alpha`` (the LW weights, downscaled or not)."""
+        if downscale is None:
+            return self.result.fit
+        return self.syn.fit(alpha, tag=f"lw-downscaled-{downscale}")
 
     def censor_w(self, epsilon: float, downscale: float | None = None) -> Result:
         if self.q is None:
@@ -431,12 +418,96 @@ class _Weighted:
     def downscaled(self, epsilon: float, factor: float) -> tuple[Result, Result]:
         """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
         alpha = weights.downscaled(self.alpha, factor)
-        wf = self.syn.fit(alpha, tag=f"lw-downscaled-{factor}")
         tuning = self._tuning(downscale=factor)
-        lw_d = Result("lw", wf, None, tuning, int((alpha == 0).sum()))
-        we_d = self._truncated(alpha, wf, epsilon, f"-downscaled-{factor}")
+        lw_d = Result("lw", self._lw_fit(alpha, factor), None, tuning, int((alpha == 0).sum()))
+        we_d = self.weighted_e(epsilon, downscale=factor)
         we_d.tuning = tuning
         return lw_d, we_d
+
+
+class _ReplicateRows:
+    """The rows of one ``beta_replicate``: one per (study, epsilon, mechanism), in run order.
+
+    Each fit's synthetic dataset is drawn once (``synth``) and reused by every row of that fit.
+    """
+
+    def __init__(self, y: np.ndarray, syn: Synthesizer):
+        self.y, self.syn = y, syn
+        self.rows: list[dict[str, Any]] = []
+        self._synthetic: dict[int, np.ndarray] = {}
+
+    def synth(self, result: Result) -> np.ndarray:
+        key = id(result.fit)
+        if key not in self._synthetic:
+            self._synthetic[key] = self.syn.synthesize(result, 1)[0]
+        return self._synthetic[key]
+
+    def add(self, study: str, eps: float, result: Result, downscale: float | None = None, **extra):
+        """One mechanism's row: its fit's columns and its synthetic data's utility."""
+        self.rows.append(
+            {
+                "study": study,
+                "epsilon": eps,
+                "mechanism": LABELS[result.mechanism],
+                "label": _label(result.mechanism, downscale),
+                "downscale": 1.0 if downscale is None else downscale,
+                **_fit_columns(result),
+                **_utility_columns(self.y, self.synth(result)),
+                **extra,
+            }
+        )
+
+    def main(self, eps: float, unweighted: Result, weighted: _Weighted) -> None:
+        """Sections 4.1-4.3 at ``eps``: Data, Unweighted, Weighted, Weighted-e, Censor_w/uw."""
+        lw, lw_zero = weighted.result, weighted.result.n_zero_weight
+        self.rows.append(
+            {
+                "study": "main",
+                "epsilon": eps,
+                "mechanism": "Data",
+                "label": "Data",
+                "guarantee": "none",
+                "downscale": 1.0,
+                **summary_statistics(self.y),
+            }
+        )
+        self.add("main", eps, unweighted)
+        self.add("main", eps, lw)
+        we = weighted.weighted_e(eps)
+        self.add("main", eps, we, n_invoked=we.n_zero_weight - lw_zero)
+        for censored in (weighted.censor_w(eps), self.syn.censor_uw(eps)):
+            self.add("main", eps, censored, n_invoked=censored.fit.n_censored)
+
+    def ph(self, eps: float, rng: np.random.Generator, bin_rule: str) -> None:
+        """PH's row at ``eps`` (public bounds [0, 1], ``bin_rule`` bins)."""
+        ph = perturbed_histogram(self.y, (0.0, 1.0), eps, rng, bin_rule=bin_rule)
+        self.rows.append(
+            {
+                "study": "main",
+                "epsilon": eps,
+                "mechanism": "PH",
+                "label": _label("ph"),
+                "guarantee": "DP",
+                "downscale": 1.0,
+                "epsilon_delivered": eps,
+                **_utility_columns(self.y, ph[0]),
+            }
+        )
+
+    def downscale(self, eps: float, factor: float, weighted: _Weighted) -> None:
+        """Section 4.4: Weighted, Weighted-e, Censor_w at ``eps`` without and with ``factor``."""
+        lw, lw_zero = weighted.result, weighted.result.n_zero_weight
+        we = weighted.weighted_e(eps)
+        self.add("downscale", eps, lw)
+        self.add("downscale", eps, we, n_invoked=we.n_zero_weight - lw_zero)
+        cw = weighted.censor_w(eps)
+        self.add("downscale", eps, cw, n_invoked=cw.fit.n_censored)
+        lw_d, we_d = weighted.downscaled(eps, factor)
+        self.add("downscale", eps, lw_d, factor)
+        n_truncated = we_d.n_zero_weight - lw_d.n_zero_weight
+        self.add("downscale", eps, we_d, factor, n_invoked=n_truncated)
+        cw_d = weighted.censor_w(eps, downscale=factor)
+        self.add("downscale", eps, cw_d, factor, n_invoked=cw_d.fit.n_censored)
 
 
 def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.DataFrame:
@@ -456,31 +527,7 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
     """
     y = beta_data(int(params["n"]), np.random.default_rng([seed, 0]), params["a"], params["b"])
     syn = Synthesizer(y, "beta", seed=seed, sampler=_sampler(params))
-    synthetic: dict[int, np.ndarray] = {}
-
-    def synth(result: Result) -> np.ndarray:
-        key = id(result.fit)
-        if key not in synthetic:
-            synthetic[key] = syn.synthesize(result, 1)[0]
-        return synthetic[key]
-
-    rows: list[dict[str, Any]] = []
-
-    def add(study: str, eps: float, result: Result, downscale: float | None = None, **extra):
-        rows.append(
-            {
-                "study": study,
-                "epsilon": eps,
-                "mechanism": LABELS[result.mechanism],
-                "label": _label(result.mechanism, downscale),
-                "downscale": 1.0 if downscale is None else downscale,
-                **_fit_columns(result),
-                **_utility_columns(y, synth(result)),
-                **extra,
-            }
-        )
-
-    data_stats = summary_statistics(y)
+    out = _ReplicateRows(y, syn)
     weighted = _Weighted(
         syn,
         float(params.get("lw_c", 1.0)),
@@ -490,57 +537,15 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
         bool(params.get("censor_w_reweight", False)),
         float(params.get("censor_w_k", 0.95)),
     )
-    unweighted, lw = syn.unweighted(), weighted.result
-    lw_zero = lw.n_zero_weight
+    unweighted = syn.unweighted()
     bin_rule = params.get("ph_bin_rule", "sqrt")
     for eps in params["epsilons"]:
-        rows.append(
-            {
-                "study": "main",
-                "epsilon": eps,
-                "mechanism": "Data",
-                "label": "Data",
-                "guarantee": "none",
-                "downscale": 1.0,
-                **data_stats,
-            }
-        )
-        add("main", eps, unweighted)
-        add("main", eps, lw)
-        we = weighted.weighted_e(eps)
-        add("main", eps, we, n_invoked=we.n_zero_weight - lw_zero)
-        for censored in (weighted.censor_w(eps), syn.censor_uw(eps)):
-            add("main", eps, censored, n_invoked=censored.fit.n_censored)
-        ph = perturbed_histogram(
-            y, (0.0, 1.0), eps, np.random.default_rng([seed, 2, int(eps * 1e6)]), bin_rule=bin_rule
-        )
-        rows.append(
-            {
-                "study": "main",
-                "epsilon": eps,
-                "mechanism": "PH",
-                "label": _label("ph"),
-                "guarantee": "DP",
-                "downscale": 1.0,
-                "epsilon_delivered": eps,
-                **_utility_columns(y, ph[0]),
-            }
-        )
-
+        out.main(eps, unweighted, weighted)
+        out.ph(eps, np.random.default_rng([seed, 2, int(eps * 1e6)]), bin_rule)
     factor = params.get("downscale")
     if factor is not None:
-        eps = float(params["downscale_epsilon"])
-        we = weighted.weighted_e(eps)
-        add("downscale", eps, lw)
-        add("downscale", eps, we, n_invoked=we.n_zero_weight - lw_zero)
-        cw = weighted.censor_w(eps)
-        add("downscale", eps, cw, n_invoked=cw.fit.n_censored)
-        lw_d, we_d = weighted.downscaled(eps, factor)
-        add("downscale", eps, lw_d, factor)
-        add("downscale", eps, we_d, factor, n_invoked=we_d.n_zero_weight - lw_d.n_zero_weight)
-        cw_d = weighted.censor_w(eps, downscale=factor)
-        add("downscale", eps, cw_d, factor, n_invoked=cw_d.fit.n_censored)
-
+        out.downscale(float(params["downscale_epsilon"]), factor, weighted)
+    rows = out.rows
     frame = pd.DataFrame(rows).reindex(columns=list(COLUMNS))
     frame["replicate"] = replicate
     return frame
@@ -637,7 +642,7 @@ def beta_summary(results: pd.DataFrame, n: int) -> dict[str, Any]:
     ``<mech>_count_ds_without`` / ``_with`` and ``weighted_bound_ds_without`` / ``_with``.
     Every summary of Table 1 and Table S4 (``t1_<mech>_<stat>_<eps>``,
     ``s4_<mech>_<without|with>_<stat>``, stat in :data:`STAT_NAMES`) as (value, Monte Carlo
-    SE, R) from :func:`dpsynth.studies.verdicts.statistic_estimate`, in records out of the
+    SE, R) from :func:`dpsynth.studies.reproduction.statistic_estimate`, in records out of the
     paper's 2000 (count x 2000 / n); ``censor_w_above_weighted_e_<eps>``: the share of
     replicates whose Censor_w count exceeds their Weighted-e count.
     """
@@ -683,7 +688,18 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
     None means "not in the paper" (an epsilon off its grid). Counts are % of the records.
     """
     grid = sorted({float(e) for e in epsilons} | {5.0, 4.0, 3.0}, reverse=True)
-    rows: list[dict[str, Any]] = [
+    return [
+        *_bound_specs(),
+        *_count_specs(grid),
+        *_downscale_specs(downscale_epsilon),
+        *_open_specs(grid),
+        *table1_rows(grid, downscale_epsilon),
+    ]
+
+
+def _bound_specs() -> list[dict[str, Any]]:
+    """Notebook 01's rows of the Lipschitz bounds (Section 4.2's text) and censoring's check."""
+    return [
         {
             "key": "unweighted_bound_min",
             "label": "Unweighted bound, min over databases",
@@ -720,6 +736,11 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
             "fmt": "{:.3f}",
         },
     ]
+
+
+def _count_specs(grid: list[float]) -> list[dict[str, Any]]:
+    """Table 1's counts (mean % of records) and the best strict-DP synthesizer, per epsilon."""
+    rows: list[dict[str, Any]] = []
     names = {"weighted_e": "Weighted-e", "censor_w": "Censor_w", "censor_uw": "Censor_uw"}
     for eps in grid:
         for key, mech in names.items():
@@ -741,6 +762,12 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
                 "cause": "best_dp",
             }
         )
+    return rows
+
+
+def _downscale_specs(downscale_epsilon: float) -> list[dict[str, Any]]:
+    """Table S4's counts without and with downscaling (Section 4.4)."""
+    rows: list[dict[str, Any]] = []
     on_grid = float(downscale_epsilon) == 4.0
     for key, label in (("weighted_e", "Weighted-e (aDP)"), ("censor_w", "Censor_w (DP)")):
         for suffix, lab in (("without", label), ("with", f"{label} downscaled")):
@@ -753,6 +780,12 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
                     "cause": f"{key}_count" + ("_downscaled" if suffix == "with" else ""),
                 }
             )
+    return rows
+
+
+def _open_specs(grid: list[float]) -> list[dict[str, Any]]:
+    """Rows the paper has no number for (bounds under downscaling, Censor_w above Weighted-e)."""
+    rows: list[dict[str, Any]] = []
     for suffix in ("without", "with"):
         rows.append(
             {
@@ -771,7 +804,7 @@ def beta_comparison(epsilons: Any, downscale_epsilon: float = 4.0) -> list[dict[
                 "fmt": "{:.2f}",
             }
         )
-    return rows + table1_rows(grid, downscale_epsilon)
+    return rows
 
 
 FULL_TABLE_K = 2.0 * np.sqrt(2.0)
@@ -943,18 +976,57 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     from dpsynth.data import SALARY_BOUNDS
     from dpsynth.models import covariate_matrix
 
-    frame, source = _sdr_frame(params.get("data_path"))
-    simulated = bool(frame.attrs.get("simulated", False))
-    n_sub = params.get("sdr_n")
-    if n_sub is not None and n_sub < len(frame):
-        keep = np.sort(np.random.default_rng([seed, 3]).choice(len(frame), n_sub, replace=False))
-        frame = frame.iloc[keep].reset_index(drop=True)
+    frame, source = _sdr_subsample(params, seed)
     eps = float(params["sdr_epsilon"])
     salary = frame["salary"].to_numpy(dtype=float)
     X = covariate_matrix(frame, SDR_COVARIATES, SDR_CATEGORICAL)
     syn = Synthesizer(
         salary, "beta-regression", X=X, bounds=SALARY_BOUNDS, seed=seed, sampler=_sampler(params)
     )
+    c, g, results, trace = _sdr_mechanisms(syn, eps, params)
+    samples = {"Data": salary}
+    samples.update({name: syn.synthesize(r, 1)[0] for name, r in results.items()})
+    samples["PH"] = perturbed_histogram(
+        salary,
+        SALARY_BOUNDS,
+        eps,
+        np.random.default_rng([seed, 2]),
+        bin_rule=params.get("ph_bin_rule", "sqrt"),
+    )[0]
+    diagnostics = pd.DataFrame(
+        {
+            name: {"unweighted_lipschitz": syn.unweighted().lipschitz, **_fit_columns(r)}
+            for name, r in results.items()
+        }
+    ).T
+    return {
+        "table": _sdr_table(salary, samples, results, eps),
+        "samples": samples,
+        "diagnostics": diagnostics,
+        "source": source,
+        "simulated": bool(frame.attrs.get("simulated", False)),
+        "n": int(len(salary)),
+        "tuning": {"c": c, "g": g, "trace": trace},
+    }
+
+
+def _sdr_subsample(params: dict[str, Any], seed: int) -> tuple[pd.DataFrame, str]:
+    """The SDR frame (``data_path`` or the stand-in) and its source; ``sdr_n`` rows if set."""
+    frame, source = _sdr_frame(params.get("data_path"))
+    simulated = bool(frame.attrs.get("simulated", False))
+    n_sub = params.get("sdr_n")
+    if n_sub is not None and n_sub < len(frame):
+        keep = np.sort(np.random.default_rng([seed, 3]).choice(len(frame), n_sub, replace=False))
+        frame = frame.iloc[keep].reset_index(drop=True)
+        frame.attrs["simulated"] = simulated
+    return frame, source
+
+
+def _sdr_mechanisms(
+    syn: Synthesizer, eps: float, params: dict[str, Any]
+) -> tuple[float, float, dict[str, Result], pd.DataFrame]:
+    """(c, g, {Table 2's name: result}, tuning trace): Weighted (tuned to
+    ``sdr_weighted_epsilon`` if set), Weighted-e, Censor_w and Censor_uw at ``eps``."""
     target = params.get("sdr_weighted_epsilon")
     if target is None:
         c, g, weighted = 1.0, 0.0, syn.lw()
@@ -975,15 +1047,13 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
         ),
         "Censor_uw": syn.censor_uw(eps),
     }
-    samples = {"Data": salary}
-    samples.update({name: syn.synthesize(r, 1)[0] for name, r in results.items()})
-    samples["PH"] = perturbed_histogram(
-        salary,
-        SALARY_BOUNDS,
-        eps,
-        np.random.default_rng([seed, 2]),
-        bin_rule=params.get("ph_bin_rule", "sqrt"),
-    )[0]
+    return c, g, results, trace
+
+
+def _sdr_table(
+    salary: np.ndarray, samples: dict[str, np.ndarray], results: dict[str, Result], eps: float
+) -> pd.DataFrame:
+    """Table 2's layout: the Lipschitz bound and epsilon over the utility rows."""
     table = utility_table(salary, {k: v for k, v in samples.items() if k != "Data"})
     privacy = pd.DataFrame(
         {name: [r.lipschitz, r.epsilon] for name, r in results.items()},
@@ -991,22 +1061,7 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     )
     privacy["Data"] = np.nan
     privacy["PH"] = [np.nan, eps]
-    table = pd.concat([privacy[table.columns], table])
-    diagnostics = pd.DataFrame(
-        {
-            name: {"unweighted_lipschitz": syn.unweighted().lipschitz, **_fit_columns(r)}
-            for name, r in results.items()
-        }
-    ).T
-    return {
-        "table": table,
-        "samples": samples,
-        "diagnostics": diagnostics,
-        "source": source,
-        "simulated": simulated,
-        "n": int(len(salary)),
-        "tuning": {"c": c, "g": g, "trace": trace},
-    }
+    return pd.concat([privacy[table.columns], table])
 
 
 def tune_lw_weights(

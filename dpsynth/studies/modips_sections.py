@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth.errors import InputError
 from dpsynth.privacy import sensitivity_mean, sensitivity_variance
 from dpsynth.studies.modips_simulation import (
     M_GRID,
@@ -30,9 +29,9 @@ from dpsynth.studies.modips_simulation import (
     study_combination_rules,
     study_m_effect,
 )
-from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.profiles import Setting, derive_profiles, integer, profile_settings
+from dpsynth.studies.reproduction import NOT_IN_PAPER
 from dpsynth.studies.runner import ProgressLog
-from dpsynth.studies.verdicts import NOT_IN_PAPER
 
 __all__ = [
     "PAPER",
@@ -124,9 +123,6 @@ PAPER: dict[str, Any] = {
 }
 """Numbers the paper reports (Table 1; Section 5.1's text on Figure 6)."""
 
-_INT_KEYS = ("reps", "table_m", "allocation_m", "seed", "workers")
-_MINIMA = {"reps": 2, "table_m": 2, "allocation_m": 2, "seed": 0, "workers": 1}
-
 
 def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     """The settings of ``profile`` ("ci" or "paper") with ``overrides`` applied.
@@ -137,48 +133,27 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     for an unknown profile or key, a non-integer or too small count, an m below 2, a budget
     that is not finite and positive, or an allocation outside (0, 1).
     """
-    cfg = apply_profile(PROFILES, profile, overrides)
-    for key in _INT_KEYS:
-        cfg[key] = _integer(key, cfg[key], _MINIMA[key])
-    cfg["m_grid"] = tuple(sorted({_integer("m_grid", m, 2) for m in _sequence("m_grid", cfg)}))
-    for key in ("epsilon", "epsilon_check"):
-        cfg[key] = _positive(key, cfg[key])
-    cfg["table_epsilons"] = tuple(
-        sorted(
-            {_positive("table_epsilons", e) for e in _sequence("table_epsilons", cfg)}, reverse=True
-        )
-    )
-    shares = tuple(sorted({_positive("allocations", w) for w in _sequence("allocations", cfg)}))
-    if any(w >= 1 for w in shares):
-        raise InputError("allocations", f"shares must lie in (0, 1) (got {shares})")
-    cfg["allocations"] = shares
-    cfg["profile"] = profile
-    return cfg
+    return profile_settings(PROFILES, profile, overrides, SETTINGS)
 
 
-def _integer(key: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise InputError(key, f"must be an integer >= {minimum} (got {value!r})")
-    return int(value)
-
-
-def _positive(key: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise InputError(key, f"must be a number (got {value!r})") from None
-    if not (0 < v < float("inf")):
-        raise InputError(key, f"must be > 0 and finite (got {value!r})")
-    return v
-
-
-def _sequence(key: str, cfg: dict[str, Any]) -> tuple:
-    value = cfg[key]
-    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
-        raise InputError(key, f"must be a list of values (got {value!r})")
-    if len(value) == 0:
-        raise InputError(key, "must not be empty")
-    return tuple(value)
+_POSITIVE = Setting("float", "be > 0 and finite", lambda v: v > 0)
+SETTINGS: dict[str, Setting] = {
+    "reps": integer(2),
+    "table_m": integer(2),
+    "allocation_m": integer(2),
+    "seed": integer(0),
+    "workers": integer(1),
+    "m_grid": Setting("list", item=integer(2), order="ascending"),
+    "epsilon": _POSITIVE,
+    "epsilon_check": _POSITIVE,
+    "table_epsilons": Setting("list", item=_POSITIVE, order="descending"),
+    "allocations": Setting(
+        "list",
+        item=Setting("float", "be a share in (0, 1)", lambda v: 0 < v < 1),
+        order="ascending",
+    ),
+}
+"""What each setting must be (:func:`dpsynth.studies.profiles.check_settings`)."""
 
 
 # ------------------------------------------------------------------------------ the studies
@@ -503,6 +478,11 @@ def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     Rows whose setting this run's grid does not contain (e.g. m = 2 left out) get no paper
     value ("not in the paper" for this run's grid).
     """
+    return _table1_specs(cfg) + _section51_specs(cfg)
+
+
+def _table1_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Table 1's coverage picks (per combining rule) and the share of cells within 4 SE."""
     names = {
         "thm7": "Theorem 7",
         "raab": "Raab",
@@ -547,8 +527,18 @@ def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
             "cause": "table1",
         }
     )
-    m_lo, m_hi = min(cfg["m_grid"]), max(cfg["m_grid"])
-    at2 = m_lo == 2
+    return rows
+
+
+def _section51_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Section 5.1's numbers (coverage and SD along the m grid, binary bias, Figure 8)."""
+    return _m_grid_specs(cfg) + _binary_bias_specs(cfg) + _allocation_specs()
+
+
+def _m_grid_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Coverage at m = 2 and the m of the Gaussian SD peak (Section 5.1)."""
+    rows: list[dict[str, Any]] = []
+    at2 = min(cfg["m_grid"]) == 2
     rows += [
         {
             "key": "cp_mlo_binary",
@@ -582,6 +572,13 @@ def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                     "cause": "sd_peak",
                 }
             )
+    return rows
+
+
+def _binary_bias_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """Binary n = 100, p = 0.1: the m of the SD minimum and the bias at large m (Section 5.1)."""
+    rows: list[dict[str, Any]] = []
+    m_hi = max(cfg["m_grid"])
     rows.append(
         {
             "key": "bin_n100_p01_sdmin_m_bit",
@@ -614,7 +611,12 @@ def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                 "cause": "binary_bias",
             }
         )
-    rows += [
+    return rows
+
+
+def _allocation_specs() -> list[dict[str, Any]]:
+    """Figure 8's findings on the budget allocation w (Section 5.3)."""
+    return [
         {
             "key": "alloc_bias_decreasing",
             "label": "Figure 8: bias of mu, [-4, 5], BIT, decreasing in w",
@@ -642,4 +644,3 @@ def comparison_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
             "fmt": "{:.2f}",
         },
     ]
-    return rows

@@ -309,47 +309,56 @@ def simulate_sbs(
         "reps": reps,
         "truth": truth,
     }
-    rows: list[dict[str, Any]] = []
-    # original-data inference: Wald interval for p, t_{n-1} interval for μ
+    orig = _original_interval(stat, data_type, int(n), reps, level)
+    rows = [{**base, "m": 0, "rule": "original", **_metrics(orig, truth)}]
+    if include_single:
+        q, v = _one_pass(stat, 1, eps, cfg, gen)
+        single = _metrics(combine_arrays(q, v, "single", level), truth)
+        rows.append({**base, "m": 1, "rule": "single", **single})
+    for m in m_values:
+        rows += _rule_rows(stat, int(m), eps, cfg, gen, rules, level, base, truth)
+    return pd.DataFrame(rows)
+
+
+def _original_interval(
+    stat: tuple[np.ndarray, np.ndarray], data_type: str, n: int, reps: int, level: float
+) -> dict[str, Any]:
+    """Original-data inference (Liu, Section 5): Wald interval for p, t_{n-1} interval for μ."""
     se = np.sqrt(stat[1] / n)
     df0 = np.inf if data_type == "binary" else n - 1
     half = (
         stats.norm.ppf(0.5 + level / 2) if df0 == np.inf else stats.t.ppf(0.5 + level / 2, df0)
     ) * se
-    orig = {
+    return {
         "estimate": stat[0],
         "variance": se**2,
         "df": np.full(reps, df0),
         "lower": stat[0] - half,
         "upper": stat[0] + half,
     }
-    rows.append({**base, "m": 0, "rule": "original", **_metrics(orig, truth)})
-    if include_single:
-        q, v = _one_pass(stat, 1, eps, cfg, gen)
-        rows.append(
-            {
-                **base,
-                "m": 1,
-                "rule": "single",
-                **_metrics(combine_arrays(q, v, "single", level), truth),
-            }
-        )
-    for m in m_values:
-        m = int(m)
-        q, v = _one_pass(stat, m, eps / m, cfg, gen)
-        moments = (q.mean(axis=1), v.mean(axis=1), q.var(axis=1, ddof=1) if m > 1 else np.nan)
-        for rule in rules:
-            if m < 2 and rule in ("thm7", "rubin", "raghunathan"):
-                continue
-            rows.append(
-                {
-                    **base,
-                    "m": m,
-                    "rule": rule,
-                    **_metrics(combine_moments(*moments, m, rule, level), truth),
-                }
-            )
-    return pd.DataFrame(rows)
+
+
+def _rule_rows(
+    stat: tuple[np.ndarray, np.ndarray],
+    m: int,
+    eps: float,
+    cfg: dict[str, Any],
+    gen: np.random.Generator,
+    rules: Sequence[str],
+    level: float,
+    base: dict[str, Any],
+    truth: float,
+) -> list[dict[str, Any]]:
+    """One row per combining rule of m synthetic sets at eps / m each (Liu, Theorems 6-7)."""
+    q, v = _one_pass(stat, m, eps / m, cfg, gen)
+    moments = (q.mean(axis=1), v.mean(axis=1), q.var(axis=1, ddof=1) if m > 1 else np.nan)
+    rows = []
+    for rule in rules:
+        if m < 2 and rule in ("thm7", "rubin", "raghunathan"):
+            continue
+        combined = combine_moments(*moments, m, rule, level)
+        rows.append({**base, "m": m, "rule": rule, **_metrics(combined, truth)})
+    return rows
 
 
 def _run_one(kw: dict[str, Any]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from dpsynth.studies import plots
+from dpsynth.studies.profiles import STUDY_RHAT_MAX
 
 
 def setup(figure_format: str = "png") -> None:
@@ -410,7 +411,7 @@ def glue_numbers(values: Mapping[str, Any], prefix: str = "") -> None:
 
 def mean_se_text(values: Any, fmt: str = "{:.3f}") -> str:
     """Replicate values as "mean ± Monte Carlo SE (n)"; "not run" when there are none."""
-    from dpsynth.studies.verdicts import estimate
+    from dpsynth.studies.reproduction import estimate
 
     mean, se, n = estimate(values)
     if n == 0:
@@ -458,7 +459,7 @@ def glue_tables(tables: Mapping[str, Any]) -> None:
 
 def check_convergence(
     rhat_values: Any,
-    threshold: float = 1.05,
+    threshold: float = STUDY_RHAT_MAX,
     what: str = "fits",
     *,
     ess_bulk_min: float | None = None,
@@ -568,7 +569,7 @@ _BASES = ("this run at paper scale", "this run, smaller than the paper's", "pape
 
 
 def verdict_parts(text: str) -> dict[str, str]:
-    """Split a verdict sentence (:func:`dpsynth.studies.verdicts.compare`) into its parts.
+    """Split a verdict sentence (:func:`dpsynth.studies.reproduction.compare`) into its parts.
 
     Returns ``kind`` (one of :data:`VERDICT_KINDS`), ``basis`` (which numbers were judged,
     e.g. "paper scale"), ``detail`` (the difference and its size in standard errors, short)
@@ -710,7 +711,7 @@ def comparison_text(table: Any, note: str = "") -> str:
 
 
 def print_comparison(table: Any, note: str = "") -> None:
-    """Show a comparison (:func:`dpsynth.studies.verdicts.compare`): an HTML table in a
+    """Show a comparison (:func:`dpsynth.studies.reproduction.compare`): an HTML table in a
     notebook (:func:`comparison_html`), plain text elsewhere (:func:`comparison_text`)."""
     try:
         from IPython import get_ipython
@@ -742,19 +743,19 @@ def closing_comparison(
 ) -> Any:
     """The closing "paper / paper scale / this run" comparison every study notebook ends with.
 
-    ``values``: this run's numbers (:func:`dpsynth.studies.verdicts.summary_frame`); ``specs``:
-    the paper's values and tolerances (:func:`dpsynth.studies.verdicts.compare`). Under the
+    ``values``: this run's numbers (:func:`dpsynth.studies.reproduction.summary_frame`); ``specs``:
+    the paper's values and tolerances (:func:`dpsynth.studies.reproduction.compare`). Under the
     ``paper`` profile the summary and ``tables`` are written to ``results/<stem>/``; otherwise
     the committed ones are read back and shown beside this run (or one line says there are
     none yet). Shows the table, the verdicts and their summary (:func:`print_comparison`);
     returns the comparison frame.
     """
-    from dpsynth.studies import results, verdicts
+    from dpsynth.studies import reproduction, results
 
-    summary = verdicts.summary_frame(values)
+    summary = reproduction.summary_frame(values)
     committed = results.paper_scale(stem, {"summary": summary, **(tables or {})}, cfg, profiles)
     shown = committed.get("summary") if committed.available and not committed.written else None
-    table = verdicts.compare(
+    table = reproduction.compare(
         list(specs),
         summary,
         study=study,

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 WIDTH = 7.0
@@ -312,28 +313,13 @@ def metric_grid(
                 if g.empty:
                     continue
                 color = MODIPS_COLORS.get(str(name), f"C{k}")
-                style = "--" if str(name) == "empirical SD" else "-"
-                ax.plot(
-                    g[x], g[metric], style, marker="o", ms=2.5, lw=1.2, color=color, label=str(name)
-                )
+                _group_line(ax, g, x, metric, str(name), color)
                 if markers is not None:
                     mk = markers[(markers[panel] == p) & (markers[group] == name)]
-                    ax.plot(
-                        mk[x],
-                        mk[metric],
-                        "*",
-                        ms=9,
-                        color=color,
-                        ls="none",
-                        label=f"{name}, {marker_label}" if marker_label else None,
-                    )
+                    label = f"{name}, {marker_label}" if marker_label else None
+                    ax.plot(mk[x], mk[metric], "*", ms=9, color=color, ls="none", label=label)
             ref = hlines.get(metric)
-            if isinstance(ref, Mapping):
-                ref = ref.get(p)
-            if ref is not None:
-                ax.axhline(ref, ls=":", color="k", lw=1)
-            if logx:
-                ax.set_xscale("log")
+            _dress_axis(ax, ref.get(p) if isinstance(ref, Mapping) else ref, logx)
             if i == 0:
                 ax.set_title(str(p))
             if col == 0:
@@ -345,15 +331,33 @@ def metric_grid(
         block, col = divmod(j, cols)
         for i in range(len(metrics)):
             axes[block * len(metrics) + i][col].set_visible(False)
-    handles, labels = axes[0][cols - 1].get_legend_handles_labels()
+    _legend_above(fig, axes[0][cols - 1], title, height)
+    return fig
+
+
+def _group_line(ax: Axes, g: pd.DataFrame, x: str, metric: str, name: str, color: str) -> None:
+    """One group's line of a :func:`metric_grid` panel (dashed for the empirical SD)."""
+    style = "--" if name == "empirical SD" else "-"
+    ax.plot(g[x], g[metric], style, marker="o", ms=2.5, lw=1.2, color=color, label=name)
+
+
+def _dress_axis(ax: Axes, ref: float | None, logx: bool) -> None:
+    """A dotted reference line at ``ref`` (if any) and a log x axis (if ``logx``)."""
+    if ref is not None:
+        ax.axhline(ref, ls=":", color="k", lw=1)
+    if logx:
+        ax.set_xscale("log")
+
+
+def _legend_above(fig: Figure, ax: Axes, title: str | None, height: float) -> None:
+    """Legend (from ``ax``) and title above the panels (figures are saved bbox "tight")."""
+    handles, labels = ax.get_legend_handles_labels()
     ncol = min(len(labels), 3) or 1
     fig.tight_layout()
-    # Legend and title above the panels (the book saves figures with bbox_inches="tight").
     fig.legend(handles, labels, loc="lower center", ncol=ncol, bbox_to_anchor=(0.5, 1.0))
     if title:
         rows = -(-len(labels) // ncol)
         fig.suptitle(title, y=1 + (0.32 * rows + 0.1) / height, va="bottom")
-    return fig
 
 
 def slant_x_tick_labels(fig: Figure, angle: float = 90.0) -> None:

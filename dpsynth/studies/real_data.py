@@ -39,10 +39,11 @@ from scipy import optimize, stats
 from scipy.special import digamma, gammaln
 
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler, Synthesizer
+from dpsynth.mechanisms import Sampler
 from dpsynth.models import transfer_beta
+from dpsynth.plan import reference_point
 from dpsynth.release import KnownSeedWarning, synthesize
-from dpsynth.studies.profiles import apply_profile, derive_profiles
+from dpsynth.studies.profiles import derive_profiles, profile_settings
 from dpsynth.utility import ecdf_measures, interval_overlap
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
     "load_halves",
     "nb2_fit",
     "opendp_histogram",
-    "reference_point",
     "regression_study",
     "regression_table",
     "settings",
@@ -130,12 +130,14 @@ PROFILES = derive_profiles(
 
 def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     """The settings of ``profile`` ("ci" or "paper") with non-None ``overrides`` applied."""
-    cfg = apply_profile(PROFILES, profile, overrides)
+    return profile_settings(PROFILES, profile, overrides, {}, _check_variants)
+
+
+def _check_variants(cfg: dict[str, Any]) -> None:
+    """Both variant lists name variants of :data:`VARIANTS` (reported as ``variants``)."""
     unknown = sorted((set(cfg["variants"]) | set(cfg["regression_variants"])) - set(VARIANTS))
     if unknown:
         raise InputError("variants", f"unknown variant(s) {unknown}; choose among {list(VARIANTS)}")
-    cfg["profile"] = profile
-    return cfg
 
 
 def sampler_of(cfg: Mapping[str, Any]) -> Sampler:
@@ -174,29 +176,6 @@ def covariates_of(frame: pd.DataFrame) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- reference point
-
-
-def reference_point(
-    model: str,
-    reference_y: np.ndarray,
-    reference_X: np.ndarray | None,
-    X: np.ndarray | None,
-    sampler: Sampler,
-    seed: int,
-) -> dict[str, Any]:
-    """Public reference parameter values: the posterior mean of the reference half's
-    unweighted fit, coefficients moved onto the confidential design (:func:`transfer_beta`).
-
-    The centring c(x_i) = ll(x_i | theta_ref) of reference centring (dpsynth's extension).
-    """
-    fit = Synthesizer(reference_y, model, X=reference_X, seed=seed, sampler=sampler)
-    draws = fit.unweighted_fit().stan_fit.draws
-    point: dict[str, Any] = {
-        "beta": transfer_beta(draws["beta"].mean(axis=0), reference_X, X).tolist()
-    }
-    if "phi" in draws:
-        point["phi"] = float(draws["phi"].mean())
-    return point
 
 
 # ----------------------------------------------------------------------------- mechanisms
@@ -338,7 +317,7 @@ def count_study(cfg: Mapping[str, Any], progress: bool = False) -> pd.DataFrame:
         labels = {"model": "-", "mechanism": "opendp-histogram", "epsilon": eps, "guarantee": "DP"}
         rows += _metric_rows(y, hist, labels)
     for model in cfg["models"]:
-        point = reference_point(model, y_ref, None, None, sampler_of(cfg), cfg["seed"] + 7)
+        point = reference_point(y_ref, model, sampler=sampler_of(cfg), seed=cfg["seed"] + 7)
         for eps in cfg["epsilons"]:
             for variant in cfg["variants"]:
                 if progress:
@@ -501,7 +480,12 @@ def regression_study(cfg: Mapping[str, Any], progress: bool = False) -> pd.DataF
     codes, sizes = table_codes(conf, int(cfg["bound"]))
     k = int(np.prod(sizes))
     point = reference_point(
-        "negbin", ref[DATASET[2]].to_numpy(), X_ref, X, sampler_of(cfg), cfg["seed"] + 7
+        ref[DATASET[2]].to_numpy(),
+        "negbin",
+        reference_X=X_ref,
+        X=X,
+        sampler=sampler_of(cfg),
+        seed=cfg["seed"] + 7,
     )
     for eps in cfg["regression_epsilons"]:
         for j, cells in enumerate(opendp_histogram(codes, k, eps, cfg["sets"], rng), start=1):

@@ -29,6 +29,8 @@ from typing import Any
 
 import pandas as pd
 
+from dpsynth.io import jsonable
+
 __all__ = [
     "RESULTS_ENV_VAR",
     "PaperScale",
@@ -61,15 +63,9 @@ def results_dir(stem: str) -> Path:
     return results_root() / stem
 
 
-def _plain(v: Any) -> Any:
-    """JSON-friendly settings values (tuples as lists, numpy scalars as Python numbers)."""
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, tuple | list):
-        return [_plain(x) for x in v]
-    if hasattr(v, "item"):
-        return v.item()
-    return v
+def _settings(v: Any) -> Any:
+    """Settings as JSON values (:func:`dpsynth.io.jsonable`; NaN kept, as ``meta.json`` has it)."""
+    return jsonable(v, finite=False)
 
 
 def is_paper_run(
@@ -85,7 +81,7 @@ def is_paper_run(
     paper = profiles["paper"]
     skip = set(ignore)
     keys = (set(paper) | set(cfg)) - skip
-    return all(_plain(cfg.get(k)) == _plain(paper.get(k)) for k in keys)
+    return all(_settings(cfg.get(k)) == _settings(paper.get(k)) for k in keys)
 
 
 def save(
@@ -112,7 +108,7 @@ def save(
         if isinstance(frame.columns, pd.MultiIndex):
             frame.columns = [" | ".join(map(str, c)) for c in frame.columns]
         texts[name] = frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")
-    settings = _plain({k: v for k, v in cfg.items() if k not in IGNORED_KEYS})
+    settings = _settings({k: v for k, v in cfg.items() if k not in IGNORED_KEYS})
     old = _unchanged_date(out, texts, settings)
     for name, text in texts.items():
         (out / f"{name}.csv").write_text(text)

@@ -51,6 +51,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dpsynth.errors import InputError
+from dpsynth.io import jsonable
 
 __all__ = [
     "CACHE_ENV_VAR",
@@ -197,29 +198,15 @@ def _qualified_name(func: ReplicateFunc) -> str:
     return f"{module}.{qualname}"
 
 
-def _json_default(obj: object) -> object:
-    """Make numpy scalars/arrays, paths, tuples and sets canonical-JSON serializable."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, set | frozenset):
-        return sorted(obj, key=repr)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
 def _canonical_params(params: Mapping[str, Any]) -> str:
     """``params`` as canonical JSON (sorted keys, no whitespace), else InputError("params")."""
     if not isinstance(params, Mapping):
         raise InputError("params", f"must be a dict (got {type(params).__name__})")
     try:
         text = json.dumps(
-            params,
+            jsonable(params, finite=False),
             sort_keys=True,
             separators=(",", ":"),
-            default=_json_default,
             allow_nan=True,
         )
     except (TypeError, ValueError) as exc:

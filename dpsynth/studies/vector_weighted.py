@@ -42,9 +42,16 @@ import pandas as pd
 from dpsynth import simulate, weights
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
-from dpsynth.studies.profiles import CI_MCMC, apply_profile, derive_profiles
+from dpsynth.studies.profiles import (
+    CI_MCMC,
+    STUDY_RHAT_MAX,
+    Setting,
+    derive_profiles,
+    integer,
+    profile_settings,
+)
+from dpsynth.studies.reproduction import quantile_estimate
 from dpsynth.studies.runner import run_replicates
-from dpsynth.studies.verdicts import quantile_estimate
 from dpsynth.utility import interval_summary, summary_statistics
 
 __all__ = [
@@ -101,7 +108,7 @@ PAPER: dict[str, Any] = {
     "cw_fits": 3,
     "reweight_local": True,
     "salary_unit": 1000,
-    "max_rhat": 1.05,
+    "max_rhat": STUDY_RHAT_MAX,
 }
 PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
@@ -111,34 +118,8 @@ PROFILES: dict[str, dict[str, Any]] = derive_profiles(
 """Named settings. ``n_jobs``: replicate worker processes of appendix 6 (``paper``: 2, which on
 2 cores overlaps one worker's httpstan round trips with the other's sampling). ``m`` synthetic sets per synthesizer; ``cw_fits`` fits spent matching CW's
 radius; ``reweight_local`` adds re-weighted LW to appendix 6; ``salary_unit`` dollars per count
-of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert."""
-
-_INT_KEYS = (
-    "n",
-    "R",
-    "m",
-    "n_boot",
-    "chains",
-    "iter_warmup",
-    "iter_sampling",
-    "seed",
-    "n_jobs",
-    "cw_fits",
-    "salary_unit",
-)
-_MINIMA = {
-    "n": 10,
-    "R": 1,
-    "m": 1,
-    "n_boot": 10,
-    "chains": 1,
-    "iter_warmup": 10,
-    "iter_sampling": 10,
-    "seed": 0,
-    "n_jobs": 1,
-    "cw_fits": 1,
-    "salary_unit": 1,
-}
+of the salary model (Section 5); ``max_rhat`` the convergence threshold the notebooks assert
+(:data:`dpsynth.studies.profiles.STUDY_RHAT_MAX`)."""
 
 K_RULES: tuple[str, ...] = ("no-increase", "search")
 """Acceptance rules of the re-weighting constant k (settings key ``k_rule``)."""
@@ -179,35 +160,31 @@ def settings(profile: str = "ci", **overrides: Any) -> dict[str, Any]:
     ``profile`` added. Raises InputError naming the parameter for an unknown profile or key,
     a non-integer or too small count, ``k`` outside (0, 1], or m above the retained draws.
     """
-    cfg = apply_profile(PROFILES, profile, overrides)
-    for key in _INT_KEYS:
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < _MINIMA[key]:
-            raise InputError(key, f"must be an integer >= {_MINIMA[key]} (got {v!r})")
-        cfg[key] = int(v)
-    for key in ("c", "g", "k", "max_rhat"):
-        try:
-            cfg[key] = float(cfg[key])
-        except (TypeError, ValueError):
-            raise InputError(key, f"must be a number (got {cfg[key]!r})") from None
-        if not np.isfinite(cfg[key]):
-            raise InputError(key, f"must be finite (got {cfg[key]!r})")
-    if not 0 < cfg["k"] <= 1:
-        raise InputError("k", f"must lie in (0, 1] (got {cfg['k']})")
-    if cfg["max_rhat"] <= 1:
-        raise InputError("max_rhat", f"must be > 1 (got {cfg['max_rhat']})")
-    if cfg["k_rule"] not in K_RULES:
-        raise InputError("k_rule", f"must be one of {', '.join(K_RULES)} (got {cfg['k_rule']!r})")
-    if not isinstance(cfg["reweight_local"], bool):
-        raise InputError("reweight_local", f"must be True or False (got {cfg['reweight_local']!r})")
+    return profile_settings(PROFILES, profile, overrides, SETTINGS, _check_draws)
+
+
+SETTINGS: dict[str, Setting] = {
+    **{key: integer(10) for key in ("n", "n_boot", "iter_warmup", "iter_sampling")},
+    **{key: integer(1) for key in ("R", "m", "chains", "n_jobs", "cw_fits", "salary_unit")},
+    "seed": integer(0),
+    "c": Setting("float", "be finite"),
+    "g": Setting("float", "be finite"),
+    "k": Setting("float", "lie in (0, 1]", lambda v: 0 < v <= 1),
+    "max_rhat": Setting("float", "be > 1", lambda v: v > 1),
+    "k_rule": Setting("choice", choices=K_RULES),
+    "reweight_local": Setting("bool"),
+}
+"""What each setting must be (:func:`dpsynth.studies.profiles.check_settings`)."""
+
+
+def _check_draws(cfg: dict[str, Any]) -> None:
+    """m synthetic sets need m distinct retained draws (chains x iter_sampling)."""
     if cfg["m"] > cfg["chains"] * cfg["iter_sampling"]:
         raise InputError(
             "m",
             "cannot exceed the retained draws chains x iter_sampling "
             f"({cfg['chains'] * cfg['iter_sampling']}); got {cfg['m']}",
         )
-    cfg["profile"] = profile
-    return cfg
 
 
 def sampler_of(cfg: dict[str, Any]) -> Sampler:
@@ -398,14 +375,56 @@ def compare_synthesizers(
     if unknown:
         raise InputError("synthesizers", f"unknown synthesizer(s) {sorted(unknown)}")
     seed = cfg["seed"] if seed is None else seed
-    c, g, k = cfg["c"], cfg["g"], cfg["k"]
     syn = Synthesizer(y, model, seed=seed, sampler=sampler_of(cfg))
-    lw = syn.lw(c, g)
+    lw = syn.lw(cfg["c"], cfg["g"])
     target = lw.lipschitz
-    results: dict[str, Result] = {}
     radius, cw_search = None, pd.DataFrame()
     if {"CW", "CW_final"} & set(synthesizers):
-        radius, _, cw_search = match_cw_radius(syn, target, c=c, g=g, max_fits=cfg["cw_fits"])
+        radius, _, cw_search = match_cw_radius(
+            syn, target, c=cfg["c"], g=cfg["g"], max_fits=cfg["cw_fits"]
+        )
+    run = _synthesizer_calls(syn, lw, radius, cfg)
+    results: dict[str, Result] = {name: run[name]() for name in synthesizers}
+    synthetic = {name: syn.synthesize(res, cfg["m"]) for name, res in results.items()}
+    yv = np.asarray(syn.y, dtype=float)
+    rng = np.random.default_rng([seed, 7])
+    return WeightingStudy(
+        label=label,
+        y=yv,
+        synthesizer=syn,
+        results=results,
+        synthetic=synthetic,
+        records=_record_frame(yv, results),
+        summary=pd.DataFrame([_summary_row(name, res, target) for name, res in results.items()]),
+        utility=_utility_frame(yv, synthetic, cfg["n_boot"], rng),
+        mu=pd.concat(
+            [
+                pd.DataFrame({"synthesizer": name, "mu": _mu_draws(res)})
+                for name, res in results.items()
+            ],
+            ignore_index=True,
+        ),
+        cw_search=cw_search,
+        reference=reference,
+        info={
+            "model": model,
+            "seed": seed,
+            "target_lipschitz": target,
+            "radius": radius,
+            "n": int(yv.size),
+        },
+    )
+
+
+def _synthesizer_calls(
+    syn: Synthesizer, lw: Result, radius: float | None, cfg: dict[str, Any]
+) -> dict[str, Any]:
+    """Name -> a call running that synthesizer (vector-weighted paper, Algorithms 1-3).
+
+    SW targets LW's bound; LW_final / CW_final re-weight from k = ``cfg["k"]``, accepted by
+    ``cfg["k_rule"]`` (:func:`reweight_no_increase`, or the library's search).
+    """
+    c, g, k = cfg["c"], cfg["g"], cfg["k"]
     if cfg.get("k_rule", "search") == "search":
         finals = {
             "LW_final": lambda: syn.lw(c, g, reweight=True, k=k),
@@ -416,19 +435,18 @@ def compare_synthesizers(
             "LW_final": lambda: reweight_no_increase(syn, lw, k, "lw"),
             "CW_final": lambda: reweight_no_increase(syn, syn.cw(radius, c, g), k, "cw"),
         }
-    run = {
+    return {
         "Unweighted": syn.unweighted,
         "LW": lambda: lw,
         "CW": lambda: syn.cw(radius, c, g),
-        "SW": lambda: syn.sw(target),
+        "SW": lambda: syn.sw(lw.lipschitz),
         **finals,
     }
-    for name in synthesizers:
-        results[name] = run[name]()
-    synthetic = {name: syn.synthesize(res, cfg["m"]) for name, res in results.items()}
 
-    yv = np.asarray(syn.y, dtype=float)
-    records = pd.concat(
+
+def _record_frame(yv: np.ndarray, results: dict[str, Result]) -> pd.DataFrame:
+    """One row per (synthesizer, record): y, its weight and its record bound."""
+    return pd.concat(
         [
             pd.DataFrame(
                 {
@@ -443,9 +461,13 @@ def compare_synthesizers(
         ],
         ignore_index=True,
     )
-    summary = pd.DataFrame([_summary_row(name, res, target) for name, res in results.items()])
-    rng = np.random.default_rng([seed, 7])
-    utility = [bootstrap_statistics(yv, cfg["n_boot"], rng).assign(synthesizer="Data")]
+
+
+def _utility_frame(
+    yv: np.ndarray, synthetic: dict[str, np.ndarray], n_boot: int, rng: np.random.Generator
+) -> pd.DataFrame:
+    """Summary statistics of the data's bootstrap samples and of every synthetic set."""
+    utility = [bootstrap_statistics(yv, n_boot, rng).assign(synthesizer="Data")]
     for name, sets in synthetic.items():
         rows = [
             {"set": j, "statistic": s, "value": v}
@@ -453,36 +475,7 @@ def compare_synthesizers(
             for s, v in summary_statistics(row).items()
         ]
         utility.append(pd.DataFrame(rows).assign(synthesizer=name))
-    utility_frame = pd.concat(utility, ignore_index=True)[
-        ["synthesizer", "set", "statistic", "value"]
-    ]
-    mu = pd.concat(
-        [
-            pd.DataFrame({"synthesizer": name, "mu": _mu_draws(res)})
-            for name, res in results.items()
-        ],
-        ignore_index=True,
-    )
-    return WeightingStudy(
-        label=label,
-        y=yv,
-        synthesizer=syn,
-        results=results,
-        synthetic=synthetic,
-        records=records,
-        summary=summary,
-        utility=utility_frame,
-        mu=mu,
-        cw_search=cw_search,
-        reference=reference,
-        info={
-            "model": model,
-            "seed": seed,
-            "target_lipschitz": target,
-            "radius": radius,
-            "n": int(yv.size),
-        },
-    )
+    return pd.concat(utility, ignore_index=True)[["synthesizer", "set", "statistic", "value"]]
 
 
 def _summary_row(name: str, res: Result, target: float) -> dict[str, Any]:
@@ -850,7 +843,7 @@ def reweighting_summary(study: WeightingStudy) -> dict[str, Any]:
     ``q90_<source>`` (median over sets), ``cw_final_closer`` ("yes" if CW_final's 90th
     percentile is closer to the data's than CW's), and every endpoint of appendix Table 1,
     ``t1_<statistic>_<source>_<lo|hi>`` as (value, bootstrap SE over the m sets, m)
-    (:func:`dpsynth.studies.verdicts.quantile_estimate`).
+    (:func:`dpsynth.studies.reproduction.quantile_estimate`).
     """
     s = study.summary.set_index("synthesizer")
     out: dict[str, Any] = {}

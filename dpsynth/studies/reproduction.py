@@ -1,4 +1,7 @@
-"""Computed verdicts: does a number of this run agree with the paper's, and if not, why?
+"""Reproduction checks: does a number of this run agree with the paper's, and if not, why?
+
+(A notebook's reproduction check, not the curator's utility verdict of a release,
+:mod:`dpsynth.curator`. The comparison table keeps its column name "verdict".)
 
 Each notebook ends with a comparison of its numbers with the paper's. This module turns a
 (paper value, run value, Monte Carlo standard error) triple into a sentence, so that the
@@ -10,7 +13,7 @@ book's conclusions are computed from the numbers rather than written by hand:
   investigated the difference (the evidence is on the book's "Where the papers leave a
   choice" page).
 
-The rule (:func:`verdict`): with d = run - paper and tolerance
+The rule (:func:`reproduction_check`): with d = run - paper and tolerance
 t = max(k SE, rel_tol |paper|, abs_tol), the run agrees if |d| <= t. ``paper`` may be a
 number, an interval (lo, hi) (the paper gives a range; agreement if the run lies within it,
 widened by t), a label (categorical: the name of the best synthesizer), or missing (None or
@@ -18,7 +21,7 @@ NaN: the paper has no such number, "not in the paper").
 
 :func:`compare` builds the comparison table a notebook prints: one row per quantity, the
 paper's value, the committed paper-scale value (:mod:`dpsynth.studies.results`) when there is
-one, this run's value, and the verdict on the best evidence available (paper scale if
+one, this run's value, and the reproduction check (column "verdict") on the best evidence available (paper scale if
 committed, else this run).
 """
 
@@ -36,14 +39,14 @@ __all__ = [
     "CAUSES",
     "NOT_IN_PAPER",
     "NOT_RUN",
-    "Verdict",
+    "ReproductionCheck",
     "compare",
     "estimate",
     "quantile_estimate",
     "statistic_estimate",
     "paper_value",
     "summary_frame",
-    "verdict",
+    "reproduction_check",
 ]
 
 NOT_IN_PAPER = "not in the paper"
@@ -151,8 +154,8 @@ CAUSES: dict[tuple[str, str], str] = {
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The outcome of comparing one number with the paper's."""
+class ReproductionCheck:
+    """Does one number of this run reproduce the paper's? (Not the curator's utility verdict.)"""
 
     status: str  # "agrees", "differs", "not in the paper", "not run"
     sentence: str
@@ -266,7 +269,7 @@ def _cause(study: str | None, quantity: str | None, cause: str | None) -> str:
     return CAUSES.get((str(study), str(quantity)), UNKNOWN_CAUSE)
 
 
-def verdict(
+def reproduction_check(
     paper: Any,
     run: Any,
     *,
@@ -279,67 +282,87 @@ def verdict(
     abs_tol: float = 0.0,
     fmt: str = "{:.3g}",
     cause: str | None = None,
-) -> Verdict:
-    """Compare ``run`` with ``paper``; return a :class:`Verdict` whose ``sentence`` says how.
+) -> ReproductionCheck:
+    """Compare ``run`` with ``paper``; return a :class:`ReproductionCheck` whose ``sentence`` says how.
 
     ``run``: a number (its Monte Carlo standard error in ``se``), an array of replicate values
     (mean and SE from :func:`estimate`), or a label (when ``paper`` is a label). ``paper``: a
     number, an interval ``(lo, hi)``, a label, or missing (None, NaN, :data:`NOT_IN_PAPER`).
     The run agrees if |run - paper| <= max(k SE, rel_tol |paper|, abs_tol) (for an interval:
     the distance to it), where SE = sqrt(se^2 + paper_se^2) (``paper_se``: the paper's own
-    Monte Carlo error, e.g. sqrt(p (1 - p) / 5000) for a coverage over 5,000 repetitions). Otherwise the sentence gives the difference, its size in standard
-    errors (when known) and the likely cause: ``cause``, else ``CAUSES[(study, quantity)]``.
+    Monte Carlo error, e.g. sqrt(p (1 - p) / 5000) for a coverage over 5,000 repetitions).
+    Otherwise the sentence gives the difference, its size in standard errors (when known) and
+    the likely cause: ``cause``, else ``CAUSES[(study, quantity)]``.
     """
     if _missing(paper):
-        return Verdict(NOT_IN_PAPER, NOT_IN_PAPER)
+        return ReproductionCheck(NOT_IN_PAPER, NOT_IN_PAPER)
+    why = _cause(study, quantity, cause)
     if isinstance(paper, str):  # categorical, e.g. the best synthesizer's name
-        if _missing(run):
-            return Verdict(NOT_RUN, NOT_RUN)
-        if str(run) == paper:
-            return Verdict("agrees", f"agrees ({paper})")
-        why = _cause(study, quantity, cause)
-        return Verdict("differs", f"differs: paper {paper}, this run {run}; likely cause: {why}")
+        return _label_check(paper, run, why)
+    value, se = _run_estimate(run, se)
+    if not math.isfinite(value):
+        return ReproductionCheck(NOT_RUN, NOT_RUN)
+    if paper_se and math.isfinite(se):
+        se = math.hypot(se, float(paper_se))
+    diff, scale = _difference(paper, value)
+    if isinstance(paper, tuple) and diff == 0.0:
+        return ReproductionCheck("agrees", "agrees (within the paper's range)", 0.0, 0.0)
+    mc = k * se if math.isfinite(se) else 0.0
+    tol = max(mc, rel_tol * scale, abs_tol)
+    z = abs(diff) / se if math.isfinite(se) and se > 0 else math.nan
+    z_text = _z_text(z, se)
+    if abs(diff) > tol:
+        text = f"differs by {_fmt(diff, fmt)} ({z_text}); likely cause: {why}"
+        return ReproductionCheck("differs", text, diff, z)
+    if mc >= max(rel_tol * scale, abs_tol) and math.isfinite(se):
+        text = f"agrees within Monte Carlo error (difference {_fmt(diff, fmt)}, {z_text})"
+    else:
+        text = f"agrees within the stated tolerance ±{_fmt(tol, fmt)} ({z_text})"
+    return ReproductionCheck("agrees", text, diff, z)
+
+
+def _label_check(paper: str, run: Any, why: str) -> ReproductionCheck:
+    """A categorical quantity (e.g. the best synthesizer's name): equal or not."""
+    if _missing(run):
+        return ReproductionCheck(NOT_RUN, NOT_RUN)
+    if str(run) == paper:
+        return ReproductionCheck("agrees", f"agrees ({paper})")
+    return ReproductionCheck(
+        "differs", f"differs: paper {paper}, this run {run}; likely cause: {why}"
+    )
+
+
+def _run_estimate(run: Any, se: float | None) -> tuple[float, float]:
+    """(value, SE) of the run: a number with ``se``, or replicate values (:func:`estimate`).
+
+    A label where a number is expected, or no value, gives NaN (the row says "not run").
+    """
     if isinstance(run, str):
-        return Verdict(NOT_RUN, NOT_RUN)
+        return math.nan, math.nan
     if run is not None and np.ndim(run) > 0:
         value, se_est, _ = estimate(run)
         se = se_est if se is None else se
     else:
         value = math.nan if run is None else float(run)
-    if not math.isfinite(value):
-        return Verdict(NOT_RUN, NOT_RUN)
-    se = math.nan if se is None else float(se)
-    if paper_se and math.isfinite(se):
-        se = math.hypot(se, float(paper_se))
+    return value, (math.nan if se is None else float(se))
+
+
+def _difference(paper: Any, value: float) -> tuple[float, float]:
+    """(run - paper, |paper|); for an interval, the distance to it and |its centre|."""
     if isinstance(paper, tuple):
         lo, hi = (float(p) for p in paper)
-        centre = 0.5 * (lo + hi)
         diff = 0.0 if lo <= value <= hi else (value - hi if value > hi else value - lo)
-        scale = abs(centre)
-    else:
-        diff = value - float(paper)
-        scale = abs(float(paper))
-    mc = k * se if math.isfinite(se) else 0.0
-    tol = max(mc, rel_tol * scale, abs_tol)
-    z = abs(diff) / se if math.isfinite(se) and se > 0 else math.nan
+        return diff, abs(0.5 * (lo + hi))
+    return value - float(paper), abs(float(paper))
+
+
+def _z_text(z: float, se: float) -> str:
+    """The difference's size in standard errors, in words."""
     if math.isfinite(z):
-        z_text = f"{z:.1f} standard errors"
-    elif se == 0:
-        z_text = "every replicate gave the same value"
-    else:
-        z_text = "standard error unknown"
-    if isinstance(paper, tuple) and diff == 0.0:
-        return Verdict("agrees", "agrees (within the paper's range)", 0.0, 0.0)
-    if abs(diff) <= tol:
-        if mc >= max(rel_tol * scale, abs_tol) and math.isfinite(se):
-            text = f"agrees within Monte Carlo error (difference {_fmt(diff, fmt)}, {z_text})"
-        else:
-            text = f"agrees within the stated tolerance ±{_fmt(tol, fmt)} ({z_text})"
-        return Verdict("agrees", text, diff, z)
-    why = _cause(study, quantity, cause)
-    return Verdict(
-        "differs", f"differs by {_fmt(diff, fmt)} ({z_text}); likely cause: {why}", diff, z
-    )
+        return f"{z:.1f} standard errors"
+    if se == 0:
+        return "every replicate gave the same value"
+    return "standard error unknown"
 
 
 def summary_frame(values: Mapping[str, Any]) -> pd.DataFrame:
@@ -442,7 +465,7 @@ def compare(
             if cv is not None:
                 judged, jse, basis = cv, cse, "paper scale"
         row[run_label] = _show(rv, fmt, rse) if rv is not None else NOT_RUN
-        v = verdict(
+        v = reproduction_check(
             paper,
             judged,
             se=jse,

@@ -1,4 +1,4 @@
-"""Known-answer tests of dpsynth.studies.verdicts: the sentences the notebooks print."""
+"""Known-answer tests of dpsynth.studies.reproduction: the sentences the notebooks print."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.studies import verdicts as v
+from dpsynth.studies import reproduction as v
 
 
 def test_estimate_mean_se_count() -> None:
@@ -18,7 +18,7 @@ def test_estimate_mean_se_count() -> None:
 
 
 def test_agrees_within_monte_carlo_error() -> None:
-    out = v.verdict(0.95, 0.946, se=0.003)  # 1.3 SE
+    out = v.reproduction_check(0.95, 0.946, se=0.003)  # 1.3 SE
     assert out.agrees and out.status == "agrees"
     assert (
         out.sentence == "agrees within Monte Carlo error (difference -0.004, 1.3 standard errors)"
@@ -26,7 +26,7 @@ def test_agrees_within_monte_carlo_error() -> None:
 
 
 def test_differs_gives_size_in_standard_errors_and_the_cause() -> None:
-    out = v.verdict(408, 84.0, se=10.0, study="beta", quantity="censor_w_count")
+    out = v.reproduction_check(408, 84.0, se=10.0, study="beta", quantity="censor_w_count")
     assert out.status == "differs" and out.z == pytest.approx(32.4)
     assert out.sentence.startswith("differs by -324 (32.4 standard errors); likely cause: ")
     assert out.sentence.endswith(v.CAUSES[("beta", "censor_w_count")])
@@ -36,44 +36,46 @@ def test_replicate_values_give_mean_and_se() -> None:
     # mean 10, sd 2, R = 4 -> SE 1; paper 13 -> 3 SE
     values = np.array([8.0, 10.0, 12.0, 10.0])
     values = (values - values.mean()) / values.std(ddof=1) * 2 + 10
-    out = v.verdict(13.0, values, study="nowhere", quantity="x")
+    out = v.reproduction_check(13.0, values, study="nowhere", quantity="x")
     assert out.z == pytest.approx(3.0)
     assert "differs by -3 (3.0 standard errors); likely cause: not known" in out.sentence
-    assert v.verdict(11.5, values).agrees  # 1.5 SE
+    assert v.reproduction_check(11.5, values).agrees  # 1.5 SE
 
 
 def test_relative_and_absolute_tolerances() -> None:
-    out = v.verdict(5.24, 5.38, rel_tol=0.05, fmt="{:.2f}")  # no SE: one fit
+    out = v.reproduction_check(5.24, 5.38, rel_tol=0.05, fmt="{:.2f}")  # no SE: one fit
     assert (
         out.agrees
         and out.sentence == "agrees within the stated tolerance ±0.26 (standard error unknown)"
     )
-    assert not v.verdict(5.24, 12.16, rel_tol=0.05).agrees
-    assert v.verdict(0.95, 0.955, abs_tol=0.01).agrees
-    assert not v.verdict(0.95, 0.997, abs_tol=0.01, study="reweighting", quantity="k").agrees
+    assert not v.reproduction_check(5.24, 12.16, rel_tol=0.05).agrees
+    assert v.reproduction_check(0.95, 0.955, abs_tol=0.01).agrees
+    assert not v.reproduction_check(
+        0.95, 0.997, abs_tol=0.01, study="reweighting", quantity="k"
+    ).agrees
 
 
 def test_interval_label_and_missing_values() -> None:
-    assert v.verdict((30, 40), 35).sentence == "agrees (within the paper's range)"
-    out = v.verdict((2.0, 3.5), 4.0, rel_tol=0.1)  # 0.5 above, tolerance 0.275
+    assert v.reproduction_check((30, 40), 35).sentence == "agrees (within the paper's range)"
+    out = v.reproduction_check((2.0, 3.5), 4.0, rel_tol=0.1)  # 0.5 above, tolerance 0.275
     assert out.status == "differs" and out.difference == pytest.approx(0.5)
-    assert v.verdict("Censor_w", "Censor_w").sentence == "agrees (Censor_w)"
-    out = v.verdict("Censor_w", "PH", study="beta", quantity="best_dp")
+    assert v.reproduction_check("Censor_w", "Censor_w").sentence == "agrees (Censor_w)"
+    out = v.reproduction_check("Censor_w", "PH", study="beta", quantity="best_dp")
     assert out.sentence.startswith("differs: paper Censor_w, this run PH; likely cause: the PH bin")
     for missing in (None, float("nan"), v.NOT_IN_PAPER):
-        assert v.verdict(missing, 1.0).sentence == "not in the paper"
-    assert v.verdict(1.0, float("nan")).sentence == "not run"
-    assert v.verdict(1.0, None).status == "not run"
+        assert v.reproduction_check(missing, 1.0).sentence == "not in the paper"
+    assert v.reproduction_check(1.0, float("nan")).sentence == "not run"
+    assert v.reproduction_check(1.0, None).status == "not run"
 
 
 def test_zero_standard_error_is_said_plainly() -> None:
-    out = v.verdict(5.0, [0.0, 0.0, 0.0])
+    out = v.reproduction_check(5.0, [0.0, 0.0, 0.0])
     assert out.status == "differs" and "every replicate gave the same value" in out.sentence
 
 
 def test_paper_standard_error_widens_the_tolerance() -> None:
-    assert not v.verdict(0.95, 0.94, se=0.004).agrees  # 2.5 SE
-    assert v.verdict(0.95, 0.94, se=0.004, paper_se=0.004).agrees  # 1.8 combined SE
+    assert not v.reproduction_check(0.95, 0.94, se=0.004).agrees  # 2.5 SE
+    assert v.reproduction_check(0.95, 0.94, se=0.004, paper_se=0.004).agrees  # 1.8 combined SE
 
 
 def test_paper_value_marks_points_off_the_grid() -> None:
