@@ -655,7 +655,7 @@ MODELS: dict[str, Model] = {
 def get_model(model: str | Model) -> Model:
     """Look a model up by name (a key of :data:`MODELS`: ``beta``, ``poisson``, ``negbin``,
     ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
-    ``gamma-regression``)."""
+    ``gamma-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
     if isinstance(model, Model):
         return model
     if model in OUTCOME_MODELS:  # binary and categorical outcomes (issue 29), below
