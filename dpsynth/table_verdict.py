@@ -181,36 +181,46 @@ def n_cells(col: ColumnInfo) -> int:
     return col.bins
 
 
+def cells(col: ColumnInfo) -> int:
+    """The column's public bins or levels plus one cell for missing values (the last)."""
+    return n_cells(col) + 1
+
+
 def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np.ndarray:
-    """Codes 0..n_cells-1 of ``values`` on the column's public bins or levels.
+    """Codes 0..cells-1 of ``values`` on the column's public bins or levels; a missing value
+    (None, NaN) gets the last code, ``n_cells(col)`` (issue 29 item 4: missing values are
+    part of a table, kept or synthesized).
 
     Continuous and count: equal-width bins over the public bounds (values outside them in
     the edge bins; a count with fewer integers in its bounds than bins gets one bin each).
     Binary and categorical: the position of the value among the public levels; a value
-    that is not a public level (or a missing value) is refused naming ``param``, the column
-    and the record's position.
+    that is not a public level is refused naming ``param``, the column and the record's
+    position (never the value).
     """
     levels = col.public_levels
-    s = pd.Series(np.asarray(values, dtype=object) if levels is not None else values)
+    s = pd.Series(np.asarray(values, dtype=object))
+    missing = s.isna().to_numpy()
     if levels is not None:
         codes = pd.Index(list(levels)).get_indexer(s.astype(object))
         if levels == (0, 1) and np.any(codes < 0):  # 0/1 stored as floats or booleans
             codes = pd.Index([0.0, 1.0]).get_indexer(pd.to_numeric(s, errors="coerce"))
-        bad = np.flatnonzero(codes < 0)
+        bad = np.flatnonzero((codes < 0) & ~missing)
         if bad.size:
             raise InputError(
                 param, f"column {col.name!r}: record {bad[0] + 1} is not one of its public levels"
             )
-        return codes.astype(np.int64)
+        return np.where(missing, len(levels), codes).astype(np.int64)
     x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
-    bad = np.flatnonzero(~np.isfinite(x))
+    bad = np.flatnonzero(np.isnan(x) & ~missing)
     if bad.size:
-        raise InputError(param, f"column {col.name!r}: record {bad[0] + 1} is missing")
+        raise InputError(param, f"column {col.name!r}: record {bad[0] + 1} is not a number")
     lo, hi = (float(b) for b in col.bounds)
     k = n_cells(col)
     if col.kind == "count" and k == int(np.floor(hi) - np.ceil(lo)) + 1:
-        return np.clip(np.rint(x) - np.ceil(lo), 0, k - 1).astype(np.int64)
-    return np.clip(np.floor((x - lo) / (hi - lo) * k), 0, k - 1).astype(np.int64)
+        raw = np.rint(np.nan_to_num(x)) - np.ceil(lo)
+    else:
+        raw = np.floor((np.nan_to_num(x) - lo) / (hi - lo) * k)
+    return np.where(missing, k, np.clip(raw, 0, k - 1)).astype(np.int64)
 
 
 def tvd(p: np.ndarray, q: np.ndarray) -> float:
@@ -227,13 +237,13 @@ def column_figures(col: ColumnInfo, conf: Any, syn: Any) -> dict[str, float]:
     """One column's figures: ``one_way_tvd`` on its public bins; for continuous and count
     columns also ``max_ecdf`` and ``mean_error`` (relative, or sd-scaled near 0, as
     :mod:`dpsynth.curator`)."""
-    k = n_cells(col)
+    k = cells(col)
     a = np.bincount(public_bins(col, conf, "confidential"), minlength=k)
     b = np.bincount(public_bins(col, syn, "synthetic"), minlength=k)
     out = {"one_way_tvd": tvd(a, b)}
-    if col.kind in ("continuous", "count"):
-        x = np.asarray(conf, dtype=float)
-        y = np.asarray(syn, dtype=float)
+    x = pd.to_numeric(pd.Series(conf), errors="coerce").dropna().to_numpy(dtype=float)
+    y = pd.to_numeric(pd.Series(syn), errors="coerce").dropna().to_numpy(dtype=float)
+    if col.kind in ("continuous", "count") and x.size and y.size:  # on the values present
         out["max_ecdf"] = ecdf_measures(x, y)["max_ecdf"]
         out["mean_error"] = _mean_error(x, y)
     return out
@@ -256,11 +266,22 @@ def two_way_tvd(
     codes_s = {c.name: public_bins(c, syn[c.name], "synthetic") for c in columns}
     out = {}
     for a, b in itertools.combinations(columns, 2):
-        cells = n_cells(a) * n_cells(b)
-        p = np.bincount(codes_c[a.name] * n_cells(b) + codes_c[b.name], minlength=cells)
-        q = np.bincount(codes_s[a.name] * n_cells(b) + codes_s[b.name], minlength=cells)
+        both = cells(a) * cells(b)
+        p = np.bincount(codes_c[a.name] * cells(b) + codes_c[b.name], minlength=both)
+        q = np.bincount(codes_s[a.name] * cells(b) + codes_s[b.name], minlength=both)
         out[(a.name, b.name)] = tvd(p, q)
     return out
+
+
+def numeric_values(col: ColumnInfo, values: Any, param: str = "confidential") -> np.ndarray:
+    """A column as numbers, NaN where missing: continuous and count as they are, binary as
+    the position 0/1 of its public level (categorical columns have no numeric scale)."""
+    if col.kind == "binary":
+        codes = public_bins(col, values, param).astype(float)
+        return np.where(codes == n_cells(col), np.nan, codes)
+    if col.kind == "categorical":
+        raise InputError("analysis", f"categorical column {col.name!r} has no numeric scale")
+    return pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float)
 
 
 def correlation_difference(
@@ -269,22 +290,23 @@ def correlation_difference(
     """max |r* - r| over the Pearson correlations of the numeric columns (continuous, count,
     binary; categorical ones are judged by their two-way TVD), and the pair attaining it.
     A constant column has correlation 0 with every other. (0, None) with fewer than two."""
-    names = [c.name for c in columns if c.kind != "categorical"]
+    numeric = [c for c in columns if c.kind != "categorical"]
+    names = [c.name for c in numeric]
     if len(names) < 2:
         return 0.0, None
-    diff = np.abs(_correlations(syn, names) - _correlations(conf, names))
+    diff = np.abs(_correlations(numeric, syn, "synthetic") - _correlations(numeric, conf))
     upper_i, upper_j = np.triu_indices(len(names), k=1)  # the pairs, never a column with itself
     best = int(np.argmax(diff[upper_i, upper_j]))
     i, j = upper_i[best], upper_j[best]
     return float(diff[i, j]), (names[i], names[j])
 
 
-def _correlations(frame: pd.DataFrame, names: list[str]) -> np.ndarray:
-    x = frame[names].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
-    x = x - x.mean(axis=0)
-    sd = np.sqrt((x**2).sum(axis=0))
-    z = np.divide(x, sd, out=np.zeros_like(x), where=sd > 0)
-    return z.T @ z
+def _correlations(
+    columns: Sequence[ColumnInfo], frame: pd.DataFrame, param: str = "confidential"
+) -> np.ndarray:
+    """Pearson correlations on the pairwise complete records; 0 where undefined."""
+    x = pd.DataFrame({c.name: numeric_values(c, frame[c.name], param) for c in columns})
+    return x.corr().fillna(0.0).to_numpy()
 
 
 def propensity_design(
@@ -296,7 +318,7 @@ def propensity_design(
     rows = np.arange(n)
     mains = []
     for c in columns:
-        k = n_cells(c)
+        k = cells(c)
         d = sparse.csr_matrix((np.ones(n), (rows, codes[c.name])), shape=(n, k))[:, 1:]
         mains.append(d)
     parts = list(mains)
@@ -391,7 +413,8 @@ def analysis_design(
     columns: Sequence[ColumnInfo], frame: pd.DataFrame, predictors: Sequence[str]
 ) -> tuple[np.ndarray, list[str]]:
     """Intercept, numeric predictors as they are, categorical ones dummy-coded on their
-    public levels (first level the reference): (N x p design, coefficient names)."""
+    public levels (first level the reference): (N x p design, coefficient names); a row
+    with a missing predictor is NaN."""
     info = {c.name: c for c in columns}
     parts, names = [np.ones((len(frame), 1))], ["(intercept)"]
     for name in predictors:
@@ -399,27 +422,36 @@ def analysis_design(
         if col.kind == "categorical":
             codes = public_bins(col, frame[name], "analysis")
             levels = col.public_levels
-            parts.append(np.eye(len(levels))[codes][:, 1:])
+            dummies = np.vstack([np.eye(len(levels)), np.full(len(levels), np.nan)])
+            parts.append(dummies[codes][:, 1:])
             names += [f"{name}[{lv}]" for lv in levels[1:]]
         else:
-            parts.append(pd.to_numeric(frame[name]).to_numpy(dtype=float)[:, None])
+            parts.append(numeric_values(col, frame[name], "analysis")[:, None])
             names.append(name)
     return np.hstack(parts), names
+
+
+def _complete_ols(z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """:mod:`dpsynth.curator`'s OLS on the complete records (no NaN in z or X)."""
+    from dpsynth.curator import _ols
+
+    keep = np.isfinite(z) & np.all(np.isfinite(X), axis=1)
+    return _ols(z[keep], X[keep])
 
 
 def coefficient_overlap(
     columns: Sequence[ColumnInfo], conf: pd.DataFrame, syn: pd.DataFrame, analysis: str
 ) -> list[dict[str, Any]]:
     """Per coefficient of the analysis's OLS fit (classical standard errors, 95% t
-    intervals): Karr et al. (2006) interval overlap and the shift (b* - b) / se in
-    confidential standard errors (overlap 0, shift inf where a fit is not estimable)."""
-    from dpsynth.curator import _ols
-
+    intervals) on each table's complete records: Karr et al. (2006) interval overlap and the
+    shift (b* - b) / se in confidential standard errors (overlap 0, shift inf where a fit is
+    not estimable). A binary outcome is fitted as a linear probability model."""
     outcome, predictors = parse_analysis(analysis, [c.name for c in columns])
+    info = {c.name: c for c in columns}
     Xc, names = analysis_design(columns, conf, predictors)
     Xs, _ = analysis_design(columns, syn, predictors)
-    a = _ols(pd.to_numeric(conf[outcome]).to_numpy(dtype=float), Xc)
-    b = _ols(pd.to_numeric(syn[outcome]).to_numpy(dtype=float), Xs)
+    a = _complete_ols(numeric_values(info[outcome], conf[outcome], "analysis"), Xc)
+    b = _complete_ols(numeric_values(info[outcome], syn[outcome], "analysis"), Xs)
     if a is None or b is None:
         return [{"name": nm, "overlap": 0.0, "shift": float("inf")} for nm in names]
     (ca, sa, ta), (cb, sb, tb) = a, b
