@@ -366,8 +366,11 @@ def pmse(
     k = 1 + _rank(X)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        model = LogisticRegression(C=np.inf, max_iter=PMSE_MAX_ITER).fit(X, label)
-    p = model.predict_proba(X)[:, 1]
+        if X.shape[1] == 0:  # every column constant over both tables: nothing to tell apart
+            p = np.full(N, c)
+        else:
+            model = LogisticRegression(C=np.inf, max_iter=PMSE_MAX_ITER).fit(X, label)
+            p = model.predict_proba(X)[:, 1]
     value = float(np.mean((p - c) ** 2))
     expected = (k - 1) * c * (1 - c) / N
     ratio = value / expected if expected > 0 else (0.0 if value < 1e-12 else float("inf"))
@@ -533,7 +536,8 @@ def table_verdict(
 
     ``columns`` describe the table in synthesis order (public columns first, marked
     ``public``); ``analysis`` (``"y ~ x1 + x2"``) adds each coefficient's interval overlap.
-    Returns {"verdict", "driven_by" (figure, value, columns, level), "next_step",
+    Returns {"verdict", "driven_by" (figure, value, columns, level; a coefficient's name),
+    "next_step",
     "reasons" (every figure not good), "figures" (all), "thresholds"}: JSON-able.
     """
     cols = describe(columns)
@@ -549,7 +553,9 @@ def table_verdict(
     )
     return {
         "verdict": worst["level"],
-        "driven_by": {k: worst[k] for k in ("figure", "value", "columns", "level")},
+        "driven_by": {
+            k: worst[k] for k in ("figure", "value", "columns", "level", "name") if k in worst
+        },
         "next_step": next_step(worst, cols, entries, analysis),
         "reasons": [
             f"{e['figure']} {e['value']:.3g} on {', '.join(e['columns']) or 'the table'} is "

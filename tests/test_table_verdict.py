@@ -227,3 +227,12 @@ def test_missing_values_are_a_cell_of_their_own():
     assert tv.numeric_values(cols[1], syn.s).tolist()[:3] == [0.0, 0.0, 1.0]
     with pytest.raises(InputError, match="^synthetic: column 's': record 2 is not one of"):
         tv.column_figures(cols[1], conf.s, pd.Series(["no", "maybe"]))
+
+
+def test_constant_tables_have_nothing_to_tell_apart():
+    conf, _, cols = _tiny()
+    same = pd.DataFrame({"x": [1.0] * 6, "g": ["a"] * 6})
+    out = tv.pmse(cols, same, same.copy())
+    assert out["pmse"] == 0.0 and out["parameters"] == 1 and out["pmse_ratio"] == 0.0
+    v = tv.table_verdict(conf, conf.copy(), cols, analysis="x ~ g")
+    assert v["verdict"] == "good" and v["driven_by"]["name"] in ("(intercept)", "g[b]")
