@@ -202,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_synthesize(sub)
     _add_plan(sub)
     _add_combine(sub)
+    __import__("dpsynth.cli_table").cli_table.add_table_commands(sub)  # issue 29
     return parser
 
 
