@@ -120,7 +120,7 @@ def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
     """0-based codes of ``s`` on its public ``levels`` (-1 for missing); a value outside is
     refused (names the column, the record; never the value)."""
     text = s.map(_level_text, na_action="ignore")
-    codes = pd.Categorical(text, categories=[_level_text(v) for v in levels]).codes
+    codes = pd.Index([_level_text(v) for v in levels]).get_indexer(text.to_numpy(dtype=object))
     outside = (codes < 0) & s.notna().to_numpy()
     if outside.any():
         raise InputError(
