@@ -75,8 +75,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", type=int, default=1, help="number of synthetic sets (each costs)")
     p.add_argument("--seed", type=int, default=None, help="research runs only: NOT private")
     p.add_argument("--chains", type=int, default=2)
-    p.add_argument("--iter-warmup", type=int, default=500, help="per chain (default 500)")
-    p.add_argument("--iter-sampling", type=int, default=1000, help="per chain (default 1000)")
+    p.add_argument("--iter-warmup", type=int, default=1000, help="per chain (default 1000)")
+    p.add_argument("--iter-sampling", type=int, default=2000, help="per chain (default 2000)")
     p.add_argument("--allow-large-epsilon", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
