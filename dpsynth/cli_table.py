@@ -186,10 +186,29 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
         release = _run(args, spec, _read(args.input, "DATA.csv"), charge)
         release.write(checked["--out"], checked["--report"], checked.get("--diagnostics"))
     if not args.quiet:
+        _print_table_verdict(release.diagnostics.get("verdict", {}))
         rep = release.report
         print(f"[dpsynth] guarantee: {rep['guarantee']}; epsilon {rep['epsilon']}", file=sys.stderr)
         print(f"[dpsynth] wrote {', '.join(str(p) for p in checked.values())}", file=sys.stderr)
     return 0
+
+
+def _print_table_verdict(verdict: dict[str, Any]) -> None:
+    """The table verdict on stderr, under the CONFIDENTIAL banner (never in a public file)."""
+    print(
+        "[dpsynth] CONFIDENTIAL (from the confidential data, no noise): table verdict "
+        f"{verdict.get('verdict', 'unavailable')}",
+        file=sys.stderr,
+    )
+    if "driven_by" in verdict:
+        d = verdict["driven_by"]
+        print(
+            f"[dpsynth] CONFIDENTIAL: driven by {d['figure']} {d['value']:.3g} on "
+            f"{', '.join(d['columns']) or 'the table'}; next: {verdict.get('next_step')}",
+            file=sys.stderr,
+        )
+    elif "reason" in verdict:
+        print(f"[dpsynth] CONFIDENTIAL: {verdict['reason']}", file=sys.stderr)
 
 
 def plan_table_command(args: argparse.Namespace) -> int:
@@ -207,6 +226,10 @@ def plan_table_command(args: argparse.Namespace) -> int:
             f"verdict {verdict}"
         )
     print(f"  total epsilon {sum(release.report['epsilon_per_column'].values()):.3g}")
+    verdict = release.diagnostics.get("verdict", {})
+    print(
+        f"  table verdict {verdict.get('verdict')}: {verdict.get('next_step') or verdict.get('reason', '')}"
+    )
     return 0
 
 

@@ -514,8 +514,43 @@ def _release_table(
     data = _published_frame(frame, spec, state, m)
     report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0])
     diagnostics = _table_diagnostics(spec, releases, clipped, seed)
+    first = data if m == 1 else data[data[_set_column()] == 1]
+    diagnostics["verdict"] = table_verdict_of(frame, first, spec)
     results = {k: r.confidential for k, r in releases.items()}
     return TableRelease(data, report, diagnostics, results)
+
+
+def _set_column() -> str:
+    from dpsynth.release import SET_COLUMN
+
+    return SET_COLUMN
+
+
+def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> dict:
+    """The curator's table verdict (confidential) on the first synthetic set:
+    :func:`dpsynth.table_verdict.table_verdict` on the spec's columns that have public
+    bounds or levels; "unavailable" (with the reason) when it cannot be computed."""
+    try:
+        from dpsynth.table_verdict import table_verdict
+    except ImportError:
+        return {"verdict": "unavailable", "reason": "dpsynth.table_verdict is not installed"}
+    columns: dict[str, dict[str, Any]] = {}
+    for c in [*spec.public, *spec.confidential]:
+        if c.type in ("continuous", "count") and c.bounds is None:
+            continue  # a public column without public bounds has no public bins
+        columns[c.name] = {
+            "type": c.type,
+            "bounds": c.bounds,
+            "levels": c.levels,
+            "public": isinstance(c, PublicColumn),
+        }
+    analysis = None if spec.analysis is None else spec.analysis.formula
+    try:
+        return table_verdict(
+            frame[list(columns)], synthetic.reset_index(drop=True)[list(columns)], columns, analysis
+        )
+    except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
+        return {"verdict": "unavailable", "reason": str(exc)}
 
 
 def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:

@@ -329,3 +329,34 @@ def test_level_outside_spec_refused():
     with pytest.raises(InputError, match="column 'region': 1 record.*record 3") as info:
         synthesize_table(frame, _clean(_spec()), 1.0)
     assert info.value.param == "levels"
+
+
+def test_design_is_local_and_never_standardized():
+    """Changing record r changes row r of a successor's design only (Proposition 1, step 1),
+    and design_matrix keeps a PublicDesign as given (no mean/sd read from the data)."""
+    from dpsynth.models import PublicDesign, design_matrix
+    from dpsynth.table import features
+
+    spec = load_spec(_clean(_spec()))
+    income = spec.confidential[0]
+    x = _table(n=40)["income"].to_numpy()
+    x2 = x.copy()
+    x2[7] = 49000.0
+    f, f2 = features(income, x), features(income, x2)
+    changed = np.flatnonzero((f != f2).any(axis=1))
+    assert changed.tolist() == [7]
+    np.testing.assert_allclose(f[:, 0], (x - 100) / (50000 - 100))
+    D = design_matrix(40, f.view(PublicDesign))
+    np.testing.assert_array_equal(D[:, 1], f[:, 0])
+    assert not np.allclose(design_matrix(40, f)[:, 1], f[:, 0])  # plain X is standardized
+
+
+def test_categorical_predecessor_one_hot_on_public_levels():
+    from dpsynth.table import features, one_hot
+
+    spec = _clean(_spec())
+    spec["confidential"][0] = {"name": "income", "model": "categorical", "levels": ["a", "b", "c"]}
+    col = load_spec(spec).confidential[0]
+    codes = np.array([0.0, 2.0, np.nan, 1.0])
+    np.testing.assert_array_equal(features(col, codes), [[0, 0], [0, 1], [0, 0], [1, 0]])
+    assert one_hot(np.array([2, -1]), 3).tolist() == [[0, 1], [0, 0]]
