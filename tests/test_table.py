@@ -266,14 +266,14 @@ def test_unconverged_column_refuses_table_and_counts_in_budget(tmp_path):
 @pytest.mark.slow
 def test_cli_synthesize_table_writes_all_files(tmp_path, capsys):
     data = tmp_path / "data.csv"
-    _table(n=200).to_csv(data, index=False)
+    _table(n=300).to_csv(data, index=False)
     spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
     out, rep, diag = tmp_path / "o.csv", tmp_path / "r.json", tmp_path / "d.json"
-    argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "6"]
-    argv += ["--out", str(out), "--report", str(rep), "--diagnostics", str(diag), "--seed", "3"]
+    argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "12"]
+    argv += ["--out", str(out), "--report", str(rep), "--diagnostics", str(diag), "--seed", "7"]
     assert main([*argv, "--quiet"]) == 0
     report = json.loads(rep.read_text())
-    assert sum(report["epsilon_per_column"].values()) == pytest.approx(6.0)
+    assert sum(report["epsilon_per_column"].values()) == pytest.approx(12.0)
     assert list(pd.read_csv(out).columns) == ["age", "region", "hours", "income", "spend"]
     assert json.loads(diag.read_text())["confidential"].startswith("CONFIDENTIAL")
 
