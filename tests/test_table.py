@@ -284,10 +284,34 @@ def test_ph_first_column_then_regression():
     spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = synthesize_table(frame, spec, 4.0, seed=5)
+        rel = synthesize_table(frame, spec, 8.0, m=2, seed=5)
     cols = rel.report["confidential_columns"]
     assert [c["mechanism"] for c in cols] == ["ph", "censor-uw"]
+    assert [len(c["ledger"]["spends"]) for c in cols] == [2, 2]  # m sets cost m times
     assert rel.data["income"].between(100, 50000).all()
+    assert rel.data["synthetic_set"].value_counts().to_dict() == {1: 200, 2: 200}
+    assert not rel.data.loc[rel.data.synthetic_set == 1, "spend"].equals(
+        rel.data.loc[rel.data.synthetic_set == 2, "spend"].reset_index(drop=True)
+    )
+
+
+@pytest.mark.slow
+def test_reference_weights_and_centring(tmp_path):
+    """Censor_w with weights from the public reference, then Censor_uw with reference
+    centring (the default when a reference is given): both DP with weights and centres from
+    the public file only; the report lists both columns' epsilons."""
+    reference = tmp_path / "reference.csv"
+    _table(n=300, seed=2029).to_csv(reference, index=False)
+    spec = _clean(_spec(confidential__0__mechanism="censor-w"))
+    spec["reference"] = str(reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(_table(n=300), spec, 12.0, seed=11)
+    cols = rel.report["confidential_columns"]
+    assert [c["mechanism"] for c in cols] == ["censor-w", "censor-uw"]
+    assert [c["if_unseeded"]["guarantee"] for c in cols] == ["DP", "DP"]
+    assert isinstance(cols[1]["tuning"]["centring"], dict)  # public reference values
+    assert sum(rel.report["epsilon_per_column"].values()) == pytest.approx(12.0)
 
 
 def test_missing_values_refused_without_indicator():
