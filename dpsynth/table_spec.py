@@ -369,11 +369,9 @@ def _check_names(public: Sequence[PublicColumn], conf: Sequence[ConfidentialColu
     for role, cols in (("public", public), ("confidential", conf)):
         for col in cols:
             if col.name in seen:
-                if seen[col.name] == role == "confidential":
-                    raise InputError(
-                        "confidential",
-                        f"column {col.name!r} appears twice in the synthesis order",
-                    )
+                if seen[col.name] == role:
+                    where = "in the synthesis order" if role == "confidential" else "as public"
+                    raise InputError(role, f"column {col.name!r} appears twice {where}")
                 raise InputError(
                     role, f"column {col.name!r} is in two roles ({seen[col.name]} and {role})"
                 )

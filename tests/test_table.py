@@ -48,6 +48,12 @@ HOSTILE = [
         "confidential",
         "two roles",
     ),
+    (
+        "public twice",
+        {**BASE, "public": BASE["public"] + BASE["public"][:1]},
+        "public",
+        "'age' appears twice",
+    ),
     ("non-positive share", _spec(confidential__1__share=0), "share", "'spend'"),
     ("negative share", _spec(confidential__0__share=-1.5), "share", "'income'"),
     ("bounds missing", _spec(confidential__0__bounds=None), "bounds", "needs public bounds"),
@@ -384,3 +390,30 @@ def test_categorical_predecessor_one_hot_on_public_levels():
     codes = np.array([0.0, 2.0, np.nan, 1.0])
     np.testing.assert_array_equal(features(col, codes), [[0, 0], [0, 1], [0, 0], [1, 0]])
     assert one_hot(np.array([2, -1]), 3).tolist() == [[0, 1], [0, 0]]
+
+
+def test_missing_indicator_values_from_the_data_mask():
+    """The indicator column is the parent's missing mask (1 = missing); the values keep NaN."""
+    from dpsynth.table import column_codes
+
+    spec = _clean(_spec())
+    spec["confidential"][1]["missing"] = "indicator"
+    order = load_spec(spec).order()
+    frame = _table(n=20)
+    frame.loc[[2, 5], "spend"] = np.nan
+    ind, _ = column_codes(frame, order[1])
+    values, n_clipped = column_codes(frame, order[2])
+    assert np.flatnonzero(ind).tolist() == [2, 5]
+    assert np.flatnonzero(np.isnan(values)).tolist() == [2, 5] and n_clipped == 0
+
+
+def test_clip_counts_go_to_the_diagnostics_only():
+    from dpsynth.table import column_codes
+
+    spec = _clean(_spec())
+    spec["clip"] = True
+    col = load_spec(spec).confidential[0]
+    frame = _table(n=20)
+    frame.loc[[1, 4], "income"] = [1e7, 5.0]
+    values, n_clipped = column_codes(frame, col)
+    assert n_clipped == 2 and values[1] == 50000 and values[4] == 100
