@@ -417,3 +417,15 @@ def test_clip_counts_go_to_the_diagnostics_only():
     frame.loc[[1, 4], "income"] = [1e7, 5.0]
     values, n_clipped = column_codes(frame, col)
     assert n_clipped == 2 and values[1] == 50000 and values[4] == 100
+
+
+@pytest.mark.slow
+def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+    public = tmp_path / "public.csv"
+    _table(n=300).to_csv(public, index=False)
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
+    argv = ["plan-table", str(public), "--spec", str(spec_file), "--epsilon", "12", "--seed", "7"]
+    assert main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "income" in out and "spend" in out and "total epsilon 12" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
