@@ -661,6 +661,12 @@ def check_outcome(model: Model, y: Any, bounds: tuple[float, float] | None = Non
     return get_model(model).to_stan_scale(y, bounds)
 
 
+class PublicDesign(np.ndarray):
+    """Covariates already on public scales (a whole table's design, :mod:`dpsynth.table`):
+    :func:`design_matrix` adds the intercept and never standardizes them by their values
+    (a confidential predecessor's mean and sd would make every record's term depend on all)."""
+
+
 def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
     """Covariate matrix with an intercept column first (intercept-only when X is None).
 
@@ -673,6 +679,7 @@ def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
     ones = np.ones((n, 1))
     if X is None:
         return ones
+    public_scaled = isinstance(X, PublicDesign)  # dpsynth.table: scaled by public bounds
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
@@ -681,7 +688,7 @@ def design_matrix(n: int, X: np.ndarray | None) -> np.ndarray:
     if not np.all(np.isfinite(X)):
         raise InputError("X", "contains NaN or infinite values")
     X = X.copy()
-    for j in range(X.shape[1]):
+    for j in range(0 if public_scaled else X.shape[1]):
         col = X[:, j]
         if np.unique(col).size > 2 and col.std() > 0:
             X[:, j] = (col - col.mean()) / col.std()

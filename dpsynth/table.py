@@ -1,0 +1,706 @@
+"""A whole table in one release (issue 29): a sequential censored synthesizer.
+
+Column j (in the spec's synthesis order) is one existing dpsynth release
+(:func:`dpsynth.release.synthesize`: Censor_uw, Censor_w with reference weights, or PH for
+a first column) at budget eps_j = share_j * epsilon, fitted as a regression on the public
+columns and the confidential columns before it. Its published values are drawn from the
+retained draws of that fit at the design built from the public columns and the
+**synthetic** values of its predecessors (:func:`draws_at_design`: post-processing).
+Predecessors enter the design scaled by their public bounds, (v - lo) / (hi - lo), and
+categorical ones one-hot on their public levels, so record i's values enter row i of each
+design only: one record changes one clamped term per column (censoring paper, Censor_uw,
+Eq. 3.5; the book page "A whole table", Proposition 1). Total epsilon = sum_j eps_j
+(sequential composition), m sets cost m times (inside each column's release).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth import budget, privacy, safeguards
+from dpsynth.errors import InputError, require_m, require_sane_epsilon
+from dpsynth.mechanisms import Result, Sampler
+from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
+from dpsynth.table_spec import (
+    MISSING_SUFFIX,
+    ConfidentialColumn,
+    PublicColumn,
+    TableSpec,
+    load_spec,
+    require_columns,
+)
+
+TABLE_SAMPLER = Sampler()
+"""A table's default MCMC settings: the library's 2 x (1000 + 2000). Fewer draws
+(2 x (500 + 1000)) failed the convergence policy (max R-hat 1.01-1.02) on a 300-record test
+table with three public columns, and every column must pass it."""
+
+PUBLIC_COPIED = (
+    "public columns are copied verbatim from the input (they are public: no privacy is "
+    "claimed or needed for them); missing values in them stay missing"
+)
+MISSING_MEANING = (
+    'a confidential column with missing values (missing = "indicator") gets a 0/1 column '
+    "NAME_missing (1 = missing), synthesized right before it; its values are fitted on the "
+    "records that have them and drawn for the synthetic records whose indicator is 0"
+)
+
+
+@dataclass
+class TableRelease:
+    """The synthetic table, its public report and the confidential diagnostics, kept apart."""
+
+    data: pd.DataFrame
+    report: dict[str, Any]
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Result | None] = field(default_factory=dict)  # never written
+
+    def write(self, out_csv: str | Path, report_json: str | Path, diagnostics_json=None) -> None:
+        """Write the files atomically: every one of them, or (on any failure) none."""
+        from dpsynth.release import Release
+
+        Release(self.data, self.report, self.diagnostics).write(
+            out_csv, report_json, diagnostics_json
+        )
+
+
+# ----------------------------------------------------------------------------- designs
+
+
+@dataclass(frozen=True)
+class _PublicEncoder:
+    """How a public column enters every design: scaled by its public bounds (or by its own
+    public mean and sd when it has none), one-hot on its levels; NaN as 0 plus an indicator."""
+
+    column: PublicColumn
+    centre: float
+    scale: float
+    levels: tuple[Any, ...] | None
+    has_missing: bool
+
+
+def _public_encoder(frame: pd.DataFrame, col: PublicColumn) -> _PublicEncoder:
+    """The encoder of a public column, from the spec and (public) values only."""
+    s = frame[col.name]
+    has_missing = bool(s.isna().any())
+    if col.type in ("binary", "categorical"):
+        levels = col.levels or tuple(sorted(s.dropna().astype(str).unique()))
+        return _PublicEncoder(col, 0.0, 1.0, levels, has_missing)
+    values = _numeric(s, col.name)
+    if col.bounds is not None:
+        lo, hi = col.bounds
+        _refuse_outside(values, lo, hi, col.name)
+        return _PublicEncoder(col, lo, hi - lo, None, has_missing)
+    present = values[np.isfinite(values)]
+    sd = float(present.std()) if present.size else 0.0
+    centre = float(present.mean()) if present.size else 0.0
+    return _PublicEncoder(col, centre, sd if sd > 0 else 1.0, None, has_missing)
+
+
+def _encode_public(frame: pd.DataFrame, enc: _PublicEncoder) -> np.ndarray:
+    """n x k features of one public column (its missing indicator last, if any)."""
+    s = frame[enc.column.name]
+    missing = s.isna().to_numpy()
+    if enc.levels is not None:
+        codes = level_codes(s, enc.levels, enc.column.name)
+        feats = one_hot(codes, len(enc.levels))
+    else:
+        feats = ((_numeric(s, enc.column.name) - enc.centre) / enc.scale)[:, None]
+    feats = np.where(missing[:, None], 0.0, feats)
+    return np.hstack([feats, missing[:, None].astype(float)]) if enc.has_missing else feats
+
+
+def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
+    """0-based codes of ``s`` on its public ``levels`` (-1 for missing); a value outside is
+    refused (names the column, the record; never the value)."""
+    text = s.map(_level_text, na_action="ignore")
+    codes = pd.Index([_level_text(v) for v in levels]).get_indexer(text.to_numpy(dtype=object))
+    outside = (codes < 0) & s.notna().to_numpy()
+    if outside.any():
+        raise InputError(
+            "levels",
+            f"column {name!r}: {int(outside.sum())} record(s) (first: record "
+            f"{int(np.flatnonzero(outside)[0]) + 1}) have a level outside the spec's public levels",
+        )
+    return codes.astype(np.int64)
+
+
+def _level_text(v: Any) -> str:
+    """A level as text, 1.0 and 1 alike (a CSV column with missing values reads as float)."""
+    if isinstance(v, float | np.floating) and float(v).is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def one_hot(codes: np.ndarray, k: int) -> np.ndarray:
+    """n x (k - 1) dummies of 0-based ``codes`` (first level dropped; code -1: all zeros)."""
+    return (codes[:, None] == np.arange(1, k)[None, :]).astype(float)
+
+
+def _numeric(s: pd.Series, name: str) -> np.ndarray:
+    values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(values) & s.notna().to_numpy()
+    if bad.any():
+        raise InputError(
+            "data",
+            f"column {name!r}: record {int(np.flatnonzero(bad)[0]) + 1} is not a finite number",
+        )
+    return values
+
+
+def _refuse_outside(values: np.ndarray, lo: float, hi: float, name: str) -> None:
+    outside = (values < lo) | (values > hi)
+    if outside.any():
+        raise InputError(
+            "bounds",
+            f"column {name!r}: {int(outside.sum())} record(s) (first: record "
+            f"{int(np.flatnonzero(outside)[0]) + 1}) lie outside the spec's public bounds; "
+            "set clip = true in the spec to clip them (the count stays confidential)",
+        )
+
+
+def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarray, int]:
+    """A confidential column's values (bounded numbers, or 0-based level codes as floats;
+    NaN where missing) and how many were clipped to the public bounds (confidential)."""
+    if col.indicator_of is not None:
+        return frame[col.indicator_of].isna().to_numpy().astype(float), 0
+    s = frame[col.name]
+    missing = s.isna().to_numpy()
+    if missing.any() and col.missing != "indicator":
+        raise InputError(
+            "missing",
+            f"column {col.name!r} has {int(missing.sum())} missing value(s) (first at record "
+            f'{int(np.flatnonzero(missing)[0]) + 1}); set missing = "indicator" in the spec',
+        )
+    if col.levels is not None:
+        codes = level_codes(s, col.levels, col.name).astype(float)
+        return np.where(missing, np.nan, codes), 0
+    values = _numeric(s, col.name)
+    lo, hi = col.bounds
+    if not col.clip:
+        _refuse_outside(values, lo, hi, col.name)
+        return values, 0
+    clipped = np.clip(values, lo, hi)
+    return clipped, int(np.sum((clipped != values) & ~missing))
+
+
+def features(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
+    """n x k features of a predecessor on PUBLIC scales: (v - lo)/(hi - lo), 0/1 codes, or
+    one-hot on the public levels; a missing value enters as 0 (its indicator carries it)."""
+    present = np.isfinite(values)
+    if col.type == "categorical":
+        return one_hot(np.where(present, values, -1).astype(np.int64), len(col.levels))
+    if col.type == "binary":
+        return np.where(present, values, 0.0)[:, None]
+    lo, hi = col.bounds
+    return np.where(present, (values - lo) / (hi - lo), 0.0)[:, None]
+
+
+def _design(public: np.ndarray, parts: list[np.ndarray], rows: np.ndarray | None) -> Any:
+    """The public design of a column (no intercept: :func:`design_matrix` adds it), marked
+    :class:`PublicDesign` so that it is never standardized by the data; None when empty."""
+    X = np.hstack([public, *parts]) if parts or public.shape[1] else None
+    if X is None or X.shape[1] == 0:
+        return None
+    if rows is not None:
+        X = X[rows]
+    return np.ascontiguousarray(X, dtype=float).view(PublicDesign)
+
+
+# ----------------------------------------------------------------------------- synthesis
+
+
+def draws_at_design(
+    model: Model,
+    result: Result,
+    designs: list[np.ndarray | None],
+    seed: int,
+    bounds: tuple[float, float] | None,
+) -> list[np.ndarray]:
+    """Synthetic set k from retained draw k of a column's fit, at the NEW public design
+    ``designs[k]`` (the public columns and the synthetic predecessors): post-processing.
+
+    The draws are the ones :meth:`dpsynth.mechanisms.Synthesizer.synthesize` publishes for
+    ``seed`` (same picks, same generator), so at the fitted design it returns the same
+    records. Records come from the draw and public inputs only (numpy ``Model.simulate``),
+    on the outcome's scale, inside the public bounds.
+    """
+    draws = result.fit.stan_fit.draws
+    S = result.fit.stan_fit.n_draws
+    rng = np.random.default_rng([seed % (2**63), 1])
+    picks = rng.choice(S, size=len(designs), replace=False)
+    out = []
+    for s, X in zip(picks, designs, strict=True):
+        n = 0 if X is None else X.shape[0]
+        Xd = design_matrix(n, X)
+        data = {"n": n, "K": Xd.shape[1], "X": Xd}
+        draw = {k: v[int(s)] for k, v in draws.items()}
+        y = np.asarray(model.simulate(draw, data, n, rng), dtype=float)
+        out.append(
+            clip_to_public_bounds(np.asarray(model.from_stan_scale(y, bounds), float), bounds)
+        )
+    return out
+
+
+def _stan_outcome(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
+    """The outcome a column's model fits: values, 0/1 codes, or categories 1..K."""
+    return values + 1 if col.type == "categorical" else values
+
+
+def _from_outcome(col: ConfidentialColumn, y: np.ndarray) -> np.ndarray:
+    """Synthetic outcomes back to the table's coding (0-based level codes for levels)."""
+    return y - 1 if col.type == "categorical" else y
+
+
+@dataclass
+class _State:
+    """What a table release carries from column to column."""
+
+    public: np.ndarray  # n x p public features
+    ref_public: np.ndarray | None
+    real: dict[str, np.ndarray] = field(default_factory=dict)  # confidential values
+    ref: dict[str, np.ndarray] = field(default_factory=dict)  # reference values
+    synthetic: dict[str, list[np.ndarray]] = field(default_factory=dict)  # m sets
+    done: list[ConfidentialColumn] = field(default_factory=list)
+
+
+def _fit_column(
+    col: ConfidentialColumn,
+    j: int,
+    state: _State,
+    epsilon: float,
+    m: int,
+    seed: int | None,
+    sampler: Sampler,
+    progress: bool,
+) -> tuple[Any, list[np.ndarray]]:
+    """One column: its release (fit on the confidential predecessors), then its m sets at
+    the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays)."""
+    from dpsynth.release import synthesize
+
+    y = state.real[col.name]
+    rows = np.isfinite(y)
+    parts = [features(p, state.real[p.name]) for p in state.done]
+    X = _design(state.public, parts, rows if not rows.all() else None)
+    kw: dict[str, Any] = {}
+    if col.mechanism == "ph":
+        kw["integer"] = col.type == "count"
+    else:
+        kw.update(model=column_model(col), X=X)
+        kw.update(_reference_inputs(col, state, X is not None, sampler))
+    if col.bounds is not None:
+        kw["bounds"] = col.bounds
+    col_seed = None if seed is None else _column_seed(seed, j)
+    rel = synthesize(
+        _stan_outcome(col, y[rows]),
+        mechanism=col.mechanism,
+        epsilon=epsilon,
+        m=m,
+        seed=col_seed,
+        column=col.name,
+        sampler=sampler,
+        allow_large_epsilon=True,  # the table's total was checked
+        progress=progress,
+        **kw,
+    )
+    if col.mechanism == "ph":
+        sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+        return rel, list(sets)
+    return rel, _column_sets(col, rel, state, m)
+
+
+def _column_sets(col: ConfidentialColumn, rel: Any, state: _State, m: int) -> list[np.ndarray]:
+    """m sets of a fitted column at the synthetic predecessors (NaN where the synthetic
+    indicator says missing)."""
+    n = state.public.shape[0]
+    designs, keep = [], []
+    for k in range(m):
+        parts = [features(p, state.synthetic[p.name][k]) for p in state.done]
+        rows = np.ones(n, bool)
+        if col.missing == "indicator":
+            rows = state.synthetic[col.name + MISSING_SUFFIX][k] == 0
+        designs.append(_design(state.public, parts, None if rows.all() else rows))
+        keep.append(rows)
+    if designs[0] is None:  # intercept-only: n records per set
+        designs = [np.empty((int(r.sum()), 0)).view(PublicDesign) for r in keep]
+    model = column_model(col)
+    drawn = draws_at_design(model, rel.confidential, designs, rel.diagnostics["seed"], col.bounds)
+    out = []
+    for rows, y in zip(keep, drawn, strict=True):
+        full = np.full(n, np.nan)
+        full[rows] = _from_outcome(col, y)
+        out.append(full)
+    return out
+
+
+def _column_seed(seed: int, j: int) -> int:
+    return int(np.random.SeedSequence([int(seed), 29, j]).generate_state(1)[0])
+
+
+def _reference_inputs(col: ConfidentialColumn, state: _State, has_X: bool, sampler: Sampler):
+    """Censor_w's reference weights and reference centring, from the public reference only."""
+    kw: dict[str, Any] = {}
+    if col.centring == "saturated":
+        kw["centring"] = "saturated"
+    if state.ref_public is None or (col.mechanism != "censor-w" and col.centring != "reference"):
+        return kw
+    y = state.ref[col.name]
+    rows = np.isfinite(y)
+    parts = [features(p, state.ref[p.name]) for p in state.done]
+    ref_X = _design(state.ref_public, parts, rows) if has_X else None
+    ref_y = _stan_outcome(col, y[rows])
+    if col.mechanism == "censor-w":
+        kw.update(reference=ref_y, reference_X=ref_X)
+    if col.centring == "reference":
+        from dpsynth.plan import reference_point
+
+        kw["centring"] = reference_point(
+            ref_y, column_model(col), bounds=col.bounds, reference_X=ref_X, X=None, sampler=sampler
+        )
+    return kw
+
+
+# ----------------------------------------------------------------------------- release
+
+
+def synthesize_table(
+    frame: pd.DataFrame,
+    spec: str | Path | dict | TableSpec,
+    epsilon: float,
+    *,
+    m: int = 1,
+    seed: int | None = None,
+    sampler: Sampler | None = None,
+    neighbours: str | None = None,
+    reference: pd.DataFrame | None = None,
+    allow_large_epsilon: bool = False,
+    budget_file: str | Path | budget.Charge | None = None,
+    budget_total: float | None = None,
+    dataset_sha256: str | None = None,
+    progress: bool = False,
+) -> TableRelease:
+    """Release m synthetic copies of a table under a total budget ``epsilon`` (issue 29).
+
+    ``spec`` is checked first (a path, a mapping or a :class:`TableSpec`), then the data's
+    header; the budget is charged (``budget_file``) before any value is read and the
+    attempt's outcome recorded whatever happens. A refused or failed column (e.g. not
+    converged) refuses the whole table. ``reference``: the public reference file named by
+    the spec (read from its path when not given). ``seed`` makes a research run
+    reproducible and the release NOT private (the report says so).
+    """
+    spec = load_spec(spec)
+    epsilon = privacy.require_epsilon("epsilon", epsilon)
+    require_sane_epsilon("epsilon", epsilon, allow_large_epsilon)
+    m = require_m(m)
+    if neighbours is not None and neighbours != spec.neighbours:
+        raise InputError("neighbours", f"a table release supports {spec.neighbours} only")
+    require_available_models(spec)
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError("frame", "must be a pandas DataFrame of the confidential file")
+    require_columns(spec, frame.columns, "data")
+    ref = _reference_frame(spec, reference)
+    identity = dataset_sha256
+    if identity is None and budget_file is not None and not isinstance(budget_file, budget.Charge):
+        identity = _frame_sha256(frame, spec)
+    charge = safeguards.charge_budget(
+        budget_file, budget_total, identity, epsilon, f"table m={m}", ()
+    )
+    owned = charge if not isinstance(budget_file, budget.Charge) else None
+    with budget.attempt(owned):
+        out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, progress)
+        if charge is not None:
+            out.report["budget_ledger"] = charge.to_report()
+    return out
+
+
+def require_available_models(spec: TableSpec) -> None:
+    """Every model the spec names is shipped by this dpsynth (binary and categorical
+    columns need the ``logistic`` and ``categorical`` models: refused "not yet" without)."""
+    from dpsynth.models import MODELS
+
+    for col in spec.order():
+        if col.model is None:
+            continue
+        try:
+            get_model(col.model)
+        except InputError:
+            what = f"the indicator of {col.indicator_of!r}" if col.indicator_of else repr(col.name)
+            raise InputError(
+                "model",
+                f"column {what}: model {col.model!r} is not available in this dpsynth yet "
+                f"({col.type} columns need it); available: {', '.join(MODELS)}",
+            ) from None
+
+
+def column_model(col: ConfidentialColumn) -> Model:
+    """A column's model; a categorical one on its number of public levels."""
+    model = get_model(col.model)
+    if col.type == "categorical":
+        model = model.with_levels(len(col.levels))
+    return model
+
+
+def _frame_sha256(frame: pd.DataFrame, spec: TableSpec) -> str:
+    """The dataset's identity for the budget file: a hash of the spec's columns' bytes."""
+    return budget.array_sha256(
+        *(pd.util.hash_pandas_object(frame[c], index=False).to_numpy() for c in spec.columns)
+    )
+
+
+def _reference_frame(spec: TableSpec, reference: pd.DataFrame | None) -> pd.DataFrame | None:
+    if spec.reference is None:
+        if reference is not None:
+            raise InputError("reference", "the spec names no reference (reference = ...)")
+        return None
+    if reference is None:
+        path = Path(spec.reference)
+        if not path.is_file():
+            raise InputError("reference", f"no such file: {spec.reference}")
+        reference = pd.read_csv(path, encoding="utf-8-sig")
+    require_columns(spec, reference.columns, "reference")
+    return reference
+
+
+def _release_table(
+    frame: pd.DataFrame,
+    spec: TableSpec,
+    epsilon: float,
+    m: int,
+    seed: int | None,
+    sampler: Sampler,
+    ref: pd.DataFrame | None,
+    progress: bool,
+) -> TableRelease:
+    """The release itself, once the budget is charged (column by column, in order)."""
+    from dpsynth.release import KnownSeedWarning
+
+    frame = frame.reset_index(drop=True)
+    encoders = [_public_encoder(frame, c) for c in spec.public]
+    state = _State(_public_matrix(frame, encoders), None)
+    if ref is not None:
+        state.ref_public = _public_matrix(ref, encoders)
+    clipped: dict[str, int] = {}
+    for col in spec.order():
+        state.real[col.name], clipped[col.name] = column_codes(frame, col)
+        if ref is not None:
+            state.ref[col.name] = _reference_codes(ref, col)
+    releases: dict[str, Any] = {}
+    if seed is not None:
+        warnings.warn(
+            "a release made with a known seed is reproducible by anyone who has the seed "
+            "and is therefore not private; omit the seed for a real release",
+            KnownSeedWarning,
+            stacklevel=3,
+        )
+    for j, col in enumerate(spec.order()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", KnownSeedWarning)
+            try:
+                rel, sets = _fit_column(
+                    col, j, state, col.share * epsilon, m, seed, sampler, progress
+                )
+            except InputError as exc:
+                raise _column_error(exc, col) from None
+        releases[col.name] = rel
+        state.synthetic[col.name] = sets
+        state.done.append(col)
+    data = _published_frame(frame, spec, state, m)
+    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0])
+    diagnostics = _table_diagnostics(spec, releases, clipped, seed)
+    first = data if m == 1 else data[data[_set_column()] == 1]
+    diagnostics["verdict"] = table_verdict_of(frame, first, spec)
+    results = {k: r.confidential for k, r in releases.items()}
+    return TableRelease(data, report, diagnostics, results)
+
+
+def _set_column() -> str:
+    from dpsynth.release import SET_COLUMN
+
+    return SET_COLUMN
+
+
+def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> dict:
+    """The curator's table verdict (confidential) on the first synthetic set:
+    :func:`dpsynth.table_verdict.table_verdict` on the spec's columns that have public
+    bounds or levels; "unavailable" (with the reason) when it cannot be computed."""
+    try:
+        from dpsynth.table_verdict import table_verdict
+    except ImportError:
+        return {"verdict": "unavailable", "reason": "dpsynth.table_verdict is not installed"}
+    columns: dict[str, dict[str, Any]] = {}
+    for c in [*spec.public, *spec.confidential]:
+        if c.type in ("continuous", "count") and c.bounds is None:
+            continue  # a public column without public bounds has no public bins
+        columns[c.name] = {
+            "type": c.type,
+            "bounds": c.bounds,
+            "levels": c.levels,
+            "public": isinstance(c, PublicColumn),
+        }
+    analysis = None if spec.analysis is None else spec.analysis.formula
+    try:
+        return table_verdict(
+            frame[list(columns)], synthetic.reset_index(drop=True)[list(columns)], columns, analysis
+        )
+    except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
+        return {"verdict": "unavailable", "reason": str(exc)}
+
+
+def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
+    """A column's refusal as the table's, naming the column (once)."""
+    text = str(exc)
+    body = text[len(exc.param) + 2 :] if text.startswith(f"{exc.param}: ") else text
+    if f"column {col.name!r}" in body:
+        return InputError(exc.param, body)
+    return InputError(exc.param, f"column {col.name!r}: {body}")
+
+
+def _public_matrix(frame: pd.DataFrame, encoders: list[_PublicEncoder]) -> np.ndarray:
+    parts = [_encode_public(frame, e) for e in encoders]
+    return np.hstack(parts) if parts else np.empty((len(frame), 0))
+
+
+def _reference_codes(ref: pd.DataFrame, col: ConfidentialColumn) -> np.ndarray:
+    """A reference column's values (public): clipped to the public bounds, NaN where missing."""
+    if col.indicator_of is not None:
+        return ref[col.indicator_of].isna().to_numpy().astype(float)
+    if col.levels is not None:
+        codes = level_codes(ref[col.name], col.levels, col.name).astype(float)
+        return np.where(ref[col.name].isna().to_numpy(), np.nan, codes)
+    return np.clip(_numeric(ref[col.name], col.name), *col.bounds)
+
+
+def _published_frame(frame: pd.DataFrame, spec: TableSpec, state: _State, m: int) -> pd.DataFrame:
+    """Public columns copied, confidential columns synthetic (levels restored), m sets long."""
+    from dpsynth.release import SET_COLUMN
+
+    sets = []
+    for k in range(m):
+        out = frame[[c.name for c in spec.public]].copy()
+        for col in spec.order():
+            out[col.name] = _decoded(col, state.synthetic[col.name][k])
+        if m > 1:
+            out.insert(0, SET_COLUMN, k + 1)
+        sets.append(out)
+    return pd.concat(sets, ignore_index=True)
+
+
+def _decoded(col: ConfidentialColumn, values: np.ndarray) -> pd.Series:
+    if col.levels is not None:
+        codes = np.where(np.isfinite(values), values, -1).astype(np.int64)
+        levels = np.asarray(col.levels, dtype=object)
+        return pd.Series(np.where(codes >= 0, levels[np.maximum(codes, 0)], None), dtype=object)
+    if col.type == "count":
+        return pd.Series(np.rint(values)).astype("Int64")
+    return pd.Series(values)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+_COLUMN_REPORT_KEYS = (
+    "mechanism",
+    "model",
+    "model_program_sha256",
+    "guarantee",
+    "guarantee_meaning",
+    "epsilon",
+    "epsilon_per_set",
+    "epsilon_budgeted",
+    "if_unseeded",
+    "internal_bound",
+    "tuning",
+    "sampler",
+    "backend",
+    "noise",
+    "ledger",
+)
+
+
+def _table_report(
+    spec: TableSpec, releases: dict[str, Any], epsilon: float, m: int, seed: Any, n: int
+) -> dict[str, Any]:
+    """The public report: guarantee, epsilon in total and per column, neighbours, columns."""
+    from dpsynth.release import _provenance
+
+    columns = []
+    for j, col in enumerate(spec.order()):
+        rep = releases[col.name].report
+        entry = {k: rep[k] for k in _COLUMN_REPORT_KEYS if k in rep}
+        entry.update(
+            column=col.name,
+            type=col.type,
+            share=col.share,
+            epsilon_allocated=col.share * epsilon,
+            bounds=None if col.bounds is None else list(col.bounds),
+            levels=None if col.levels is None else list(col.levels),
+            predecessors=[c.name for c in spec.order()[:j]] if col.mechanism != "ph" else [],
+            missingness_indicator_of=col.indicator_of,
+        )
+        columns.append(entry)
+    unseeded = [
+        releases[c.name].report.get("if_unseeded", releases[c.name].report) for c in spec.order()
+    ]
+    all_dp = all(r.get("guarantee") == "DP" for r in unseeded)
+    total = math.fsum(c["epsilon_allocated"] for c in columns)
+    guarantee = "DP" if all_dp else "not established"
+    report = {
+        "release": "whole table (sequential censored synthesis, issue 29)",
+        "guarantee": guarantee,
+        "guarantee_meaning": _TABLE_MEANING if all_dp else "no DP statement: a column has none",
+        "epsilon": total if all_dp else None,
+        "epsilon_per_column": {c["column"]: c["epsilon_allocated"] for c in columns},
+        "composition": "sequential: the table's epsilon is the sum of its columns' epsilons; "
+        "each column's m sets cost m times its per-set epsilon",
+        "neighbours": spec.neighbours,
+        "neighbours_meaning": privacy.NEIGHBOUR_MEANING[spec.neighbours],
+        "m": m,
+        "n_records": n,
+        "public_columns": [c.name for c in spec.public],
+        "public_columns_meaning": PUBLIC_COPIED,
+        "confidential_columns": columns,
+        "missing_values": MISSING_MEANING,
+        "analysis": None if spec.analysis is None else spec.analysis.formula,
+        "seed": "user-supplied (release NOT private)" if seed is not None else "operating system",
+        **_provenance(),
+    }
+    if seed is not None:
+        report["if_unseeded"] = {k: report[k] for k in ("guarantee", "epsilon")}
+        report.update(guarantee="not private (known seed)", epsilon=None, epsilon_budgeted=total)
+        report["guarantee_meaning"] = privacy.GUARANTEES["not private (known seed)"]
+    return report
+
+
+_TABLE_MEANING = (
+    "epsilon-DP for the whole table under substitution of one record: each confidential "
+    "column is an epsilon_j-DP censored posterior draw (or a Laplace histogram) whose design "
+    "holds record i's values in row i only, scaled by public bounds; synthesizing from the "
+    "synthetic predecessors is post-processing; the epsilons add up (book: A whole table)"
+)
+
+
+def _table_diagnostics(
+    spec: TableSpec, releases: dict[str, Any], clipped: dict[str, int], seed: Any
+) -> dict[str, Any]:
+    """The confidential diagnostics: per column its release's diagnostics and clipped count."""
+    from dpsynth.release import CONFIDENTIAL_BANNER
+
+    columns = {}
+    for col in spec.order():
+        diag = dict(releases[col.name].diagnostics)
+        diag.pop("confidential", None)
+        diag["n_clipped_to_bounds"] = clipped[col.name]
+        if "utility" in diag:
+            diag["column_verdict_at_confidential_predecessors"] = diag.pop("utility")
+        columns[col.name] = diag
+    return {"confidential": CONFIDENTIAL_BANNER, "seed": seed, "columns": columns}
+
+
+__all__ = ["TABLE_SAMPLER", "TableRelease", "draws_at_design", "synthesize_table"]

@@ -1,0 +1,436 @@
+"""A whole table's specification (issue 29): parsed and checked before any record is read.
+
+A spec is a TOML file (or the equivalent mapping) naming the public columns (copied to the
+release, said so) and the confidential columns in synthesis order, each with its model,
+its public bounds or levels, its mechanism and its share of epsilon. Nothing in a spec is
+read from the data: bounds and levels are the curator's public promises, and a record
+outside them is refused (or clipped where the spec asks, the count confidential).
+See ``examples/table_spec.toml`` and the book page "A whole table".
+
+Import-light (tomllib and the standard library only): the CLI refuses a bad spec in a
+fraction of a second, before the scientific stack is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from dpsynth.errors import InputError
+
+COLUMN_TYPES = ("continuous", "count", "binary", "categorical")
+TABLE_MECHANISMS = ("censor-uw", "censor-w", "ph")
+MISSING = ("refuse", "indicator")
+CENTRINGS = ("none", "saturated", "reference")
+TABLE_NEIGHBOURS = ("substitution",)
+MODEL_TYPES = {
+    "beta-regression": "continuous",
+    "lognormal-regression": "continuous",
+    "gamma-regression": "continuous",
+    "poisson": "count",
+    "negbin": "count",
+    "logistic": "binary",
+    "categorical": "categorical",
+}
+"""The regression models a table column may use, by name, and the column type each fits."""
+MISSING_SUFFIX = "_missing"
+"""A confidential column ``c`` with ``missing = "indicator"`` gets the binary column
+``c_missing`` (1 = missing), synthesized right before ``c``."""
+INDICATOR_MODEL = "logistic"
+
+_TOP_KEYS = {"neighbours", "reference", "clip", "public", "confidential", "analysis"}
+_PUBLIC_KEYS = {"name", "type", "bounds", "levels"}
+_CONF_KEYS = {
+    "name",
+    "type",
+    "model",
+    "bounds",
+    "levels",
+    "mechanism",
+    "share",
+    "missing",
+    "clip",
+    "centring",
+}
+
+
+@dataclass(frozen=True)
+class PublicColumn:
+    """A public column: copied to the release and used as a predictor of every column."""
+
+    name: str
+    type: str
+    bounds: tuple[float, float] | None = None
+    levels: tuple[Any, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ConfidentialColumn:
+    """A confidential column, fitted on the public columns and the columns before it."""
+
+    name: str
+    type: str
+    model: str | None
+    mechanism: str
+    share: float
+    bounds: tuple[float, float] | None = None
+    levels: tuple[Any, ...] | None = None
+    missing: str = "refuse"
+    clip: bool = False
+    centring: str = "none"
+    indicator_of: str | None = None  # set on a synthesized missingness indicator
+
+    @property
+    def n_features(self) -> int:
+        """Columns this column adds to its successors' designs (one-hot but the first level)."""
+        return len(self.levels) - 1 if self.type == "categorical" else 1
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The analysis a verdict checks: ``outcome ~ predictor + ...`` (coefficient overlap)."""
+
+    formula: str
+    outcome: str
+    predictors: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A validated table spec; ``confidential`` in synthesis order, shares normalised."""
+
+    public: tuple[PublicColumn, ...]
+    confidential: tuple[ConfidentialColumn, ...]
+    neighbours: str = "substitution"
+    reference: str | None = None
+    analysis: Analysis | None = None
+    source: str | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column the data must have: public, then confidential (spec order)."""
+        return [c.name for c in self.public] + [
+            c.name for c in self.confidential if c.indicator_of is None
+        ]
+
+    def order(self) -> list[ConfidentialColumn]:
+        """Synthesis order with each missingness indicator right before its column."""
+        out: list[ConfidentialColumn] = []
+        for col in self.confidential:
+            if col.missing == "indicator":  # the column's share, split in half
+                out.append(indicator_column(col))
+                col = replace(col, share=col.share / 2)
+            out.append(col)
+        return out
+
+
+def indicator_column(col: ConfidentialColumn) -> ConfidentialColumn:
+    """The binary missingness indicator of ``col`` (synthesized before it, half its share)."""
+    return ConfidentialColumn(
+        name=col.name + MISSING_SUFFIX,
+        type="binary",
+        model=INDICATOR_MODEL,
+        mechanism="censor-uw",
+        share=col.share / 2,
+        levels=(0, 1),
+        indicator_of=col.name,
+    )
+
+
+def load_spec(spec: str | Path | Mapping[str, Any] | TableSpec) -> TableSpec:
+    """A :class:`TableSpec` from a TOML path, a mapping or a spec (checked, never the data)."""
+    if isinstance(spec, TableSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_spec(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise InputError("spec", f"no such file: {path}")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("spec", "is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError("spec", f"is not valid TOML ({exc})") from None
+    return parse_spec(raw, source=str(path))
+
+
+def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
+    """Validate a spec mapping (issue 29, items 1 and 8); every refusal names the key."""
+    _unknown(raw, _TOP_KEYS, "spec")
+    neighbours = raw.get("neighbours", "substitution")
+    if neighbours not in TABLE_NEIGHBOURS:
+        raise InputError(
+            "neighbours",
+            f"a table release supports substitution only (got {neighbours!r}): its columns "
+            "are regressions on public columns, so n is public",
+        )
+    reference = raw.get("reference")
+    if reference is not None and (not isinstance(reference, str) or not reference):
+        raise InputError("reference", "must be the path of a public CSV file")
+    clip = _bool(raw.get("clip", False), "clip")
+    public = tuple(_public(e, i) for i, e in enumerate(_tables(raw, "public", required=False)))
+    entries = _tables(raw, "confidential", required=True)
+    shares = [_share(e, i) for i, e in enumerate(entries)]
+    total = math.fsum(shares)
+    conf = tuple(
+        _confidential(e, i, s / total, clip, reference)
+        for i, (e, s) in enumerate(zip(entries, shares))
+    )
+    _check_names(public, conf)
+    for j, col in enumerate(conf):
+        if col.mechanism == "ph" and j > 0:
+            raise InputError(
+                "mechanism",
+                f"column {col.name!r}: ph fits no regression, so only the first confidential "
+                "column (no predecessors) may use it",
+            )
+    analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
+    return TableSpec(public, conf, neighbours, reference, analysis, source)
+
+
+def _tables(raw: Mapping[str, Any], key: str, required: bool) -> list[Mapping[str, Any]]:
+    entries = raw.get(key, [])
+    if not isinstance(entries, list) or not all(isinstance(e, Mapping) for e in entries):
+        raise InputError(key, f"must be a list of tables ([[{key}]] entries)")
+    if required and not entries:
+        raise InputError(key, "the spec names no confidential column ([[confidential]])")
+    return entries
+
+
+def _unknown(entry: Mapping[str, Any], allowed: set[str], where: str) -> None:
+    extra = sorted(set(entry) - allowed)
+    if extra:
+        raise InputError(
+            where, f"unknown key(s) {', '.join(extra)} (allowed: {', '.join(sorted(allowed))})"
+        )
+
+
+def _name(entry: Mapping[str, Any], key: str, i: int) -> str:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(key, f"entry {i + 1} needs a non-empty name")
+    return name.strip()
+
+
+def _bool(value: Any, param: str) -> bool:
+    if not isinstance(value, bool):
+        raise InputError(param, f"must be true or false (got {value!r})")
+    return value
+
+
+def _bounds(value: Any, name: str) -> tuple[float, float] | None:
+    """Public bounds [lo, hi]: two finite numbers, lo < hi."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) == 2
+    ok = ok and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    if not ok or not all(math.isfinite(float(v)) for v in value) or not value[0] < value[1]:
+        raise InputError("bounds", f"column {name!r}: must be [lo, hi], finite, lo < hi")
+    return float(value[0]), float(value[1])
+
+
+def _levels(value: Any, name: str) -> tuple[Any, ...] | None:
+    """Public levels: a list of at least two distinct numbers or strings."""
+    if value is None:
+        return None
+    ok = isinstance(value, list) and len(value) >= 2
+    ok = ok and all(isinstance(v, int | str) and not isinstance(v, bool) for v in value)
+    if not ok or len({str(v) for v in value}) != len(value):
+        raise InputError(
+            "levels", f"column {name!r}: must list at least two distinct numbers or strings"
+        )
+    return tuple(value)
+
+
+def _public(entry: Mapping[str, Any], i: int) -> PublicColumn:
+    name = _name(entry, "public", i)
+    _unknown(entry, _PUBLIC_KEYS, f"public column {name!r}")
+    kind = entry.get("type", "continuous")
+    if kind not in COLUMN_TYPES:
+        raise InputError("type", f"column {name!r}: must be one of {', '.join(COLUMN_TYPES)}")
+    levels = _levels(entry.get("levels"), name)
+    if levels is not None and kind not in ("binary", "categorical"):
+        raise InputError(
+            "levels", f"column {name!r}: only binary and categorical columns have levels"
+        )
+    if kind == "binary":
+        levels = levels or (0, 1)
+        if len(levels) != 2:
+            raise InputError("levels", f"column {name!r}: a binary column has two levels")
+    return PublicColumn(name, kind, _bounds(entry.get("bounds"), name), levels)
+
+
+def _share(entry: Mapping[str, Any], i: int) -> float:
+    value = entry.get("share", 1.0)
+    name = entry.get("name", f"entry {i + 1}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError("share", f"column {name!r}: must be a positive number (got {value!r})")
+    if not (math.isfinite(value) and value > 0):
+        raise InputError("share", f"column {name!r}: must be positive and finite (got {value!r})")
+    return float(value)
+
+
+def _confidential(
+    entry: Mapping[str, Any], i: int, share: float, clip: bool, reference: str | None
+) -> ConfidentialColumn:
+    name = _name(entry, "confidential", i)
+    _unknown(entry, _CONF_KEYS, f"confidential column {name!r}")
+    mechanism = entry.get("mechanism", "censor-uw")
+    if mechanism not in TABLE_MECHANISMS:
+        raise InputError(
+            "mechanism", f"column {name!r}: must be one of {', '.join(TABLE_MECHANISMS)}"
+        )
+    kind, model = _type_and_model(entry, name, mechanism)
+    bounds = _bounds(entry.get("bounds"), name)
+    if kind in ("continuous", "count") and bounds is None:
+        raise InputError("bounds", f"column {name!r}: a {kind} column needs public bounds [lo, hi]")
+    if kind in ("binary", "categorical") and bounds is not None:
+        raise InputError("bounds", f"column {name!r}: a {kind} column has levels, not bounds")
+    levels = _levels(entry.get("levels"), name)
+    if kind in ("continuous", "count") and levels is not None:
+        raise InputError("levels", f"column {name!r}: a {kind} column has bounds, not levels")
+    if kind == "binary":
+        levels = levels or (0, 1)
+        if len(levels) != 2:
+            raise InputError("levels", f"column {name!r}: a binary column has two levels")
+    if kind == "categorical" and levels is None:
+        raise InputError("levels", f"column {name!r}: a categorical column needs its public levels")
+    missing = entry.get("missing", "refuse")
+    if missing not in MISSING:
+        raise InputError("missing", f"column {name!r}: must be one of {', '.join(MISSING)}")
+    if missing == "indicator" and mechanism == "ph":
+        raise InputError("missing", f"column {name!r}: a ph column cannot follow its indicator")
+    return ConfidentialColumn(
+        name,
+        kind,
+        model,
+        mechanism,
+        share,
+        bounds,
+        levels,
+        missing,
+        _bool(entry.get("clip", clip), "clip"),
+        _centring(entry, name, mechanism, reference),
+    )
+
+
+def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tuple[str, str | None]:
+    """The column's type and model: the model names the type; ph has no model."""
+    kind, model = entry.get("type"), entry.get("model")
+    if kind is not None and kind not in COLUMN_TYPES:
+        raise InputError("type", f"column {name!r}: must be one of {', '.join(COLUMN_TYPES)}")
+    if mechanism == "ph":
+        if model is not None:
+            raise InputError("model", f"column {name!r}: ph is a histogram and takes no model")
+        kind = kind or "continuous"
+        if kind not in ("continuous", "count"):
+            raise InputError("type", f"column {name!r}: ph synthesizes continuous or count columns")
+        return kind, None
+    if model not in MODEL_TYPES:
+        raise InputError(
+            "model", f"column {name!r}: must be one of {', '.join(MODEL_TYPES)} (got {model!r})"
+        )
+    if kind is not None and kind != MODEL_TYPES[model]:
+        raise InputError(
+            "type",
+            f"column {name!r}: model {model!r} fits {MODEL_TYPES[model]} columns, not {kind}",
+        )
+    return MODEL_TYPES[model], model
+
+
+def _centring(entry: Mapping[str, Any], name: str, mechanism: str, reference: str | None) -> str:
+    """Centring: reference by default where a public reference is given (issue 29, item 1)."""
+    if mechanism == "censor-w" and reference is None:
+        raise InputError(
+            "mechanism",
+            f"column {name!r}: censor-w is DP only with weights from a public reference: "
+            'give reference = "PUBLIC.csv"',
+        )
+    default = "reference" if reference is not None and mechanism != "ph" else "none"
+    centring = entry.get("centring", default)
+    if centring not in CENTRINGS:
+        raise InputError("centring", f"column {name!r}: must be one of {', '.join(CENTRINGS)}")
+    if mechanism == "ph" and centring != "none":
+        raise InputError("centring", f"column {name!r}: does not apply to ph")
+    if centring == "reference" and reference is None:
+        raise InputError("centring", f"column {name!r}: reference centring needs reference = ...")
+    return centring
+
+
+def _check_names(public: Sequence[PublicColumn], conf: Sequence[ConfidentialColumn]) -> None:
+    """No duplicate in the order, no column in two roles, no indicator name taken."""
+    seen: dict[str, str] = {}
+    for role, cols in (("public", public), ("confidential", conf)):
+        for col in cols:
+            if col.name in seen:
+                if seen[col.name] == role:
+                    where = "in the synthesis order" if role == "confidential" else "as public"
+                    raise InputError(role, f"column {col.name!r} appears twice {where}")
+                raise InputError(
+                    role, f"column {col.name!r} is in two roles ({seen[col.name]} and {role})"
+                )
+            seen[col.name] = role
+    for col in conf:
+        if col.missing == "indicator" and col.name + MISSING_SUFFIX in seen:
+            raise InputError(
+                "missing",
+                f"column {col.name!r}: its indicator {col.name + MISSING_SUFFIX!r} is "
+                "already a column name",
+            )
+
+
+_FORMULA = re.compile(r"^\s*([^~\s][^~]*?)\s*~\s*(.+?)\s*$")
+
+
+def _analysis(value: Any, names: list[str]) -> Analysis | None:
+    """``[analysis] formula = "y ~ a + b"``: every name a column of the spec."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"formula"}:
+        raise InputError("analysis", 'must be a table with one key: formula = "y ~ a + b"')
+    formula = value["formula"]
+    match = _FORMULA.match(formula) if isinstance(formula, str) else None
+    if match is None:
+        raise InputError("analysis", f'formula must read "outcome ~ a + b" (got {formula!r})')
+    outcome = match[1].strip()
+    predictors = tuple(p.strip() for p in match[2].split("+"))
+    unknown = [p for p in (outcome, *predictors) if p not in names]
+    if unknown or not all(predictors):
+        raise InputError(
+            "analysis",
+            f"formula names {', '.join(map(repr, unknown)) or 'an empty term'}, not a column "
+            f"of the spec ({', '.join(names)})",
+        )
+    return Analysis(formula, outcome, predictors)
+
+
+def require_columns(spec: TableSpec, columns: Sequence[str], param: str = "data") -> None:
+    """Every spec column present in the data's header (its names only: no value is read)."""
+    have = [str(c) for c in columns]
+    missing = [c for c in spec.columns if c not in have]
+    if missing:
+        shown = ", ".join(repr(c) for c in have[:30]) + (" ..." if len(have) > 30 else "")
+        raise InputError(
+            param,
+            f"no column(s) {', '.join(map(repr, missing))} named by the spec; its columns are "
+            f"{shown}",
+        )
+
+
+__all__ = [
+    "COLUMN_TYPES",
+    "MODEL_TYPES",
+    "Analysis",
+    "ConfidentialColumn",
+    "PublicColumn",
+    "TableSpec",
+    "load_spec",
+    "parse_spec",
+    "require_columns",
+]

@@ -1,0 +1,431 @@
+"""Whole tables (issue 29): the spec's refusals, the table release, the CLI commands."""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth import budget
+from dpsynth.cli import main
+from dpsynth.errors import InputError
+from dpsynth.mechanisms import Sampler
+from dpsynth.models import get_model
+from dpsynth.table import draws_at_design, synthesize_table
+from dpsynth.table_spec import load_spec, parse_spec
+
+BASE = {
+    "public": [
+        {"name": "age", "type": "continuous", "bounds": [16, 90]},
+        {"name": "region", "type": "categorical", "levels": ["n", "s", "e"]},
+        {"name": "hours", "type": "continuous"},
+    ],
+    "confidential": [
+        {"name": "income", "model": "lognormal-regression", "bounds": [100, 50000]},
+        {"name": "spend", "model": "lognormal-regression", "bounds": [10, 20000]},
+    ],
+}
+
+
+def _spec(**changes):
+    spec = copy.deepcopy(BASE)
+    for path, value in changes.items():
+        role, i, key = path.split("__")
+        spec[role][int(i)][key] = value
+    return spec
+
+
+HOSTILE = [
+    ("duplicate in the order", {"confidential": BASE["confidential"] * 2}, "confidential", "twice"),
+    (
+        "column in two roles",
+        {**BASE, "public": BASE["public"] + [{"name": "income"}]},
+        "confidential",
+        "two roles",
+    ),
+    (
+        "public twice",
+        {**BASE, "public": BASE["public"] + BASE["public"][:1]},
+        "public",
+        "'age' appears twice",
+    ),
+    ("non-positive share", _spec(confidential__1__share=0), "share", "'spend'"),
+    ("negative share", _spec(confidential__0__share=-1.5), "share", "'income'"),
+    ("bounds missing", _spec(confidential__0__bounds=None), "bounds", "needs public bounds"),
+    ("bad bounds", _spec(confidential__0__bounds=[5, 5]), "bounds", "lo < hi"),
+    ("categorical without levels", _spec(confidential__1__model="categorical"), "bounds", "levels"),
+    ("unknown model", _spec(confidential__0__model="lognormal"), "model", "'income'"),
+    (
+        "ph after a column",
+        _spec(confidential__1__mechanism="ph", confidential__1__model=None),
+        "mechanism",
+        "first",
+    ),
+    ("censor-w without reference", _spec(confidential__0__mechanism="censor-w"), "mechanism", ""),
+    ("unknown key", _spec(confidential__0__colour="red"), "confidential column 'income'", ""),
+    ("bad missing", _spec(confidential__0__missing="impute"), "missing", "'income'"),
+    ("add-remove", {**BASE, "neighbours": "add-remove"}, "neighbours", "substitution"),
+    ("no confidential", {"public": BASE["public"], "confidential": []}, "confidential", ""),
+    ("analysis names no column", {**BASE, "analysis": {"formula": "spend ~ wage"}}, "analysis", ""),
+]
+
+
+def _clean(spec):
+    """Drop keys set to None by :func:`_spec` (TOML has no null)."""
+    for role in ("public", "confidential"):
+        spec[role] = [{k: v for k, v in e.items() if v is not None} for e in spec.get(role, [])]
+    return spec
+
+
+@pytest.mark.parametrize(("case", "spec", "param", "words"), HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_spec_refused_in_one_line(case, spec, param, words):
+    with pytest.raises(InputError) as info:
+        parse_spec(_clean(copy.deepcopy(spec)))
+    assert info.value.param == param
+    assert words in str(info.value) and "\n" not in str(info.value)
+
+
+def test_spec_error_comes_before_the_data():
+    """A bad spec is refused before the frame is looked at (here: not even a frame)."""
+    with pytest.raises(InputError) as info:
+        synthesize_table(None, _clean(_spec(confidential__1__share=0)), 1.0)
+    assert info.value.param == "share"
+
+
+def test_missing_column_lists_the_columns():
+    frame = pd.DataFrame({"age": [20.0], "region": ["n"], "hours": [1.0], "income": [200.0]})
+    with pytest.raises(InputError, match=r"no column\(s\) 'spend'.*'age', 'region'") as info:
+        synthesize_table(frame, _clean(_spec()), 1.0)
+    assert info.value.param == "data"
+
+
+def test_shares_normalised_and_indicator_halves_its_column():
+    spec = _clean(_spec(confidential__0__share=3, confidential__1__share=1))
+    spec["confidential"][1]["missing"] = "indicator"
+    order = load_spec(spec).order()
+    assert [c.name for c in order] == ["income", "spend_missing", "spend"]
+    assert [c.share for c in order] == pytest.approx([0.75, 0.125, 0.125])
+
+
+def test_example_spec_parses():
+    spec = load_spec(Path(__file__).parents[1] / "examples" / "table_spec.toml")
+    assert [c.name for c in spec.order()] == ["income", "expenditure"]
+    assert spec.analysis.predictors == ("income", "age")
+
+
+def _write_spec(path: Path, spec: dict) -> Path:
+    lines = []
+    for key in ("neighbours", "reference"):
+        if key in spec:
+            lines.append(f"{key} = {json.dumps(spec[key])}")
+    for role in ("public", "confidential"):
+        for entry in spec.get(role, []):
+            lines.append(f"[[{role}]]")
+            lines += [f"{k} = {json.dumps(v)}" for k, v in entry.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("spec", "flag"),
+    [
+        (_spec(confidential__1__share=0), "--spec: share: column 'spend'"),
+        (_spec(confidential__0__bounds=None), "--spec: bounds: column 'income'"),
+        ({**BASE, "confidential": BASE["confidential"] * 2}, "--spec: confidential:"),
+    ],
+)
+def test_cli_hostile_spec_exit_2_nothing_written(tmp_path, capsys, spec, flag):
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(copy.deepcopy(spec)))
+    out = tmp_path / "out.csv"
+    argv = ["synthesize-table", str(tmp_path / "absent.csv"), "--spec", str(spec_file)]
+    argv += ["--epsilon", "1", "--out", str(out), "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["spec.toml"]
+
+
+def test_cli_missing_data_column_exit_2(tmp_path, capsys):
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
+    data = tmp_path / "data.csv"
+    data.write_text("age,region,hours,income\n20,n,1,200\n")
+    argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "1"]
+    argv += ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "DATA.csv: no column(s) 'spend'" in err and err.count("\n") == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+# ----------------------------------------------------------------------------- releases
+
+
+def _table(n: int = 300, seed: int = 29) -> pd.DataFrame:
+    """A table with strongly dependent confidential columns (corr of logs about 0.93)."""
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20, 60, n)
+    income = np.clip(np.exp(8 + 0.02 * (age - 40) + 0.5 * rng.normal(size=n)), 100, 50000)
+    spend = np.clip(np.exp(np.log(income) - 1 + 0.2 * rng.normal(size=n)), 10, 20000)
+    hours = np.where(rng.uniform(size=n) < 0.05, np.nan, rng.uniform(10, 50, n).round())
+    region = rng.choice(["n", "s", "e"], n)
+    return pd.DataFrame(
+        {"age": age, "region": region, "hours": hours, "income": income, "spend": spend}
+    )
+
+
+@pytest.fixture(scope="module")
+def released():
+    frame = _table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(frame, _clean(_spec()), 6.0, seed=7)
+    return frame, rel
+
+
+@pytest.mark.slow
+def test_report_epsilon_is_the_sum_of_the_columns(released):
+    _, rel = released
+    per = rel.report["epsilon_per_column"]
+    assert per == pytest.approx({"income": 3.0, "spend": 3.0})
+    assert rel.report["if_unseeded"]["epsilon"] == pytest.approx(sum(per.values()))
+    assert rel.report["guarantee"] == "not private (known seed)"
+    assert [c["guarantee"] for c in rel.report["confidential_columns"]] == [
+        "not private (known seed)"
+    ] * 2
+    assert rel.report["confidential_columns"][1]["predecessors"] == ["income"]
+
+
+@pytest.mark.slow
+def test_public_columns_copied_confidential_synthetic(released):
+    frame, rel = released
+    pd.testing.assert_frame_equal(
+        rel.data[["age", "region", "hours"]], frame[["age", "region", "hours"]]
+    )
+    conf = ["income", "spend"]
+    same = np.isclose(rel.data[conf].to_numpy(), frame[conf].to_numpy(), rtol=1e-9).all(axis=1)
+    assert same.sum() == 0
+    assert (
+        rel.data["income"].between(100, 50000).all() and rel.data["spend"].between(10, 20000).all()
+    )
+
+
+@pytest.mark.slow
+def test_dependence_between_confidential_columns_kept(released):
+    """corr(log income, log spend) about 0.93 in the data; kept within 0.15 at epsilon 6."""
+    frame, rel = released
+    real = np.corrcoef(np.log(frame["income"]), np.log(frame["spend"]))[0, 1]
+    syn = np.corrcoef(np.log(rel.data["income"]), np.log(rel.data["spend"]))[0, 1]
+    assert real > 0.85
+    assert abs(syn - real) < 0.15
+
+
+@pytest.mark.slow
+def test_first_column_is_the_one_column_release(released):
+    """draws_at_design at the fitted design gives the column release's own records."""
+    _, rel = released
+    result = rel.results["income"]
+    X = result.fit.data["X"][:, 1:]
+    seed = rel.diagnostics["columns"]["income"]["seed"]
+    from dpsynth.models import PublicDesign
+
+    again = draws_at_design(
+        get_model("lognormal-regression"), result, [X.view(PublicDesign)], seed, (100, 50000)
+    )[0]
+    np.testing.assert_allclose(again, rel.data["income"].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.slow
+def test_diagnostics_confidential_and_report_clean(released):
+    _, rel = released
+    assert rel.diagnostics["confidential"].startswith("CONFIDENTIAL")
+    assert set(rel.diagnostics["columns"]) == {"income", "spend"}
+    text = json.dumps(rel.report, default=str)
+    assert "n_censored" not in text and "lipschitz" not in text
+
+
+@pytest.mark.slow
+def test_unconverged_column_refuses_table_and_counts_in_budget(tmp_path):
+    frame = _table(n=120)
+    ledger = tmp_path / "budget.jsonl"
+    with warnings.catch_warnings(), pytest.raises(InputError) as info:
+        warnings.simplefilter("ignore")
+        synthesize_table(
+            frame,
+            _clean(_spec()),
+            2.0,
+            seed=1,
+            sampler=Sampler(iter_warmup=30, iter_sampling=20),  # 40 draws: ESS < 100
+            budget_file=ledger,
+            budget_total=5.0,
+        )
+    assert info.value.param == "sampler" and "column 'income'" in str(info.value)
+    summary = budget.summary(ledger)
+    assert summary["spent"] == pytest.approx(2.0)
+    assert summary["entries"][0]["outcome"] == "refused: sampler"
+
+
+@pytest.mark.slow
+def test_cli_synthesize_table_writes_all_files(tmp_path, capsys):
+    data = tmp_path / "data.csv"
+    _table(n=300).to_csv(data, index=False)
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
+    out, rep, diag = tmp_path / "o.csv", tmp_path / "r.json", tmp_path / "d.json"
+    argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "12"]
+    argv += ["--out", str(out), "--report", str(rep), "--diagnostics", str(diag), "--seed", "7"]
+    assert main([*argv, "--quiet"]) == 0
+    report = json.loads(rep.read_text())
+    assert sum(report["epsilon_per_column"].values()) == pytest.approx(12.0)
+    assert list(pd.read_csv(out).columns) == ["age", "region", "hours", "income", "spend"]
+    assert json.loads(diag.read_text())["confidential"].startswith("CONFIDENTIAL")
+
+
+@pytest.mark.slow
+def test_ph_first_column_then_regression():
+    frame = _table(n=200)
+    spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(frame, spec, 8.0, m=2, seed=5)
+    cols = rel.report["confidential_columns"]
+    assert [c["mechanism"] for c in cols] == ["ph", "censor-uw"]
+    assert [len(c["ledger"]["spends"]) for c in cols] == [2, 2]  # m sets cost m times
+    assert rel.data["income"].between(100, 50000).all()
+    assert rel.data["synthetic_set"].value_counts().to_dict() == {1: 200, 2: 200}
+    assert not rel.data.loc[rel.data.synthetic_set == 1, "spend"].equals(
+        rel.data.loc[rel.data.synthetic_set == 2, "spend"].reset_index(drop=True)
+    )
+
+
+@pytest.mark.slow
+def test_reference_weights_and_centring(tmp_path):
+    """Censor_w with weights from the public reference, then Censor_uw with reference
+    centring (the default when a reference is given): both DP with weights and centres from
+    the public file only; the report lists both columns' epsilons."""
+    reference = tmp_path / "reference.csv"
+    _table(n=300, seed=2029).to_csv(reference, index=False)
+    spec = _clean(_spec(confidential__0__mechanism="censor-w"))
+    spec["reference"] = str(reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(_table(n=300), spec, 12.0, seed=11)
+    cols = rel.report["confidential_columns"]
+    assert [c["mechanism"] for c in cols] == ["censor-w", "censor-uw"]
+    assert [c["if_unseeded"]["guarantee"] for c in cols] == ["DP", "DP"]
+    assert isinstance(cols[1]["tuning"]["centring"], dict)  # public reference values
+    assert sum(rel.report["epsilon_per_column"].values()) == pytest.approx(12.0)
+
+
+def test_missing_values_refused_without_indicator():
+    frame = _table(n=50)
+    frame.loc[3, "spend"] = np.nan
+    with pytest.raises(InputError, match="'spend' has 1 missing value.*indicator") as info:
+        synthesize_table(frame, _clean(_spec()), 1.0)
+    assert info.value.param == "missing"
+
+
+def _has_model(name: str) -> bool:
+    try:
+        get_model(name)
+    except InputError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(_has_model("logistic"), reason="the logistic model is available")
+def test_indicator_needs_the_logistic_model():
+    spec = _clean(_spec())
+    spec["confidential"][1]["missing"] = "indicator"
+    with pytest.raises(InputError, match="not available in this dpsynth yet") as info:
+        synthesize_table(_table(n=50), spec, 1.0)
+    assert info.value.param == "model"
+
+
+def test_out_of_bounds_value_refused_naming_the_column():
+    frame = _table(n=50)
+    frame.loc[5, "income"] = 1e6
+    with pytest.raises(InputError, match="column 'income': 1 record.*record 6.*clip") as info:
+        synthesize_table(frame, _clean(_spec()), 1.0)
+    assert info.value.param == "bounds"
+
+
+def test_level_outside_spec_refused():
+    frame = _table(n=50)
+    frame.loc[2, "region"] = "w"
+    with pytest.raises(InputError, match="column 'region': 1 record.*record 3") as info:
+        synthesize_table(frame, _clean(_spec()), 1.0)
+    assert info.value.param == "levels"
+
+
+def test_design_is_local_and_never_standardized():
+    """Changing record r changes row r of a successor's design only (Proposition 1, step 1),
+    and design_matrix keeps a PublicDesign as given (no mean/sd read from the data)."""
+    from dpsynth.models import PublicDesign, design_matrix
+    from dpsynth.table import features
+
+    spec = load_spec(_clean(_spec()))
+    income = spec.confidential[0]
+    x = _table(n=40)["income"].to_numpy()
+    x2 = x.copy()
+    x2[7] = 49000.0
+    f, f2 = features(income, x), features(income, x2)
+    changed = np.flatnonzero((f != f2).any(axis=1))
+    assert changed.tolist() == [7]
+    np.testing.assert_allclose(f[:, 0], (x - 100) / (50000 - 100))
+    D = design_matrix(40, f.view(PublicDesign))
+    np.testing.assert_array_equal(D[:, 1], f[:, 0])
+    assert not np.allclose(design_matrix(40, f)[:, 1], f[:, 0])  # plain X is standardized
+
+
+def test_categorical_predecessor_one_hot_on_public_levels():
+    from dpsynth.table import features, one_hot
+
+    spec = _clean(_spec())
+    spec["confidential"][0] = {"name": "income", "model": "categorical", "levels": ["a", "b", "c"]}
+    col = load_spec(spec).confidential[0]
+    codes = np.array([0.0, 2.0, np.nan, 1.0])
+    np.testing.assert_array_equal(features(col, codes), [[0, 0], [0, 1], [0, 0], [1, 0]])
+    assert one_hot(np.array([2, -1]), 3).tolist() == [[0, 1], [0, 0]]
+
+
+def test_missing_indicator_values_from_the_data_mask():
+    """The indicator column is the parent's missing mask (1 = missing); the values keep NaN."""
+    from dpsynth.table import column_codes
+
+    spec = _clean(_spec())
+    spec["confidential"][1]["missing"] = "indicator"
+    order = load_spec(spec).order()
+    frame = _table(n=20)
+    frame.loc[[2, 5], "spend"] = np.nan
+    ind, _ = column_codes(frame, order[1])
+    values, n_clipped = column_codes(frame, order[2])
+    assert np.flatnonzero(ind).tolist() == [2, 5]
+    assert np.flatnonzero(np.isnan(values)).tolist() == [2, 5] and n_clipped == 0
+
+
+def test_clip_counts_go_to_the_diagnostics_only():
+    from dpsynth.table import column_codes
+
+    spec = _clean(_spec())
+    spec["clip"] = True
+    col = load_spec(spec).confidential[0]
+    frame = _table(n=20)
+    frame.loc[[1, 4], "income"] = [1e7, 5.0]
+    values, n_clipped = column_codes(frame, col)
+    assert n_clipped == 2 and values[1] == 50000 and values[4] == 100
+
+
+@pytest.mark.slow
+def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+    public = tmp_path / "public.csv"
+    _table(n=300).to_csv(public, index=False)
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
+    argv = ["plan-table", str(public), "--spec", str(spec_file), "--epsilon", "12", "--seed", "7"]
+    assert main([*argv, "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "income" in out and "spend" in out and "total epsilon 12" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
