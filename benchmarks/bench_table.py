@@ -223,8 +223,13 @@ def prepare(work: Path) -> pd.DataFrame:
     """Write the clipped table and its public domain where the children read them."""
     work.mkdir(parents=True, exist_ok=True)
     frame = cps1988()
-    frame.to_csv(work / "data.csv", index=False)
-    (work / "domain.json").write_text(json.dumps(DOMAIN))
+    for name, write in (
+        ("data.csv", lambda p: frame.to_csv(p, index=False)),
+        ("domain.json", lambda p: p.write_text(json.dumps(DOMAIN))),
+    ):
+        tmp = work / f".{name}.{os.getpid()}"
+        write(tmp)
+        os.replace(tmp, work / name)  # atomic: a running child never reads half a file
     return frame
 
 
