@@ -352,17 +352,27 @@ FIELDS = [
 ]
 
 
+def cached_score(conf: pd.DataFrame, synthetic: Path) -> dict[str, float]:
+    """:func:`score` of one synthetic table, kept beside it (re-scoring skips scored runs)."""
+    cache = synthetic.with_suffix(".score.json")
+    if cache.exists() and cache.stat().st_mtime >= synthetic.stat().st_mtime:
+        return json.loads(cache.read_text())
+    figures = score(conf, pd.read_csv(synthetic), ANALYSIS)
+    cache.write_text(json.dumps(figures))
+    return figures
+
+
 def score_all(work: Path, out: Path, version: str) -> None:
     """Score every run record in ``work`` and write the results CSV (one row per run)."""
     conf = pd.read_csv(work / "data.csv")
     rows = []
-    for path in sorted(work.glob("*_eps*_rep*.json")):
+    for path in sorted(work.glob("*_eps*_rep?.json")):
         rec = json.loads(path.read_text())
         row = {k: rec.get(k, "") for k in FIELDS}
         notes = [f"{k}: {rec[k]}" for k in ("note", "stopped_early", "null_cells") if rec.get(k)]
         row.update(notes="; ".join(notes), versions=version)
         if rec["status"] == "ok":
-            row.update(score(conf, pd.read_csv(rec["synthetic"]), ANALYSIS))
+            row.update(cached_score(conf, Path(rec["synthetic"])))
         rows.append(row)
         print(
             f"{row['method']:14s} eps {row['epsilon']:g} rep {row['replicate']}: "
@@ -376,6 +386,28 @@ def score_all(work: Path, out: Path, version: str) -> None:
         writer.writeheader()
         writer.writerows(rows)
     print(f"wrote {out}")
+    print(summary(pd.DataFrame(rows)).to_string())
+
+
+def summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Median over replicates per (method, epsilon) of the headline figures, and the runs."""
+    ok = results[results["status"] == "ok"].copy()
+    cont = ["tvd_lwage", "tvd_education", "tvd_experience"]
+    ok["tvd_continuous"] = ok[cont].astype(float).mean(axis=1)
+    cols = [
+        "tvd_continuous",
+        "twoway_tvd_mean",
+        "twoway_tvd_max",
+        "pmse_ratio",
+        "ci_overlap_mean",
+        "ci_overlap_min",
+        "seconds",
+        "peak_mb",
+    ]
+    table = ok.groupby(["method", "epsilon"])[cols].median()
+    table["runs_ok"] = ok.groupby(["method", "epsilon"]).size()
+    table["runs"] = results.groupby(["method", "epsilon"]).size()
+    return table.round(3)
 
 
 def main() -> None:
