@@ -81,7 +81,7 @@ class StoppingAIM(dp.mbi.AIM):
                         break
                     current_marginals, current_model, significant = qbl(m_step)
                 except Exception as exc:  # the open OpenDP issue: a negative noise scale
-                    STOPS.append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}")
+                    STOPS.append(f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
                     break
                 if not significant:
                     d_step *= 4
@@ -173,7 +173,7 @@ def main() -> None:
         synth, nulls = records(table, domain, rows, np.random.default_rng(args.seed))
         pl.DataFrame(synth).write_csv(args.out)
     except Exception as exc:  # reported, not hidden: the row says the run failed
-        status, nulls = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", 0
+        status, nulls = f"failed: {type(exc).__name__}: {' '.join(str(exc).split())[:400]}", 0
     seconds = time.perf_counter() - start
     peak = (
         max(
