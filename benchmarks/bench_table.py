@@ -278,7 +278,13 @@ def versions(opendp_python: str) -> str:
     except OSError:
         other = []
     opendp_v = f"opendp {other[0]}, mbi {other[1]}" if len(other) == 2 else "opendp n/a"
-    return f"dpsynth {commit}, {opendp_v}, numpy {np.__version__}"
+    try:
+        import sklearn
+
+        scorer = f", scikit-learn {sklearn.__version__} (pMSE)"
+    except ImportError:
+        scorer = ""
+    return f"dpsynth {commit}, {opendp_v}, numpy {np.__version__}{scorer}"
 
 
 def columns_info() -> list[dict[str, Any]]:
