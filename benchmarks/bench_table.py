@@ -43,8 +43,17 @@ Metrics (the same functions for every method, from :mod:`dpsynth.table_verdict`)
 TVD per column on the public bins/levels, two-way TVD mean and max over column pairs, pMSE
 and its standardized ratio, the analysis' coefficient-interval overlap (mean and worst).
 
+Known failures, recorded as rows (``status`` names the exception): OpenDP 0.16's MST fails
+at epsilon 3 and 6 on this table with "insufficient budget for query: 0.14999999999999988 >
+0.14999999999999986" (floating-point composition check, open issue opendp/opendp#2789);
+AIM's negative-noise-scale failure (opendp/opendp#2790) is caught and stops AIM early
+(``notes: stopped_early``). Scoring needs scikit-learn and :mod:`dpsynth.table_verdict`
+(e.g. the benchmark venv with ``PYTHONPATH`` at a dpsynth checkout that has them).
+
     .venv/bin/python benchmarks/bench_table.py [--methods ph mst aim dpsynth-table]
-        [--epsilons 1 3 6] [--reps 3] [--work /tmp/bench29] [--score-only]
+        [--epsilons 1 3 6] [--reps 3] [--first-rep 1] [--work /tmp/bench29]
+        [--dpsynth-path CHECKOUT]   # for dpsynth-table: a checkout with dpsynth.table
+    PYTHONPATH=CHECKOUT /work/bench-venv/bin/python benchmarks/bench_table.py --score-only
     .venv/bin/python benchmarks/bench_table.py --time-large   # 10^5 rows x 8 columns
 """
 
