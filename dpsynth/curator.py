@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from dpsynth import registry
 from dpsynth.errors import InputError
 from dpsynth.utility import ecdf_measures
 
@@ -164,7 +165,7 @@ overlap or shift not good; "off": the verdict is not good and no rule above fire
 the verdict is good (then it is the next step, and any other rule that fired follows as a
 note); "good_not_dp": "good" for a release without a DP guarantee (never "publish")."""
 
-WEIGHTED = ("censor-w", "lw", "cw", "sw", "weighted-e")
+WEIGHTED = registry.weighted_names()
 """Mechanisms whose weights cost utility (switching to censor-uw drops them)."""
 
 MOVES: dict[str, str] = {
@@ -641,10 +642,10 @@ def _applies(move: str, context: dict[str, Any]) -> bool:
         "censor_uw": mechanism in WEIGHTED,
         "centre_reference": censoring and context["centring"] != "reference",
         "ph": mechanism != "ph" and not context["regression"],
-        "model": mechanism not in ("ph", "sbs", ""),
+        "model": bool(mechanism) and not registry.model_free(mechanism),
         "lognormal_gamma": (context["model"] or "").startswith("beta"),
-        "tighten_bounds": mechanism in ("ph", "sbs"),
-        "model_based": mechanism in ("ph", "sbs"),
+        "tighten_bounds": registry.model_free(mechanism),
+        "model_based": registry.model_free(mechanism),
     }
     return checks.get(move, True)
 

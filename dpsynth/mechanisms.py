@@ -235,7 +235,7 @@ class Result:
     epsilon_target: float | None
     tuning: dict[str, Any] = field(default_factory=dict)
     n_zero_weight: int = 0
-    neighbours: str = "add-remove"
+    neighbours: str = registry.PAPER_NEIGHBOURS
 
     @property
     def guarantee(self) -> str:
@@ -438,7 +438,7 @@ class Synthesizer:
         epsilon: float,
         c: float = 1.0,
         g: float = 0.0,
-        neighbours: str = "add-remove",
+        neighbours: str = registry.PAPER_NEIGHBOURS,
         truncation: str = "lw-bound",
         downscale: float | None = None,
     ) -> Result:
@@ -476,7 +476,7 @@ class Synthesizer:
         c: float = 1.0,
         g: float = 0.0,
         downscale: float | None = None,
-        neighbours: str = "add-remove",
+        neighbours: str = registry.PAPER_NEIGHBOURS,
         alpha: np.ndarray | None = None,
         centring: Any = "none",
         reweight: bool = False,
@@ -518,7 +518,7 @@ class Synthesizer:
         return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
     def censor_uw(
-        self, epsilon: float, neighbours: str = "add-remove", centring: Any = "none"
+        self, epsilon: float, neighbours: str = registry.PAPER_NEIGHBOURS, centring: Any = "none"
     ) -> Result:
         """Censor_uw: alpha = 1 in the likelihood censored at M (eps/2 under add/remove).
 
@@ -570,7 +570,7 @@ class Synthesizer:
         mechanism: str,
         epsilon: float | None = None,
         *,
-        neighbours: str = "add-remove",
+        neighbours: str = registry.PAPER_NEIGHBOURS,
         alpha: np.ndarray | None = None,
         centring: Any = "none",
         **tuning: Any,

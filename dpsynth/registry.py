@@ -69,6 +69,7 @@ class Mechanism:
     runner: str
     default_neighbours: str = DEFAULT_NEIGHBOURS
     reference: bool = False
+    weighted: bool = False
     summary: str = ""
     synthesizer_options: frozenset[str] = field(default_factory=frozenset)
 
@@ -98,18 +99,21 @@ MECHANISMS: dict[str, Mechanism] = {
         Mechanism(
             "lw", "Weighted", "Savitsky et al., Algorithm 1 (LW)", "aDP", NEIGHBOURS,
             None, None, _WEIGHTS, _ALL_OUTCOMES, POSTERIOR_RUNNER,
+            weighted=True,
             summary="record-level weights from each record's own log-likelihood range",
             synthesizer_options=_WEIGHTS,
         ),
         Mechanism(
             "cw", "CW", "Savitsky et al., Algorithm 2 (CW)", "aDP", NEIGHBOURS,
             None, None, _WEIGHTS | {"radius"}, _ALL_OUTCOMES, POSTERIOR_RUNNER,
+            weighted=True,
             summary="weights from a record's distance to the others (radius r)",
             synthesizer_options=_WEIGHTS | {"radius"},
         ),
         Mechanism(
             "sw", "SW", "Savitsky et al., Algorithm 3 (SW)", "aDP", NEIGHBOURS,
             None, None, frozenset({"target_lipschitz"}), _ALL_OUTCOMES, POSTERIOR_RUNNER,
+            weighted=True,
             summary="one scalar weight that meets a target Lipschitz bound",
             synthesizer_options=frozenset({"target_lipschitz"}),
         ),
@@ -117,6 +121,7 @@ MECHANISMS: dict[str, Mechanism] = {
             "weighted-e", "Weighted-e", "Hu et al., Section 3.1 (Weighted-e)", "aDP",
             NEIGHBOURS, None, None, frozenset({"c", "g", "truncation"}), _ALL_OUTCOMES,
             POSTERIOR_RUNNER,
+            weighted=True,
             summary="LW weights truncated so the local bound meets the target epsilon",
             synthesizer_options=frozenset({"c", "g", "truncation"}),
         ),
@@ -124,6 +129,7 @@ MECHANISMS: dict[str, Mechanism] = {
             "censor-w", "Censor_w", "Hu et al., Section 3.2 (Censor_w)", "DP", NEIGHBOURS,
             censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
             _ALL_OUTCOMES, POSTERIOR_RUNNER, reference=True,
+            weighted=True,
             summary="weighted, clamped log-likelihood; DP with weights from a public file",
             synthesizer_options=_WEIGHTS | {"downscale"},
         ),
@@ -194,3 +200,14 @@ def table() -> list[dict[str, str]]:
         }
         for m in MECHANISMS.values()
     ]
+
+
+def weighted_names() -> tuple[str, ...]:
+    """The mechanisms that weight records (their weights cost utility; Censor_uw has none)."""
+    return tuple(n for n, m in MECHANISMS.items() if m.weighted)
+
+
+def model_free(name: str) -> bool:
+    """True for a mechanism that fits no outcome model (a histogram, SBS's own model)."""
+    mechanism = MECHANISMS.get(name)
+    return mechanism is not None and mechanism.runner != POSTERIOR_RUNNER

@@ -1,8 +1,11 @@
-"""Guards on the shape of ``dpsynth/studies/``: short functions, bounded complexity.
+"""Guards on the shape of ``dpsynth/``: short functions, bounded complexity (issue 28).
 
 Every function is at most ``MAX_LINES`` lines (its ``def`` to its last line, docstring
-included) and at most ``MAX_COMPLEXITY`` in ruff's McCabe rule (C901). A declarative table
-would be the one allowed exception; ``dpsynth/studies/`` has none today.
+included) and at most ``MAX_COMPLEXITY`` in ruff's McCabe rule (C901; also on in
+``pyproject.toml``, so ``make lint`` enforces it). Declarative tables are module-level
+assignments, not functions, so they are the one exception by construction; there are no
+per-function exemptions. The CLI keeps a stricter limit of its own
+(``tests/test_cli_tables.py``: 60 lines, complexity 10).
 """
 
 from __future__ import annotations
@@ -15,23 +18,25 @@ from pathlib import Path
 
 import pytest
 
-STUDIES = Path(__file__).resolve().parents[1] / "dpsynth" / "studies"
+PACKAGE = Path(__file__).resolve().parents[1] / "dpsynth"
 MAX_LINES = 80
 MAX_COMPLEXITY = 12
 
 
-def _function_lengths(root: Path = STUDIES) -> dict[str, int]:
+def _function_lengths(root: Path = PACKAGE) -> dict[str, int]:
     out = {}
-    for path in sorted(root.glob("*.py")):
+    for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                out[f"{path.name}:{node.lineno} {node.name}"] = node.end_lineno - node.lineno + 1
+                out[f"{path.relative_to(root)}:{node.lineno} {node.name}"] = (
+                    node.end_lineno - node.lineno + 1
+                )
     return out
 
 
-def test_no_study_function_is_longer_than_80_lines() -> None:
+def test_no_function_is_longer_than_80_lines() -> None:
     lengths = _function_lengths()
-    assert len(lengths) > 100  # the walk found the studies' functions
+    assert len(lengths) > 500  # the walk found the package's functions
     long = {name: n for name, n in lengths.items() if n > MAX_LINES}
     assert not long, f"functions over {MAX_LINES} lines: {long}"
 
@@ -51,8 +56,8 @@ def _ruff() -> list[str] | None:
     return [sys.executable, "-m", "ruff"]
 
 
-@pytest.mark.parametrize("target", [STUDIES, None])
-def test_study_functions_stay_under_the_complexity_threshold(target, tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", [PACKAGE, None])
+def test_functions_stay_under_the_complexity_threshold(target, tmp_path: Path) -> None:
     ruff = _ruff()
     if ruff is None:
         pytest.skip("ruff is not installed")
@@ -63,7 +68,7 @@ def test_study_functions_stay_under_the_complexity_threshold(target, tmp_path: P
     config = f"lint.mccabe.max-complexity={MAX_COMPLEXITY}"
     cmd = [*ruff, "check", "--isolated", "--select", "C901", "--config", config, str(target)]
     run = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if target == STUDIES:
+    if target == PACKAGE:
         assert run.returncode == 0, run.stdout
     else:
         assert run.returncode == 1 and "C901" in run.stdout
