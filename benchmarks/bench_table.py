@@ -408,9 +408,8 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     """Median over replicates per (method, epsilon) of the headline figures, and the runs."""
     ok = results[results["status"] == "ok"].copy()
     cont = ["tvd_lwage", "tvd_education", "tvd_experience"]
-    ok["tvd_continuous"] = ok[cont].astype(float).mean(axis=1)
     cols = [
-        "tvd_continuous",
+        "tvd_lwage",
         "twoway_tvd_mean",
         "twoway_tvd_max",
         "pmse_ratio",
@@ -419,9 +418,13 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
         "seconds",
         "peak_mb",
     ]
-    table = ok.groupby(["method", "epsilon"])[cols].median()
-    table["runs_ok"] = ok.groupby(["method", "epsilon"]).size()
-    table["runs"] = results.groupby(["method", "epsilon"]).size()
+    ok[cont + cols] = ok[cont + cols].astype(float)
+    ok["tvd_numeric"] = ok[cont].mean(axis=1)
+    table = ok.groupby(["method", "epsilon"])[["tvd_numeric", *cols]].median()
+    runs = results.groupby(["method", "epsilon"]).size()
+    table = table.reindex(runs.index)
+    table["runs_ok"] = ok.groupby(["method", "epsilon"]).size().reindex(runs.index).fillna(0)
+    table["runs"] = runs
     return table.round(3)
 
 
