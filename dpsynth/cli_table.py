@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from dpsynth.cli import _check_ints, check_input_file, check_output_paths
+from dpsynth.cli import check_input_file, check_output_paths, check_ranges
 from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
 from dpsynth.table_spec import TableSpec, load_spec, require_columns
 
@@ -94,7 +94,7 @@ def _as_flags(exc: InputError) -> InputError:
 
 def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str | None]):
     """Every check that needs no scientific stack and no value: flags, spec, paths, header."""
-    _check_ints(args)
+    check_ranges(args, "synthesize")  # the option table's ranges (chains, iterations, m)
     if args.m < 1:
         raise InputError("--m", f"must be a positive integer (got {args.m})")
     require_epsilon("--epsilon", args.epsilon)

@@ -70,6 +70,7 @@ class Mechanism:
     default_neighbours: str = DEFAULT_NEIGHBOURS
     reference: bool = False
     weighted: bool = False
+    table: bool = False
     summary: str = ""
     synthesizer_options: frozenset[str] = field(default_factory=frozenset)
 
@@ -130,6 +131,7 @@ MECHANISMS: dict[str, Mechanism] = {
             censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
             _ALL_OUTCOMES, POSTERIOR_RUNNER, reference=True,
             weighted=True,
+            table=True,
             summary="weighted, clamped log-likelihood; DP with weights from a public file",
             synthesizer_options=_WEIGHTS | {"downscale"},
         ),
@@ -137,12 +139,14 @@ MECHANISMS: dict[str, Mechanism] = {
             "censor-uw", "Censor_uw", "Hu et al., Section 3.2 (Censor_uw)", "DP", NEIGHBOURS,
             censoring_map, "censor_bound", frozenset({"centring"}), _ALL_OUTCOMES,
             POSTERIOR_RUNNER,
+            table=True,
             summary="clamped log-likelihood: strict DP by construction",
         ),
         Mechanism(
             "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
             histogram_map, "laplace_scale", frozenset({"n_bins", "integer"}),
             ("continuous", "count"), "histogram",
+            table=True,
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",
         ),
         Mechanism(
@@ -211,3 +215,9 @@ def model_free(name: str) -> bool:
     """True for a mechanism that fits no outcome model (a histogram, SBS's own model)."""
     mechanism = MECHANISMS.get(name)
     return mechanism is not None and mechanism.runner != POSTERIOR_RUNNER
+
+
+def table_names() -> tuple[str, ...]:
+    """The mechanisms a whole-table column may use (``dpsynth.table_spec``): strict DP with an
+    a-priori map, so a table's epsilon is the sum of its columns'."""
+    return tuple(n for n, m in MECHANISMS.items() if m.table)

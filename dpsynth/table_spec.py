@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dpsynth import registry
 from dpsynth.errors import InputError
 
-COLUMN_TYPES = ("continuous", "count", "binary", "categorical")
-TABLE_MECHANISMS = ("censor-uw", "censor-w", "ph")
+COLUMN_TYPES = registry.OUTCOMES
+TABLE_MECHANISMS = registry.table_names()
 MISSING = ("refuse", "indicator")
 CENTRINGS = ("none", "saturated", "reference")
 TABLE_NEIGHBOURS = ("substitution",)
