@@ -628,7 +628,7 @@ def _table_report(
     spec: TableSpec, releases: dict[str, Any], epsilon: float, m: int, seed: Any, n: int
 ) -> dict[str, Any]:
     """The public report: guarantee, epsilon in total and per column, neighbours, columns."""
-    from dpsynth.release import _provenance
+    from dpsynth.io import provenance as _provenance
 
     columns = []
     for j, col in enumerate(spec.order()):
