@@ -27,13 +27,13 @@ import hashlib
 import re
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import betaln, expit, gammaln
+from scipy.special import betaln, expit, gammaln, logsumexp, softmax
 
 from dpsynth.engine import STAN_DIR, program_code
 from dpsynth.errors import InputError, require_bounds
@@ -655,11 +655,14 @@ MODELS: dict[str, Model] = {
 def get_model(model: str | Model) -> Model:
     """Look a model up by name (a key of :data:`MODELS`: ``beta``, ``poisson``, ``negbin``,
     ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
-    ``gamma-regression``)."""
+    ``gamma-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
     if isinstance(model, Model):
         return model
+    if model in OUTCOME_MODELS:  # binary and categorical outcomes (issue 29), below
+        return OUTCOME_MODELS[model]
     if model not in MODELS:
-        raise InputError("model", f"unknown model {model!r}; choose one of {', '.join(MODELS)}")
+        names = ", ".join([*MODELS, *OUTCOME_MODELS])
+        raise InputError("model", f"unknown model {model!r}; choose one of {names}")
     return MODELS[model]
 
 
@@ -901,3 +904,159 @@ def _compile_one(name: str) -> None:
     from dpsynth import engine
 
     engine.compile_program(MODELS[name].stan_file)
+
+
+# --- outcomes on public levels: binary and categorical (issue 29) ---------------------
+
+
+@dataclass(frozen=True)
+class LevelModel(Model):
+    """A regression for an outcome on public levels: binary (``logistic``, codes 0/1) or
+    categorical (``categorical``, codes 1..levels, the first level the reference).
+
+    ``outcome`` is ``"count"``: the codes are integers, so a synthetic column is written
+    as integers and the one-column verdict reads it as such. ``levels`` is the number of
+    public levels (2 for binary; ``None`` for the registered categorical model until
+    :meth:`with_levels` gives it), never read from the data; ``levels_in_data`` says the
+    program declares it (``n_levels``, categorical_regression.stan).
+    """
+
+    levels: int | None = None
+    first_code: int = 0
+    levels_in_data: bool = False
+
+    def with_levels(self, levels: Any) -> LevelModel:
+        """The same model on ``levels`` public levels (an integer >= 2; binary: 2)."""
+        ok = not isinstance(levels, bool) and isinstance(levels, int | np.integer)
+        if not ok or int(levels) < 2:
+            raise InputError("levels", f"must be an integer of at least 2 (got {levels!r})")
+        if not self.levels_in_data and int(levels) != 2:
+            raise InputError("levels", f"model {self.name!r} has two levels (got {levels})")
+        return replace(self, levels=int(levels))
+
+    def require_levels(self) -> int:
+        """The number of public levels; raises InputError('levels') when not given."""
+        if self.levels is None:
+            raise InputError(
+                "levels",
+                f"model {self.name!r} needs its number of public levels: "
+                f"get_model({self.name!r}).with_levels(L) (never read from the data)",
+            )
+        return self.levels
+
+    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The convention's data dict, plus ``n_levels`` where the program declares it."""
+        out = dict(data)
+        if self.levels_in_data:
+            out["n_levels"] = self.require_levels()
+        return out
+
+    def to_stan_scale(self, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
+        """Integer codes on the public levels (int64), refused in one line naming ``y``
+        (the first offending record's position, never its value) when outside them."""
+        levels = self.require_levels()
+        codes = super().to_stan_scale(y, bounds)  # finite, integer, within public bounds
+        lo, hi = self.first_code, self.first_code + levels - 1
+        _first_bad(
+            "y", (codes < lo) | (codes > hi), f"is not a code of the public levels ({lo}..{hi})"
+        )
+        return codes
+
+
+def encode_levels(values: Any, levels: Any, param: str = "y") -> np.ndarray:
+    """Codes 1..L of ``values`` on the public ``levels`` (a sequence of L distinct labels, in
+    order; the first is the categorical model's reference). A value that is not a public
+    level, or missing, is refused naming ``param`` and the record's position."""
+    labels = list(levels)
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise InputError("levels", "give at least two distinct public levels")
+    index = pd.Index(labels)
+    codes = index.get_indexer(pd.Series(values, dtype=object))
+    _first_bad(param, codes < 0, "is not one of the public levels (or is missing)")
+    return codes.astype(np.int64) + 1
+
+
+def decode_levels(codes: Any, levels: Any) -> np.ndarray:
+    """The public level labels of codes 1..L (inverse of :func:`encode_levels`)."""
+    return np.asarray(list(levels), dtype=object)[np.asarray(codes, dtype=np.int64) - 1]
+
+
+def level_saturated_log_lik(y: Any) -> np.ndarray:
+    """The saturated log-likelihood of a record on levels: sup of its log mass, 0.
+
+    A probability is at most 1 and tends to 1 as the linear predictor of the record's own
+    level grows, so the supremum is 0 (not attained): centring ``"saturated"`` equals the
+    paper's mechanism for these models.
+    """
+    return np.zeros(np.asarray(y).size)
+
+
+def _logistic_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of logistic_regression.stan: y_i eta_i - log(1 + e^eta_i), S x n."""
+    y = np.asarray(data["y"], float)
+    eta = _eta(draws, data)
+    return y * eta - np.logaddexp(0.0, eta)
+
+
+def _categorical_eta(beta: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """[0, X beta] for beta (..., K, L - 1): the linear predictors of the L levels (..., n, L)."""
+    eta = np.einsum("nk,...kl->...nl", X, beta)
+    return np.concatenate([np.zeros(eta.shape[:-1] + (1,)), eta], axis=-1)
+
+
+def _categorical_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
+    """``record_log_lik`` of categorical_regression.stan: eta_i[y_i] - log_sum_exp(eta_i), S x n."""
+    y = np.asarray(data["y"], dtype=np.int64)
+    eta = _categorical_eta(np.asarray(draws["beta"], float), np.asarray(data["X"], float))
+    return eta[:, np.arange(y.size), y - 1] - logsumexp(eta, axis=-1)
+
+
+def _logistic_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of logistic_regression.stan: y_i ~ Bernoulli(expit(X_i beta)), int64."""
+    _records(data, n_out, covariates=True)
+    p = expit(_linear_predictor(draw, data))
+    return (rng.random(p.shape) < p).astype(np.int64)
+
+
+def _categorical_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator):
+    """``y_rep`` of categorical_regression.stan: y_i ~ Categorical(softmax([0, X_i beta])),
+    codes 1..L (int64), by one uniform per record against the cumulative probabilities."""
+    _records(data, n_out, covariates=True)
+    X = np.asarray(data["X"], dtype=float)
+    beta = _param(draw, "beta")
+    if beta.ndim != 2 or beta.shape[0] != X.shape[1]:
+        raise InputError("draw", f"'beta' must be K x (L - 1) with K = {X.shape[1]} rows")
+    cum = np.cumsum(softmax(_categorical_eta(beta, X), axis=1), axis=1)
+    u = rng.random(X.shape[0])
+    return (1 + (u[:, None] >= cum[:, :-1]).sum(axis=1)).astype(np.int64)
+
+
+OUTCOME_MODELS: dict[str, LevelModel] = {
+    "logistic": LevelModel(
+        "logistic",
+        STAN_DIR / "logistic_regression.stan",
+        "count",
+        True,
+        _logistic_ll,
+        _logistic_sim,
+        centred=True,
+        saturated=level_saturated_log_lik,
+        levels=2,
+    ),
+    "categorical": LevelModel(
+        "categorical",
+        STAN_DIR / "categorical_regression.stan",
+        "count",
+        True,
+        _categorical_ll,
+        _categorical_sim,
+        centred=True,
+        saturated=level_saturated_log_lik,
+        first_code=1,
+        levels_in_data=True,
+    ),
+}
+"""Models of outcomes on public levels (issue 29), found by :func:`get_model` beside
+:data:`MODELS`: ``logistic`` (binary 0/1) and ``categorical`` (codes 1..L; give L with
+``get_model("categorical").with_levels(L)``). The count models ``poisson`` and ``negbin``
+are already regressions on the public design X."""

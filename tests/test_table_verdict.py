@@ -1,0 +1,229 @@
+"""The table verdict (dpsynth.table_verdict): known answers, hand computations, the label.
+
+Every frame is drawn with a fixed seed; tolerances are stated where a figure is fitted
+(the pMSE's propensity model) or sampled.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth import table_verdict as tv
+from dpsynth.errors import InputError
+
+SPEC = {
+    "x": {"type": "continuous", "bounds": (0, 100)},
+    "z": {"type": "continuous", "bounds": (0, 100)},
+    "b": {"type": "binary"},
+    "g": {"type": "categorical", "levels": ["a", "b", "c"]},
+    "k": {"type": "count", "bounds": (0, 30)},
+}
+
+
+def _table(seed: int, n: int = 2000) -> pd.DataFrame:
+    """x ~ N(50, 10); z = x + N(0, 5) (correlation about 0.9); b logistic in x; g uniform on
+    three levels; k Poisson with a mean rising in x."""
+    rng = np.random.default_rng(seed)
+    x = np.clip(rng.normal(50, 10, n), 0, 100)
+    return pd.DataFrame(
+        {
+            "x": x,
+            "z": np.clip(x + rng.normal(0, 5, n), 0, 100),
+            "b": (rng.random(n) < 1 / (1 + np.exp(-(x - 50) / 10))).astype(int),
+            "g": rng.choice(["a", "b", "c"], n),
+            "k": np.clip(rng.poisson(5 + (x - 50) / 10), 0, 30),
+        }
+    )
+
+
+def test_identical_tables_have_zero_distances_and_a_good_verdict():
+    conf = _table(1)
+    v = tv.table_verdict(conf, conf.copy(), SPEC, analysis="z ~ x + b + g")
+    by = {(e["figure"], tuple(e["columns"]), e.get("name")): e["value"] for e in v["figures"]}
+    tvds = [val for (f, _, _), val in by.items() if f in ("one_way_tvd", "two_way_tvd")]
+    assert len(tvds) == 5 + 10 and max(tvds) == 0.0
+    assert by[("correlation_difference", ("x", "z"), None)] == pytest.approx(0.0, abs=1e-12)
+    pmse = next(e for e in v["figures"] if e["figure"] == "pmse_ratio")
+    assert pmse["value"] <= 1.0  # identical tables: the propensity model finds nothing
+    overlaps = [e["value"] for e in v["figures"] if e["figure"] == "ci_overlap"]
+    assert len(overlaps) == 5 and np.allclose(overlaps, 1.0)
+    assert v["verdict"] == "good" and v["reasons"] == []
+    assert v["next_step"].startswith("none needed")
+
+
+def test_pmse_ratio_of_two_samples_of_one_distribution_is_near_one():
+    """Under the null the ratio is about chi2_{k-1} / (k - 1): mean 1, sd sqrt(2 / (k - 1))
+    (about 0.1 here); two independent tables from one process land within [0.6, 1.6]."""
+    cols = tv.describe(SPEC)
+    out = tv.pmse(cols, _table(2), _table(3))
+    assert out["parameters"] > 100
+    assert 0.6 <= out["pmse_ratio"] <= 1.6
+    assert out["pmse_expected"] == pytest.approx(
+        (out["parameters"] - 1) * 0.5 * 0.5 / 4000, rel=1e-12
+    )
+
+
+def test_shuffling_one_column_raises_its_pairs_only():
+    """Known answer: a permutation of z keeps every one-way marginal and every pair without
+    z exactly; the pairs with z move, and the correlation difference is |r(x, z) - r*(x, z)|
+    with r* the shuffled correlation, both computed here by numpy."""
+    conf = _table(4)
+    syn = conf.copy()
+    syn["z"] = np.random.default_rng(5).permutation(syn["z"].to_numpy())
+    cols = tv.describe(SPEC)
+    for c in cols:
+        assert tv.column_figures(c, conf[c.name], syn[c.name])["one_way_tvd"] == 0.0
+    pairs = tv.two_way_tvd(cols, conf, syn)
+    assert all(v == 0.0 for (a, b), v in pairs.items() if "z" not in (a, b))
+    assert pairs[("x", "z")] > tv.FAIR_TWO_WAY_TVD  # a correlation of 0.9 lost: poor
+    assert pairs[("z", "b")] > 0.05 and pairs[("z", "k")] > 0.05
+    value, pair = tv.correlation_difference(cols, conf, syn)
+    expected = abs(np.corrcoef(conf.x, conf.z)[0, 1] - np.corrcoef(syn.x, syn.z)[0, 1])
+    assert pair == ("x", "z") and value == pytest.approx(expected, rel=1e-10)
+    v = tv.table_verdict(conf, syn, SPEC)
+    assert v["verdict"] == "poor" and "z" in v["driven_by"]["columns"]
+    assert "'z'" in v["next_step"]  # the later column of the pair carries the dependence
+
+
+def test_the_worst_figure_drives_the_label():
+    """The verdict is the worst level of all figures; the entry named as the driver has it;
+    a mean shift of one column makes that column's one-way figures drive a fair or poor
+    verdict, and the next step names the column."""
+    conf = _table(6)
+    syn = _table(7)
+    syn["k"] = np.clip(syn["k"] + 2, 0, 30)  # counts shifted by 2: a mean error near 0.4
+    v = tv.table_verdict(conf, syn, SPEC)
+    levels = [e["level"] for e in v["figures"]]
+    worst = max(levels, key=tv.VERDICTS.index)
+    assert v["verdict"] == worst == v["driven_by"]["level"] == "poor"
+    assert v["driven_by"]["columns"] == ["k"]
+    assert v["driven_by"]["figure"] in ("one_way_tvd", "max_ecdf", "mean_error")
+    assert "'k'" in v["next_step"]
+    assert len(v["reasons"]) == sum(level != "good" for level in levels)
+
+
+def test_levels_at_the_thresholds():
+    assert tv.level("one_way_tvd", tv.GOOD_ONE_WAY_TVD) == "good"
+    assert tv.level("one_way_tvd", np.nextafter(tv.GOOD_ONE_WAY_TVD, 1)) == "fair"
+    assert tv.level("one_way_tvd", tv.FAIR_ONE_WAY_TVD + 1e-9) == "poor"
+    assert tv.level("ci_overlap", tv.THRESHOLDS["ci_overlap"][0]) == "good"
+    assert tv.level("ci_overlap", 0.0) == "poor"
+    assert tv.level("pmse_ratio", float("inf")) == "poor"
+
+
+def _tiny():
+    conf = pd.DataFrame({"x": [1.0, 2, 6, 7, 8, 9], "g": ["a", "a", "b", "b", "a", "b"]})
+    syn = pd.DataFrame({"x": [1.0, 6, 6, 7, 2, 3], "g": ["a", "b", "b", "a", "a", "a"]})
+    cols = tv.describe(
+        {
+            "x": {"type": "continuous", "bounds": (0, 10), "bins": 2},
+            "g": {"type": "categorical", "levels": ["a", "b"]},
+        }
+    )
+    return conf, syn, cols
+
+
+def test_figures_agree_with_a_hand_computation():
+    """Bins [0, 5) and [5, 10] of x: confidential 2 / 4, synthetic 3 / 3, TVD 1/6; g: 3 / 3
+    against 4 / 2, TVD 1/6; the (x, g) cells (low a, low b, high a, high b): 2, 0, 1, 3
+    against 3, 0, 1, 2, TVD 1/6. ECDFs: largest gap 2/6 (at 6 and at 7). Means 33/6 and
+    25/6: relative error 8/33."""
+    conf, syn, cols = _tiny()
+    fx = tv.column_figures(cols[0], conf.x, syn.x)
+    assert fx["one_way_tvd"] == pytest.approx(1 / 6)
+    assert fx["max_ecdf"] == pytest.approx(1 / 3)
+    assert fx["mean_error"] == pytest.approx(8 / 33)
+    assert tv.column_figures(cols[1], conf.g, syn.g) == {"one_way_tvd": pytest.approx(1 / 6)}
+    assert tv.two_way_tvd(cols, conf, syn) == {("x", "g"): pytest.approx(1 / 6)}
+
+
+def test_pmse_agrees_with_a_hand_computation():
+    """One categorical column: the logistic model on its dummy is saturated, so each record's
+    propensity is its level's synthetic share: a 4 / 7, b 2 / 5. c = 1/2, N = 12:
+    pMSE = (7 (4/7 - 1/2)^2 + 5 (2/5 - 1/2)^2) / 12; k = 2, E = (1/2)(1/2) / 12."""
+    conf, syn, cols = _tiny()
+    out = tv.pmse(cols[1:], conf, syn)
+    hand = (7 * (4 / 7 - 0.5) ** 2 + 5 * (2 / 5 - 0.5) ** 2) / 12
+    assert out["parameters"] == 2
+    assert out["pmse"] == pytest.approx(hand, rel=1e-4)  # L-BFGS to its tolerance
+    assert out["pmse_expected"] == pytest.approx(0.25 / 12)
+    assert out["pmse_ratio"] == pytest.approx(hand / (0.25 / 12), rel=1e-4)
+
+
+def test_coefficient_overlap_agrees_with_a_hand_computation():
+    """y ~ x by the textbook formulas (slope Sxy / Sxx, se from the residual variance, t on
+    n - 2 degrees of freedom) and Karr's overlap of the 95% intervals."""
+    from scipy import stats
+
+    rng = np.random.default_rng(8)
+    conf = pd.DataFrame({"x": rng.normal(size=40)})
+    conf["y"] = 1 + 2 * conf.x + rng.normal(size=40)
+    syn = pd.DataFrame({"x": rng.normal(size=40)})
+    syn["y"] = 1.5 + 1.6 * syn.x + rng.normal(size=40)
+    spec = {n: {"type": "continuous", "bounds": (-10, 10)} for n in ("x", "y")}
+
+    def slope_interval(f):
+        x, y = f.x.to_numpy(), f.y.to_numpy()
+        sxx = ((x - x.mean()) ** 2).sum()
+        b = ((x - x.mean()) * (y - y.mean())).sum() / sxx
+        resid = y - (y.mean() - b * x.mean()) - b * x
+        se = np.sqrt((resid**2).sum() / (len(x) - 2) / sxx)
+        t = stats.t.ppf(0.975, len(x) - 2)
+        return b, se, b - t * se, b + t * se
+
+    b1, se1, lo1, hi1 = slope_interval(conf)
+    b2, _, lo2, hi2 = slope_interval(syn)
+    inter = min(hi1, hi2) - max(lo1, lo2)
+    hand = max(0.0, 0.5 * (inter / (hi1 - lo1) + inter / (hi2 - lo2)))
+    coefs = tv.coefficient_overlap(tv.describe(spec), conf, syn, "y ~ x")
+    assert [c["name"] for c in coefs] == ["(intercept)", "x"]
+    assert coefs[1]["overlap"] == pytest.approx(hand, rel=1e-9)
+    assert coefs[1]["shift"] == pytest.approx((b2 - b1) / se1, rel=1e-9)
+
+
+def test_categorical_predictors_are_coded_on_public_levels():
+    conf, _, cols = _tiny()
+    X, names = tv.analysis_design(cols, conf, ["g", "x"])
+    assert names == ["(intercept)", "g[b]", "x"]
+    assert X[:, 1].tolist() == [0, 0, 1, 1, 0, 1]
+
+
+def test_bad_input_is_refused_in_one_line_naming_the_parameter():
+    conf, syn, cols = _tiny()
+    with pytest.raises(InputError, match="^synthetic: has no column"):
+        tv.table_verdict(conf, syn.drop(columns="g"), cols)
+    bad = syn.copy()
+    bad.loc[3, "g"] = "zz"
+    with pytest.raises(InputError, match="^synthetic: column 'g': record 4 is not one of"):
+        tv.table_verdict(conf, bad, cols)
+    with pytest.raises(InputError, match="^columns: 'x': needs public bounds"):
+        tv.describe({"x": {"type": "continuous"}})
+    with pytest.raises(InputError, match="^columns: 'x': type must be"):
+        tv.describe({"x": {"type": "date"}})
+    with pytest.raises(InputError, match="^analysis: names no described column w"):
+        tv.table_verdict(conf, syn, cols, analysis="w ~ x")
+
+
+def test_missing_values_are_a_cell_of_their_own():
+    """A missing value is its own cell in every marginal (x: 1 missing of 4 against none:
+    TVD 1/4), the ECDF and mean are of the values present, the correlations and the analysis
+    use the complete records; binary columns with text levels count as 0/1."""
+    spec = {
+        "x": {"type": "continuous", "bounds": (0, 10), "bins": 2},
+        "s": {"type": "binary", "levels": ["no", "yes"]},
+    }
+    cols = tv.describe(spec)
+    conf = pd.DataFrame({"x": [1.0, 2.0, 7.0, np.nan], "s": ["no", "no", "yes", "yes"]})
+    syn = pd.DataFrame({"x": [1.0, 2.0, 7.0, 8.0], "s": ["no", "no", "yes", None]})
+    fx = tv.column_figures(cols[0], conf.x, syn.x)
+    assert fx["one_way_tvd"] == pytest.approx(1 / 4)
+    assert fx["max_ecdf"] == pytest.approx(1 / 4)  # {1, 2, 7} against {1, 2, 7, 8}
+    assert tv.column_figures(cols[1], conf.s, syn.s)["one_way_tvd"] == pytest.approx(1 / 4)
+    # (x, s) cells: conf (low, no) 2, (high, yes) 1, (missing, yes) 1; syn (low, no) 2,
+    # (high, yes) 1, (high, missing) 1: half of the last two cells' mass moves
+    assert tv.two_way_tvd(cols, conf, syn) == {("x", "s"): pytest.approx(1 / 4)}
+    value, pair = tv.correlation_difference(cols, conf, syn)
+    assert pair == ("x", "s") and value == pytest.approx(0.0, abs=1e-12)  # same complete pairs
+    assert tv.numeric_values(cols[1], syn.s).tolist()[:3] == [0.0, 0.0, 1.0]
+    with pytest.raises(InputError, match="^synthetic: column 's': record 2 is not one of"):
+        tv.column_figures(cols[1], conf.s, pd.Series(["no", "maybe"]))
