@@ -82,5 +82,11 @@ KNOBS: dict[str, dict[str, str | tuple]] = {
         "n": "positive int or None",
         "seed": _SEED,
     },
+    "10_whole_table": {
+        "profile": PROFILE,
+        "epsilon": "positive number or None",
+        "n": "positive int or None",
+        "seed": _SEED,
+    },
 }
 """Notebook stem -> {knob: allowed values}, in the order of its parameters cell."""
