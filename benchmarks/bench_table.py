@@ -418,7 +418,8 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
         "seconds",
         "peak_mb",
     ]
-    ok[cont + cols] = ok[cont + cols].astype(float)
+    numeric = list(dict.fromkeys(cont + cols))
+    ok[numeric] = ok[numeric].astype(float)
     ok["tvd_numeric"] = ok[cont].mean(axis=1)
     table = ok.groupby(["method", "epsilon"])[["tvd_numeric", *cols]].median()
     runs = results.groupby(["method", "epsilon"]).size()
