@@ -45,19 +45,12 @@ import pandas as pd
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
-from dpsynth.curator import (
-    FAIR_CI_OVERLAP,
-    FAIR_MAX_ECDF,
-    FAIR_MEAN_ERROR,
-    GOOD_CI_OVERLAP,
-    GOOD_MAX_ECDF,
-    GOOD_MEAN_ERROR,
-    MEAN_NEAR_ZERO,
-)
+from dpsynth import curator, registry
+from dpsynth.curator import MEAN_NEAR_ZERO
 from dpsynth.errors import InputError
 from dpsynth.utility import ecdf_measures, interval_overlap
 
-KINDS = ("continuous", "count", "binary", "categorical")
+KINDS = registry.OUTCOMES
 VERDICTS = ("good", "fair", "poor")
 
 DEFAULT_BINS = 10
@@ -101,12 +94,12 @@ its propensities near 0 or 1, the limit the pMSE needs; the entry then says
 
 THRESHOLDS: dict[str, tuple[float, float, str]] = {
     "one_way_tvd": (GOOD_ONE_WAY_TVD, FAIR_ONE_WAY_TVD, "at most"),
-    "max_ecdf": (GOOD_MAX_ECDF, FAIR_MAX_ECDF, "at most"),
-    "mean_error": (GOOD_MEAN_ERROR, FAIR_MEAN_ERROR, "at most"),
+    "max_ecdf": curator.THRESHOLDS["max_ecdf"],
+    "mean_error": curator.THRESHOLDS["mean_error"],
     "two_way_tvd": (GOOD_TWO_WAY_TVD, FAIR_TWO_WAY_TVD, "at most"),
     "correlation_difference": (GOOD_CORRELATION_DIFFERENCE, FAIR_CORRELATION_DIFFERENCE, "at most"),
     "pmse_ratio": (GOOD_PMSE_RATIO, FAIR_PMSE_RATIO, "at most"),
-    "ci_overlap": (GOOD_CI_OVERLAP, FAIR_CI_OVERLAP, "at least"),
+    "ci_overlap": curator.THRESHOLDS["ci_overlap"],
 }
 """figure -> (good threshold, fair threshold, direction); the max-ECDF, mean-error and
 interval-overlap lines are :mod:`dpsynth.curator`'s (one place for each). Boundary values
