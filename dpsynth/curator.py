@@ -580,7 +580,13 @@ def _coef_figures(
 
 
 def _level(figure: str, value: float) -> str:
-    good, fair, direction = THRESHOLDS[figure]
+    return level_by(THRESHOLDS, figure, value)
+
+
+def level_by(thresholds: dict[str, tuple[float, float, str]], figure: str, value: float) -> str:
+    """good / fair / poor of one figure by ``thresholds`` (figure -> good, fair, direction;
+    boundary values count as the better level; not finite: poor)."""
+    good, fair, direction = thresholds[figure]
     if not np.isfinite(value):
         return "poor"
     if direction == "at most":

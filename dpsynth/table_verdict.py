@@ -469,12 +469,7 @@ def coefficient_overlap(
 
 def level(figure: str, value: float) -> str:
     """good / fair / poor of one figure by :data:`THRESHOLDS` (not finite: poor)."""
-    good, fair, direction = THRESHOLDS[figure]
-    if not np.isfinite(value):
-        return "poor"
-    if direction == "at most":
-        return "good" if value <= good else "fair" if value <= fair else "poor"
-    return "good" if value >= good else "fair" if value >= fair else "poor"
+    return curator.level_by(THRESHOLDS, figure, value)
 
 
 def _severity(figure: str, value: float) -> float:
