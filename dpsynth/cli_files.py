@@ -87,6 +87,21 @@ def _columns_hint(names: list[str]) -> str:
     return hint
 
 
+def read_csv(path: str, param: str, empty_param: str | None = None) -> pd.DataFrame:
+    """A UTF-8 CSV (a BOM is fine) with stripped header names; an unparsable or empty file is
+    refused naming ``param`` (``empty_param`` for an empty one, if given)."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
+        raise InputError(param, "cannot be parsed as CSV") from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if len(frame) == 0:
+        raise InputError(empty_param or param, "the data are empty")
+    return frame
+
+
 def read_input(path: str, column: str, param: str, allow_missing: bool = False) -> pd.DataFrame:
     """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers.
 
@@ -97,13 +112,7 @@ def read_input(path: str, column: str, param: str, allow_missing: bool = False) 
     import pandas as pd
 
     check_input_file(path, [column], param)
-    try:
-        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
-        raise InputError(param, "cannot be parsed as CSV") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if len(frame) == 0:
-        raise InputError("--column", "the data are empty")
+    frame = read_csv(path, param, empty_param="--column")
     missing = frame[column].isna().to_numpy()
     if missing.any() and not allow_missing:
         hint = "; --drop-missing drops such records" if param == "IN.csv" else ""

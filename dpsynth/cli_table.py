@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsynth.cli import check_input_file, check_output_paths, check_ranges
+from dpsynth.cli_files import read_csv
 from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
 from dpsynth.table_spec import TableSpec, load_spec, require_columns
 
@@ -118,19 +119,6 @@ def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str |
     return spec, checked
 
 
-def _read(path: str, label: str) -> Any:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
-        raise InputError(label, "cannot be parsed as CSV") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if len(frame) == 0:
-        raise InputError(label, "the data are empty")
-    return frame
-
-
 def _sampler(args: argparse.Namespace) -> Any:
     from dpsynth.mechanisms import Sampler
 
@@ -183,7 +171,7 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
     from dpsynth.budget import attempt
 
     with attempt(charge):
-        release = _run(args, spec, _read(args.input, "DATA.csv"), charge)
+        release = _run(args, spec, read_csv(args.input, "DATA.csv"), charge)
         release.write(checked["--out"], checked["--report"], checked.get("--diagnostics"))
     if not args.quiet:
         _print_table_verdict(release.diagnostics.get("verdict", {}))
@@ -214,7 +202,7 @@ def _print_table_verdict(verdict: dict[str, Any]) -> None:
 def plan_table_command(args: argparse.Namespace) -> int:
     """``dpsynth plan-table``: the same table release on a PUBLIC file; prints the plan."""
     spec, _ = _checked(args, "PUBLIC.csv", {})
-    release = _run(args, spec, _read(args.input, "PUBLIC.csv"), None)
+    release = _run(args, spec, read_csv(args.input, "PUBLIC.csv"), None)
     print(f"plan for {Path(args.input).name} (a public file: these figures may be shown)")
     for col in release.report["confidential_columns"]:
         diag = release.diagnostics["columns"][col["column"]]
