@@ -178,12 +178,19 @@ def _table(n: int = 300, seed: int = 29) -> pd.DataFrame:
     )
 
 
+LONG_CHAINS = Sampler(chains=4, iter_warmup=2000, iter_sampling=3000)
+"""The income column (all records censored at some draw) mixes slowly. Its max R-hat, seeds
+7-10: 1.0072 with the table's default 2 x (1000 + 2000) (bulk ESS 451), 1.0035-1.0076 with
+4 x (1000 + 2000), 1.0037-1.0043 (seeds 7-9) with these 4 x (2000 + 3000): a margin below
+the release's gate (1.01) for a machine whose floating point differs."""
+
+
 @pytest.fixture(scope="module")
 def released():
     frame = _table()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = synthesize_table(frame, _clean(_spec()), 6.0, seed=7)
+        rel = synthesize_table(frame, _clean(_spec()), 6.0, seed=7, sampler=LONG_CHAINS)
     return frame, rel
 
 
@@ -290,7 +297,7 @@ def test_ph_first_column_then_regression():
     spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = synthesize_table(frame, spec, 8.0, m=2, seed=5)
+        rel = synthesize_table(frame, spec, 8.0, m=2, seed=5, sampler=LONG_CHAINS)
     cols = rel.report["confidential_columns"]
     assert [c["mechanism"] for c in cols] == ["ph", "censor-uw"]
     assert [len(c["ledger"]["spends"]) for c in cols] == [2, 2]  # m sets cost m times
@@ -489,6 +496,13 @@ def test_binary_categorical_and_missing_columns_end_to_end(tmp_path):
 
     The synthetic sector still follows employment: P(sector a | employed) - P(a | not) is 0.45
     in the data (0.6 vs 0.1 by construction); at least 0.2 is asked. Measured once: 0.40.
+
+    The categorical column mixes slowly (bulk ESS about 10% of the draws), so every column
+    passing the release's R-hat gate (1.01) needs long chains: measured max R-hat of the
+    sector column 1.0105-1.0116 with 2 x (500 + 1000) and 4 x (1000 + 1000) (one CI machine
+    refused at 1.03 with the former), 1.0027-1.0074 with 4 x (2000 + 2000), and
+    1.0013-1.0021 (seeds 29-31) with the 4 x (3000 + 3000) used here. Seeded, so that one machine
+    always gives the same verdict; the report then says what the unseeded release would be.
     """
     frame = _mixed_table()
     spec = tmp_path / "mixed.toml"
@@ -496,11 +510,13 @@ def test_binary_categorical_and_missing_columns_end_to_end(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rel = synthesize_table(
-            frame, spec, 40.0, allow_large_epsilon=True,
-            sampler=Sampler(chains=2, iter_warmup=500, iter_sampling=1000),
+            frame, spec, 40.0, allow_large_epsilon=True, seed=29,
+            sampler=Sampler(chains=4, iter_warmup=3000, iter_sampling=3000),
         )  # fmt: skip
     syn = rel.data
-    assert rel.report["guarantee"] == "DP" and rel.report["epsilon"] == pytest.approx(40.0)
+    assert rel.report["if_unseeded"]["guarantee"] == "DP"
+    assert rel.report["guarantee"] == "not private (known seed)"
+    assert rel.report["if_unseeded"]["epsilon"] == pytest.approx(40.0)
     assert list(syn.columns) == ["age", "region", "employed", "sector", "income_missing", "income"]
     assert set(syn["employed"].unique()) <= {0, 1} and set(syn["sector"]) <= {"a", "b", "c"}
     assert set(syn["income_missing"].unique()) <= {0, 1}
