@@ -291,15 +291,19 @@ def _fit_column(
     X = _design(state.public, parts, rows if not rows.all() else None)
     kw: dict[str, Any] = {}
     if col.mechanism == "ph":
-        kw["integer"] = col.type == "count"
+        kw["integer"] = col.type != "continuous"
+        outcome = y[rows]  # values, or 0-based level codes: one unit bin per public level
     else:
         kw.update(model=column_model(col), X=X)
         kw.update(_reference_inputs(col, state, X is not None, sampler))
+        outcome = _stan_outcome(col, y[rows])
     if col.bounds is not None:
         kw["bounds"] = col.bounds
+    elif col.mechanism == "ph":
+        kw["bounds"] = (0, len(col.levels) - 1)
     col_seed = None if seed is None else _column_seed(seed, j)
     rel = synthesize(
-        _stan_outcome(col, y[rows]),
+        outcome,
         mechanism=col.mechanism,
         epsilon=epsilon,
         m=m,

@@ -329,10 +329,7 @@ def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tupl
     if mechanism == "ph":
         if model is not None:
             raise InputError("model", f"column {name!r}: ph is a histogram and takes no model")
-        kind = kind or "continuous"
-        if kind not in ("continuous", "count"):
-            raise InputError("type", f"column {name!r}: ph synthesizes continuous or count columns")
-        return kind, None
+        return kind or "continuous", None  # binary / categorical: a histogram on the levels
     if model not in MODEL_TYPES:
         raise InputError(
             "model", f"column {name!r}: must be one of {', '.join(MODEL_TYPES)} (got {model!r})"
