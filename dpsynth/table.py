@@ -290,9 +290,12 @@ def _fit_column(
     parts = [features(p, state.real[p.name]) for p in state.done]
     X = _design(state.public, parts, rows if not rows.all() else None)
     kw: dict[str, Any] = {}
+    parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
         kw["integer"] = col.type != "continuous"
-        outcome = y[rows]  # values, or 0-based level codes: one unit bin per public level
+        # values, or 0-based level codes (one unit bin per public level), or, after other
+        # columns, the joint cell of the discrete predecessors' levels and this level
+        outcome = y[rows] if not parents else _joint_cells(col, parents, state.real, y)
     else:
         kw.update(model=column_model(col), X=X)
         kw.update(_reference_inputs(col, state, X is not None, sampler))
@@ -300,7 +303,7 @@ def _fit_column(
     if col.bounds is not None:
         kw["bounds"] = col.bounds
     elif col.mechanism == "ph":
-        kw["bounds"] = (0, len(col.levels) - 1)
+        kw["bounds"] = (0, len(col.levels) * _n_cells(parents) - 1)
     col_seed = None if seed is None else _column_seed(seed, j)
     rel = synthesize(
         outcome,
@@ -316,8 +319,61 @@ def _fit_column(
     )
     if col.mechanism == "ph":
         sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+        if parents:
+            rng = np.random.default_rng(None if col_seed is None else [col_seed, 2])
+            sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets)
     return rel, _column_sets(col, rel, state, m)
+
+
+def ph_parents(col: ConfidentialColumn, before: list[ConfidentialColumn]) -> list[Any]:
+    """The columns a PH level column is drawn given: the binary and categorical ones before it."""
+    if col.mechanism != "ph" or col.levels is None:
+        return []
+    return [p for p in before if p.levels is not None]
+
+
+def _n_cells(parents: list[ConfidentialColumn]) -> int:
+    return math.prod(len(p.levels) for p in parents)
+
+
+def _parent_cells(parents: list[ConfidentialColumn], values: dict[str, np.ndarray]) -> np.ndarray:
+    """Each record's cell among the parents' public level combinations (mixed radix); a
+    missing level counts as the first (its indicator, also a parent, tells them apart)."""
+    n = len(values[parents[0].name])
+    cell = np.zeros(n, np.int64)
+    for p in parents:
+        v = values[p.name]
+        cell = cell * len(p.levels) + np.where(np.isfinite(v), v, 0).astype(np.int64)
+    return cell
+
+
+def _joint_cells(
+    col: ConfidentialColumn, parents: list[ConfidentialColumn], real: dict, y: np.ndarray
+) -> np.ndarray:
+    """The outcome PH releases for a level column after others: parent cell x levels + level."""
+    return (_parent_cells(parents, real) * len(col.levels) + y.astype(np.int64)).astype(float)
+
+
+def _conditional_levels(
+    col: ConfidentialColumn,
+    parents: list[ConfidentialColumn],
+    state: _State,
+    joint: np.ndarray,
+    k: int,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Set k's levels, each drawn from the PH sample's levels in the record's SYNTHETIC parent
+    cell (the sample's overall levels where that cell is empty): post-processing of the
+    ε_j-DP joint histogram sample."""
+    L, P = len(col.levels), _n_cells(parents)
+    counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
+    empty = counts.sum(axis=1) == 0
+    counts[empty] = counts.sum(axis=0)
+    cdf = np.cumsum(counts / counts.sum(axis=1, keepdims=True), axis=1)
+    cells = _parent_cells(parents, {p.name: state.synthetic[p.name][k] for p in parents})
+    u = rng.random(len(cells))
+    return np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
 
 
 def _column_sets(col: ConfidentialColumn, rel: Any, state: _State, m: int) -> list[np.ndarray]:
@@ -645,7 +701,9 @@ def _table_report(
             epsilon_allocated=col.share * epsilon,
             bounds=None if col.bounds is None else list(col.bounds),
             levels=None if col.levels is None else list(col.levels),
-            predecessors=[c.name for c in spec.order()[:j]] if col.mechanism != "ph" else [],
+            predecessors=[c.name for c in spec.order()[:j]]
+            if col.mechanism != "ph"
+            else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
             missingness_indicator_of=col.indicator_of,
         )
         columns.append(entry)

@@ -186,13 +186,32 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     _check_names(public, conf)
     for j, col in enumerate(conf):
         if col.mechanism == "ph" and j > 0:
-            raise InputError(
-                "mechanism",
-                f"column {col.name!r}: ph fits no regression, so only the first confidential "
-                "column (no predecessors) may use it",
-            )
+            _check_conditional_ph(col, conf[:j])
     analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
     return TableSpec(public, conf, neighbours, reference, analysis, source)
+
+
+MAX_PH_CELLS = 100_000
+"""At most this many cells (predecessor level combinations x levels) for a PH column drawn
+given the discrete columns before it."""
+
+
+def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
+    """PH after other columns: a level column, drawn given the discrete columns before it
+    (the perturbed histogram of their joint cells, then post-processing)."""
+    if col.levels is None:
+        raise InputError(
+            "mechanism",
+            f"column {col.name!r}: ph after other columns draws a level given the binary and "
+            "categorical columns before it; a continuous or count column there needs a model",
+        )
+    cells = len(col.levels) * math.prod(len(c.levels) for c in before if c.levels is not None)
+    if cells > MAX_PH_CELLS:
+        raise InputError(
+            "mechanism",
+            f"column {col.name!r}: ph given the columns before it needs {cells:,} cells "
+            f"(at most {MAX_PH_CELLS:,}); put it earlier or give it a model",
+        )
 
 
 def _tables(raw: Mapping[str, Any], key: str, required: bool) -> list[Mapping[str, Any]]:
