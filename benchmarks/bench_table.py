@@ -31,7 +31,10 @@ Methods, each at total epsilon in {1, 3, 6} under substitution neighbours:
   ``lwage`` with dpsynth's default ceil(sqrt(n)) bins on [2, 9]; noise seeded (a research
   run: reproducible, not a private release).
 * ``dpsynth-table``: :func:`dpsynth.table.synthesize_table` with the spec (issue 29, items
-  1-3), run with ``--dpsynth-path`` put first on the child's PYTHONPATH.
+  1-3), run with ``--dpsynth-path`` put first on the child's PYTHONPATH. Equal shares
+  (epsilon / 7 per column); the level columns (region, ethnicity, smsa, education's 19
+  years, part time) by PH, each drawn given the level columns before it; experience and
+  the wage by censored beta regressions on every column before them (the spec says why).
 
 Each (method, epsilon, replicate) runs in a fresh child process; ``seconds`` is the
 synthesis alone (data loading and imports excluded), ``peak_mb`` the child's peak resident
@@ -155,6 +158,7 @@ def run_dpsynth_table(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[p
         warnings.simplefilter("ignore")  # the known-seed warning: a research run
         release = synthesize_table(frame, SPEC, epsilon, seed=seed)
     synth = release.data
+    synth["education"] = synth["education"].astype(int)  # the spec's levels are the years
     return synth[list(DOMAIN)], "seeded research run (not private)"
 
 
