@@ -603,6 +603,7 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
             "bounds": c.bounds,
             "levels": c.levels,
             "public": isinstance(c, PublicColumn),
+            "mechanism": getattr(c, "mechanism", None),
         }
     analysis = None if spec.analysis is None else spec.analysis.formula
     try:

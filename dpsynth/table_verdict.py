@@ -119,6 +119,7 @@ class ColumnInfo:
     levels: tuple[Any, ...] | None = None
     bins: int = DEFAULT_BINS
     public: bool = False
+    mechanism: str | None = None  # how a synthesized column was made (for the next step)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -154,6 +155,7 @@ def describe(columns: Sequence[ColumnInfo] | Mapping[str, Mapping[str, Any]]) ->
                     None if levels is None else tuple(levels),
                     int(d.get("bins", DEFAULT_BINS)),
                     bool(d.get("public", False)),
+                    d.get("mechanism"),
                 )
             )
         return out
@@ -558,6 +560,23 @@ def table_verdict(
     }
 
 
+def _ph_advice(columns: Sequence[ColumnInfo], names: Sequence[str]) -> str | None:
+    """A level column behind the worst figure fitted by a censored model: PH is the move
+    (a censored logistic or categorical fit at a small share of epsilon is nearly flat)."""
+    censored = [
+        c.name
+        for c in columns
+        if c.name in names and not c.public and c.kind in ("binary", "categorical")
+        and c.mechanism not in (None, "ph")
+    ]  # fmt: skip
+    if not censored:
+        return None
+    return (
+        f"synthesize {censored[-1]!r} by ph (its levels drawn given the level columns before "
+        "it): a censored logistic or categorical fit at a small share of epsilon is nearly flat"
+    )
+
+
 def next_step(
     worst: Mapping[str, Any],
     columns: Sequence[ColumnInfo],
@@ -575,6 +594,9 @@ def next_step(
         if not pairs:
             return "raise the share of epsilon of the synthesized column"
         names = list(max(pairs, key=lambda e: e["value"])["columns"])
+    advice = _ph_advice(columns, names) if figure != "ci_overlap" else None
+    if advice:
+        return advice
     if figure in ("one_way_tvd", "max_ecdf", "mean_error"):
         return (
             f"raise the share of epsilon of {names[0]!r} (its own distribution drove the "

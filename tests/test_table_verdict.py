@@ -236,3 +236,17 @@ def test_constant_tables_have_nothing_to_tell_apart():
     assert out["pmse"] == 0.0 and out["parameters"] == 1 and out["pmse_ratio"] == 0.0
     v = tv.table_verdict(conf, conf.copy(), cols, analysis="x ~ g")
     assert v["verdict"] == "good" and v["driven_by"]["name"] in ("(intercept)", "g[b]")
+
+
+def test_a_censored_level_column_behind_the_worst_figure_is_sent_to_ph():
+    """Advice that moves: the binary column b fitted by a censored model and collapsed to
+    one level drives the verdict, and the next step is PH for it; once b is PH (or public,
+    or its mechanism unknown) the same figures give the share advice instead."""
+    conf = _table(8)
+    syn = conf.copy()
+    syn["b"] = 0  # the collapse a nearly flat censored logistic fit gives
+    for mech, expected in [("censor-uw", "synthesize 'b' by ph"), ("ph", "share of epsilon")]:
+        spec = {**SPEC, "b": {"type": "binary", "mechanism": mech}}
+        v = tv.table_verdict(conf, syn, spec)
+        assert v["verdict"] == "poor" and "b" in v["driven_by"]["columns"]
+        assert expected in v["next_step"], v["next_step"]
