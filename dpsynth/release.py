@@ -315,6 +315,7 @@ class Request:
     allow_unconverged: bool
     progress: bool
     tuning: dict[str, Any]
+    drop_missing: bool = False  # records dropped: how many were kept is private
 
     @classmethod
     def of(cls, y: Any, s: ReleaseSettings, seed: int, known_seed: bool) -> Request:
@@ -323,6 +324,7 @@ class Request:
             y, s.model, s.mechanism, s.epsilon - s.eps_utility, s.m, str(s.neighbours), s.X,
             s.covariates, s.bounds, s.n_synthetic, seed, known_seed, s.column, s.sampler,
             s.reference, s.reference_X, s.allow_unconverged, s.progress, s.tuning,
+            s.drop_missing,
         )  # fmt: skip
 
     @property
@@ -564,7 +566,9 @@ def _fit(req: Request) -> _Fitted:
     check_centring(syn, tuning.get("centring"))
     pieces_checks = None
     if hasattr(syn.model, "public_precheck"):  # pieces (dpsynth.pieces): public inputs only
-        pieces_checks = syn.model.public_precheck(syn, req.neighbours, req.seed)
+        # with records dropped, the number kept (n) is private whatever the relation
+        scope = "add-remove" if req.drop_missing else req.neighbours
+        pieces_checks = syn.model.public_precheck(syn, scope, req.seed)
     if syn.model.user_program:  # a whole user program: check its names before compiling
         from dpsynth.program_checks import check_convention
 

@@ -485,3 +485,16 @@ def test_print_in_a_whole_program_never_reaches_the_terminal(tmp_path, capfd, st
     engine.fit(path, data, seed=1, chains=1, iter_warmup=50, iter_sampling=50, quiet=False)
     out, err = capfd.readouterr()
     assert "LEAK" not in out + err and "1.23456" not in out + err
+
+
+def test_dropped_records_make_n_private_for_the_pieces(tmp_path):
+    """With drop_missing the number of records kept is private (privacy.DROPPED_RECORDS_MAP),
+    so a prior reading n is refused even under substitution, where n is otherwise public,
+    in one line naming the piece, before any fit."""
+    path = tmp_path / "reads_n.pieces"
+    path.write_text(_with("mu ~ normal(0, 10);", "mu ~ normal(n, 0.01);"))
+    model = pieces.from_pieces(path)  # fine under substitution: n is public there
+    y = np.array([0.1, np.nan, 0.4, 0.2, np.nan, 0.3] * 5)
+    with pytest.raises(InputError, match=r"^pieces: prior refers .*its own: n \(under add-remove"):
+        synthesize(y, model=model, mechanism="censor-uw", epsilon=2.0, bounds=(-4, 6),
+                   drop_missing=True, n_synthetic=30)  # fmt: skip
