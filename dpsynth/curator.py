@@ -40,7 +40,7 @@ import numpy as np
 from scipy import stats
 
 from dpsynth import registry
-from dpsynth.errors import InputError
+from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
 from dpsynth.utility import ecdf_measures
 
 __all__ = [
@@ -154,6 +154,12 @@ RULES: tuple[tuple[str, str], ...] = (
         "strict-DP mechanism (censor-uw, censor-w with reference weights, ph, sbs) without "
         "a seed",
     ),
+    (
+        "good_large_epsilon",
+        "the synthetic data meet every utility threshold, but epsilon {epsilon:g} is above "
+        "the sanity limit ({epsilon_limit:g}): its guarantee protects almost nothing, so do "
+        "not publish it as a private release; for one, release at a smaller epsilon",
+    ),
 )
 """Next-step rules, in order: (name, finding). Every rule that fires is listed; the first is
 the next step, its finding followed by the moves of :data:`RULE_MOVES` that the run has not
@@ -163,7 +169,9 @@ already made. "censored": censored share >= MANY_CENSORED (censoring mechanisms)
 95% quantile below a tenth of the public range; "regression": the worst coefficient's
 overlap or shift not good; "off": the verdict is not good and no rule above fired; "good":
 the verdict is good (then it is the next step, and any other rule that fired follows as a
-note); "good_not_dp": "good" for a release without a DP guarantee (never "publish")."""
+note); "good_not_dp": "good" for a release without a DP guarantee (never "publish");
+"good_large_epsilon": "good" for a DP release above the epsilon sanity limit (never
+"publish" either)."""
 
 WEIGHTED = registry.weighted_names()
 """Mechanisms whose weights cost utility (switching to censor-uw drops them)."""
@@ -214,6 +222,7 @@ def utility_verdict(
     reference_weights: bool = False,
     n_published: int | None = None,
     extra_source: str | None = None,
+    epsilon: float | None = None,
 ) -> dict[str, Any]:
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
@@ -225,7 +234,9 @@ def utility_verdict(
     (``centring``: "none", "saturated" or "reference"; ``reference_weights``) feed the
     next-step rules, which never propose what the run already did. ``guarantee`` not "DP":
     the summary starts "NOT DP". The first ``n_published`` sets (default all) are published,
-    the rest extra confidential draws (``extra_source``). Returns a JSON-able dict.
+    the rest extra confidential draws (``extra_source``). ``epsilon`` (the release's total)
+    above :data:`dpsynth.errors.EPSILON_SANITY_LIMIT`: a good verdict never says "publish".
+    Returns a JSON-able dict.
     """
     if outcome not in OUTCOMES:
         raise InputError("outcome", f"must be one of {', '.join(OUTCOMES)} (got {outcome!r})")
@@ -248,6 +259,7 @@ def utility_verdict(
         "centring": centring,
         "reference_weights": reference_weights,
         "regression": design is not None,
+        "epsilon": epsilon,
     }
     fired = _rules(verdict, levels, summary, shares, context)
     steps = [_advice(name, text, _fill(summary, shares, context), context) for name, text in fired]
@@ -632,7 +644,10 @@ def _rules(
     fired = [(name, text) for name, text in RULES if fires.get(name, False)]
     if verdict == "good":  # publishable if DP; anything else that fired is a note
         not_dp = context["guarantee"] not in (None, "DP")
-        return [_rule("good_not_dp" if not_dp else "good"), *fired]
+        eps = context.get("epsilon")
+        large = eps is not None and eps > EPSILON_SANITY_LIMIT
+        name = "good_not_dp" if not_dp else "good_large_epsilon" if large else "good"
+        return [_rule(name), *fired]
     return fired or [_rule("off")]
 
 
@@ -677,4 +692,6 @@ def _fill(
         "ci_overlap": summary.get("ci_overlap", float("nan")),
         "coef_shift": summary.get("coef_shift", float("nan")),
         "guarantee": context["guarantee"],
+        "epsilon": context.get("epsilon") or 0.0,
+        "epsilon_limit": EPSILON_SANITY_LIMIT,
     }

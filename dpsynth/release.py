@@ -446,6 +446,7 @@ def _verdict(
             model=report.get("model"),
             bounds=req.bounds,
             guarantee=report.get("guarantee"),
+            epsilon=report.get("epsilon"),
         )
     except (InputError, ValueError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}

@@ -179,6 +179,23 @@ def test_a_dp_release_keeps_its_verdict():
     assert "can be published" in verdict["next_step"]
 
 
+def test_a_dp_release_above_the_sanity_limit_is_never_called_publishable():
+    """epsilon 1000 passed with allow_large_epsilon: still "DP" in the report, but a good
+    verdict says the guarantee protects almost nothing, never "can be published"; at the
+    limit (20) the usual good verdict stands."""
+    y = np.random.default_rng(2).uniform(0, 10, 400)
+    rel = synthesize(y, mechanism="ph", epsilon=1000, bounds=(0, 10), allow_large_epsilon=True)
+    verdict = rel.diagnostics["utility"]
+    assert rel.report["guarantee"] == "DP" and verdict["verdict"] == "good"
+    assert verdict["rules"][0] == "good_large_epsilon"
+    assert "epsilon 1000 is above the sanity limit (20)" in verdict["next_step"]
+    assert "can be published" not in verdict["next_step"]
+    y5 = np.random.default_rng(3).normal(5, 1, 400)
+    sets = np.random.default_rng(4).normal(5, 1, (1, 400))
+    at_limit = curator.utility_verdict(y5, sets, outcome="real", guarantee="DP", epsilon=20.0)
+    assert "can be published" in at_limit["next_step"]
+
+
 def test_seeded_release_verdict_says_not_dp(capsys):
     y = np.random.default_rng(2).uniform(0, 10, 300)
     with pytest.warns(release.KnownSeedWarning):
