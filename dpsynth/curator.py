@@ -233,10 +233,8 @@ def utility_verdict(
     of ``confidential``), ``mechanism``, ``model``, public ``bounds`` and the run's settings
     (``centring``: "none", "saturated" or "reference"; ``reference_weights``) feed the
     next-step rules, which never propose what the run already did. ``guarantee`` not "DP":
-    the summary starts "NOT DP". The first ``n_published`` sets (default all) are published,
-    the rest extra confidential draws (``extra_source``). ``epsilon`` (the release's total)
-    above :data:`dpsynth.errors.EPSILON_SANITY_LIMIT`: a good verdict never says "publish".
-    Returns a JSON-able dict.
+    the summary starts "NOT DP"; ``epsilon`` above the sanity limit: never "publish". The first ``n_published`` sets (default all) are published,
+    the rest extra confidential draws (``extra_source``). Returns a JSON-able dict.
     """
     if outcome not in OUTCOMES:
         raise InputError("outcome", f"must be one of {', '.join(OUTCOMES)} (got {outcome!r})")
@@ -250,17 +248,11 @@ def utility_verdict(
     levels = {k: _level(k, summary[k]) for k in figures}
     verdict = max(levels.values(), key=VERDICTS.index)
     shares = _shares(n_censored, n_zero_weight, n)
-    context = {
-        "mechanism": mechanism,
-        "model": model,
-        "skewness": float(stats.skew(y)) if y.size > 2 else 0.0,
-        "span": _span(y, bounds),
-        "guarantee": guarantee,
-        "centring": centring,
-        "reference_weights": reference_weights,
-        "regression": design is not None,
-        "epsilon": epsilon,
-    }
+    context = dict(
+        mechanism=mechanism, model=model, skewness=float(stats.skew(y)) if y.size > 2 else 0.0,
+        span=_span(y, bounds), guarantee=guarantee, centring=centring,
+        reference_weights=reference_weights, regression=design is not None, epsilon=epsilon,
+    )  # fmt: skip
     fired = _rules(verdict, levels, summary, shares, context)
     steps = [_advice(name, text, _fill(summary, shares, context), context) for name, text in fired]
     return {
