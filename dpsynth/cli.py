@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=summary, description=description)
         add_options(command, name)
         command.set_defaults(func=_RUNNERS[name])
-    __import__("dpsynth.cli_table").cli_table.add_table_commands(sub)  # issue 29
+    __import__("dpsynth.cli_table").cli_table.add_table_commands(sub)  # whole tables
     return parser
 
 

@@ -1,4 +1,4 @@
-"""Command line for whole tables (issue 29): ``synthesize-table`` and ``plan-table``.
+"""Command line for whole tables: ``synthesize-table`` and ``plan-table``.
 
 Follows :mod:`dpsynth.cli`'s contract and uses its helpers: bad input gets one line on
 stderr naming the flag (a spec's error names ``--spec``, its key and column), exit

@@ -77,7 +77,7 @@ VERDICTS = ("good", "fair", "poor")
 QUANTILES = (0.05, 0.25, 0.50, 0.75, 0.95)
 
 GOOD_MEAN_ERROR = 0.10
-"""Mean error at most 10%: good (the goal of issue 19)."""
+"""Mean error at most 10%: good (the utility goal the curators set)."""
 FAIR_MEAN_ERROR = 0.25
 """Mean error at most 25%: fair; above: poor."""
 GOOD_SD_ERROR = 0.20

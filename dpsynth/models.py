@@ -648,7 +648,7 @@ def get_model(model: str | Model) -> Model:
     ``gamma-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
     if isinstance(model, Model):
         return model
-    if model in OUTCOME_MODELS:  # binary and categorical outcomes (issue 29), below
+    if model in OUTCOME_MODELS:  # binary and categorical outcomes, below
         return OUTCOME_MODELS[model]
     if model not in MODELS:
         names = ", ".join([*MODELS, *OUTCOME_MODELS])
@@ -887,7 +887,7 @@ def _compile_one(name: str) -> None:
     engine.compile_program(MODELS[name].stan_file)
 
 
-# --- outcomes on public levels: binary and categorical (issue 29) ---------------------
+# --- outcomes on public levels: binary and categorical ----------------------------
 
 
 @dataclass(frozen=True)
@@ -1037,7 +1037,7 @@ OUTCOME_MODELS: dict[str, LevelModel] = {
         levels_in_data=True,
     ),
 }
-"""Models of outcomes on public levels (issue 29), found by :func:`get_model` beside
+"""Models of outcomes on public levels, found by :func:`get_model` beside
 :data:`MODELS`: ``logistic`` (binary 0/1) and ``categorical`` (codes 1..L; give L with
 ``get_model("categorical").with_levels(L)``). The count models ``poisson`` and ``negbin``
 are already regressions on the public design X."""

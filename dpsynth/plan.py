@@ -1,7 +1,7 @@
 """Plan a release before touching the confidential data: try the mechanisms on a public file.
 
 Which mechanism, model and centring will give a useful release at a given epsilon depends on
-the data (issue 19: a beta model on skewed income kept half the mean). The curator can learn
+the data (a beta model on skewed income kept half the mean). The curator can learn
 it without reading the confidential data: :func:`plan` runs each candidate on a **public**
 reference file (an earlier period, a public-use sample), as if that file were the confidential
 data, through the one release path :func:`dpsynth.release.synthesize`, and tabulates the

@@ -1,4 +1,4 @@
-"""A whole table in one release (issue 29): a sequential censored synthesizer.
+"""A whole table in one release: a sequential censored synthesizer.
 
 Column j (in the spec's synthesis order) is one existing dpsynth release
 (:func:`dpsynth.release.synthesize`: Censor_uw, Censor_w with reference weights, or PH for
@@ -446,7 +446,7 @@ def synthesize_table(
     dataset_sha256: str | None = None,
     progress: bool = False,
 ) -> TableRelease:
-    """Release m synthetic copies of a table under a total budget ``epsilon`` (issue 29).
+    """Release m synthetic copies of a table under a total budget ``epsilon``.
 
     ``spec`` is checked first (a path, a mapping or a :class:`TableSpec`), then the data's
     header; the budget is charged (``budget_file``) before any value is read and the
@@ -715,7 +715,7 @@ def _table_report(
     total = math.fsum(c["epsilon_allocated"] for c in columns)
     guarantee = "DP" if all_dp else "not established"
     report = {
-        "release": "whole table (sequential censored synthesis, issue 29)",
+        "release": "whole table (sequential censored synthesis)",
         "guarantee": guarantee,
         "guarantee_meaning": _TABLE_MEANING if all_dp else "no DP statement: a column has none",
         "epsilon": total if all_dp else None,

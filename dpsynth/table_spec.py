@@ -1,4 +1,4 @@
-"""A whole table's specification (issue 29): parsed and checked before any record is read.
+"""A whole table's specification: parsed and checked before any record is read.
 
 A spec is a TOML file (or the equivalent mapping) naming the public columns (copied to the
 release, said so) and the confidential columns in synthesis order, each with its model,
@@ -162,7 +162,7 @@ def load_spec(spec: str | Path | Mapping[str, Any] | TableSpec) -> TableSpec:
 
 
 def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
-    """Validate a spec mapping (issue 29, items 1 and 8); every refusal names the key."""
+    """Validate a spec mapping; every refusal names the key."""
     _unknown(raw, _TOP_KEYS, "spec")
     neighbours = raw.get("neighbours", "substitution")
     if neighbours not in TABLE_NEIGHBOURS:
@@ -362,7 +362,7 @@ def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tupl
 
 
 def _centring(entry: Mapping[str, Any], name: str, mechanism: str, reference: str | None) -> str:
-    """Centring: reference by default where a public reference is given (issue 29, item 1)."""
+    """Centring: reference by default where a public reference is given."""
     if mechanism == "censor-w" and reference is None:
         raise InputError(
             "mechanism",

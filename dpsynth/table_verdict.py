@@ -1,4 +1,4 @@
-"""The curator's verdict on a whole synthetic table (issue 29, item 5): figures, label, next step.
+"""The curator's verdict on a whole synthetic table: figures, label, next step.
 
 Pure functions of two pandas frames, the confidential table and one synthetic table, and the
 **public** description of each column (:class:`ColumnInfo`: its type, public bounds or
@@ -183,7 +183,7 @@ def cells(col: ColumnInfo) -> int:
 
 def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np.ndarray:
     """Codes 0..cells-1 of ``values`` on the column's public bins or levels; a missing value
-    (None, NaN) gets the last code, ``n_cells(col)`` (issue 29 item 4: missing values are
+    (None, NaN) gets the last code, ``n_cells(col)`` (missing values are
     part of a table, kept or synthesized).
 
     Continuous and count: equal-width bins over the public bounds (values outside them in

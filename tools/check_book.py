@@ -122,10 +122,13 @@ TEXT_SKIP_CLASSES = {
     "mjx-assistive-mml",
     "sig",
     "sig-object",
-    # text marked as never maths (e.g. dollar amounts in a notebook's HTML tables)
-    "tex2jax_ignore",
-    "mathjax_ignore",
+    "math",  # MathJax's input (\( ... \)), rendered by the reader's browser
 }
+# Text marked as never maths (e.g. dollar amounts in a notebook's HTML tables): skipped by
+# the raw-TeX reading when inline, but MyST marks every top <section> with these classes
+# too, so on a container they must not hide the page's prose from the other checks.
+INLINE_SKIP_CLASSES = {"tex2jax_ignore", "mathjax_ignore"}
+CONTAINER_TAGS = {"section", "div", "article", "main", "body"}
 # Elements whose text a reader never sees (the check's own result <pre> is added by id).
 UNSEEN_TAGS = {"script", "style", "noscript", "template", "title"}
 RAW_TEX = re.compile(
@@ -387,6 +390,7 @@ class PageParser(html.parser.HTMLParser):
         hidden = (
             tag in TEXT_SKIP_TAGS
             or bool(classes & TEXT_SKIP_CLASSES)
+            or (tag not in CONTAINER_TAGS and bool(classes & INLINE_SKIP_CLASSES))
             or "display:none" in a.get("style", "").replace(" ", "")
         )
         if self._in_article or is_article:

@@ -29,7 +29,7 @@ Choices where the paper is vague (its inline math was lost in extraction):
 * Weighted-e's count in Table 1 is the number of records whose weight the truncation sets to 0
   (``n_invoked``): records already at weight 0 under LW (the riskiest record, alpha = 0 when
   g = 0) are not counted.
-* The readings that reproduce Table 1 (issue 20; evidence on the book's choices page):
+* The readings that reproduce Table 1 (evidence on the book's choices page):
   Weighted-e truncates record i when alpha_i f_i > eps/2, f_i the Unweighted record bound that
   built the LW weights (``weighted_e_rule = "lw-bound"``), and Censor_w censors the re-weighted
   LW weights of the vector-weighted paper (Eq. 6, k = 0.95, bounds from the Weighted fit;
