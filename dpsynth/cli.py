@@ -34,7 +34,14 @@ from dpsynth.cli_options import (
     keywords,
     options_of,
 )
-from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
+from dpsynth.errors import (
+    InputError,
+    require_clip_bounds,
+    require_drop_missing_usage,
+    require_epsilon,
+    require_public_size,
+    require_sane_epsilon,
+)
 
 __all__ = [
     "FLAGS",
@@ -269,6 +276,10 @@ def _check_synthesize(args: argparse.Namespace) -> dict[str, Path]:
         if (path := getattr(args, flag[2:].replace("-", "_"))) is not None:
             check_input_file(path, wanted, flag)
     require_sane_epsilon("epsilon", args.epsilon, args.allow_large_epsilon)
+    covariates = bool(_names(args.covariates))  # the library's own rules, before any charge
+    require_public_size(args.neighbours, args.n_synthetic, covariates)
+    require_drop_missing_usage(args.drop_missing, args.mechanism, covariates, args.n_synthetic)
+    require_clip_bounds(args.clip_to_bounds, args.bounds)
     return outputs
 
 

@@ -106,3 +106,53 @@ def require_choice(param: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InputError(param, f"must be one of {', '.join(choices)} (got {value!r})")
     return value
+
+
+# Data-independent rules of a release's settings: the library's settings and the command line
+# call the same functions (the command line before any budget is charged).
+
+
+def require_public_size(neighbours: str, n_synthetic: Any, has_covariates: bool) -> int | None:
+    """``n_synthetic`` a public count; add-remove needs it (n is private) and refuses covariates."""
+    n = None if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    if neighbours != "add-remove":
+        return n
+    if n is None:
+        raise InputError(
+            "n_synthetic",
+            "add-remove neighbours make n private: give the number of synthetic records as a "
+            "public number",
+        )
+    if has_covariates:
+        raise InputError(
+            "neighbours", "a regression's covariates are public, so n is public: use substitution"
+        )
+    return n
+
+
+def require_drop_missing_usage(
+    drop: bool, mechanism: str, has_covariates: bool, n_synthetic: Any
+) -> None:
+    """Where dropping records with a missing outcome would leak or break a bound: refused."""
+    if not drop:
+        return
+    if n_synthetic is None:
+        raise InputError(
+            "n_synthetic",
+            "with drop_missing=True the number of records kept is private: give the number "
+            "of synthetic records as a public number",
+        )
+    if has_covariates:
+        raise InputError(
+            "drop_missing",
+            "does not apply to a regression: the synthetic file lists the covariates of the "
+            "records kept, which would tell whose outcome was missing",
+        )
+    if mechanism == "sbs":
+        raise InputError("drop_missing", "does not apply to sbs (its sensitivities need n public)")
+
+
+def require_clip_bounds(clip: bool, bounds: Any) -> None:
+    """Clipping to the bounds needs public bounds."""
+    if clip and bounds is None:
+        raise InputError("clip_to_bounds", "needs public bounds")

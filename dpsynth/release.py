@@ -45,7 +45,14 @@ from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release polic
     convergence_failures,
     convergence_refusal,
 )
-from dpsynth.errors import InputError, require_choice, require_m, require_sane_epsilon
+from dpsynth.errors import (
+    InputError,
+    require_choice,
+    require_clip_bounds,
+    require_m,
+    require_public_size,
+    require_sane_epsilon,
+)
 from dpsynth.histogram import perturbed_histogram, ph_bins
 from dpsynth.mechanisms import Result, Sampler, Synthesizer
 from dpsynth.models import Model
@@ -193,27 +200,14 @@ class ReleaseSettings:
         self.tuning = safeguards.check_drop_missing(
             self.drop_missing, self.mechanism, self.X, self.n_synthetic, self.bounds, self.tuning
         )
-        if self.clip_to_bounds and self.bounds is None:
-            raise InputError("clip_to_bounds", "needs public bounds")
+        require_clip_bounds(self.clip_to_bounds, self.bounds)
         return self
 
     def _check_size(self) -> None:
         """``n_synthetic`` a public count; add-remove needs it and refuses covariates."""
-        if self.n_synthetic is not None:
-            self.n_synthetic = require_m(self.n_synthetic, "n_synthetic")
-        if self.neighbours != "add-remove":
-            return
-        if self.n_synthetic is None:
-            raise InputError(
-                "n_synthetic",
-                "add-remove neighbours make n private: give the number of synthetic "
-                "records as a public number",
-            )
-        if self.X is not None:
-            raise InputError(
-                "neighbours",
-                "a regression's covariates are public, so n is public: use substitution",
-            )
+        self.n_synthetic = require_public_size(
+            self.neighbours, self.n_synthetic, self.X is not None
+        )
 
 
 def _check_unused_tuning(spec: registry.Mechanism, tuning: dict[str, Any], reference: Any) -> None:

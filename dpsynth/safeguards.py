@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth import budget, privacy
-from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
+from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError, require_drop_missing_usage
 
 
 def charge_budget(
@@ -114,22 +114,9 @@ def check_drop_missing(
     sensitivities assume n public, so both are refused. PH's default number of bins then
     comes from ``n_synthetic``.
     """
+    require_drop_missing_usage(drop, mechanism, X is not None, n_synthetic)
     if not drop:
         return tuning
-    if n_synthetic is None:
-        raise InputError(
-            "n_synthetic",
-            "with drop_missing=True the number of records kept is private: give the number "
-            "of synthetic records as a public number",
-        )
-    if X is not None:
-        raise InputError(
-            "drop_missing",
-            "does not apply to a regression: the synthetic file lists the covariates of the "
-            "records kept, which would tell whose outcome was missing",
-        )
-    if mechanism == "sbs":
-        raise InputError("drop_missing", "does not apply to sbs (its sensitivities need n public)")
     if mechanism == "ph" and tuning.get("n_bins") is None:
         from dpsynth.histogram import ph_bins
 

@@ -177,3 +177,36 @@ def test_concurrent_charges_are_all_kept(tmp_path):
     assert sorted(entries) == list(range(1, 52))
     assert budget.summary(path)["spent"] == pytest.approx(0.51)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (["--drop-missing"], "--n-synthetic"),
+        (["--neighbours", "add-remove"], "--n-synthetic"),
+        (["--drop-missing", "--n-synthetic", "5", "--covariates", "x"], "--drop-missing"),
+    ],
+)
+def test_usage_errors_cost_no_budget(tmp_path, capsys, extra, named):
+    """Settings the library refuses whatever the data are refused by the command line before
+    the charge (the same functions, dpsynth.errors): no ledger line, no file."""
+    inp, ledger = tmp_path / "in.csv", tmp_path / "budget.jsonl"
+    pd.DataFrame({"y": [0.1, 0.2, 0.3], "x": [1.0, 2.0, 3.0]}).to_csv(inp, index=False)
+    mechanism = ["--mechanism", "censor-uw", "--model", "beta"] if "--covariates" in extra else [
+        "--mechanism", "ph"
+    ]  # fmt: skip
+    argv = ["synthesize", str(inp), "--column", "y", *mechanism, "--bounds", "0", "1"]
+    argv += [
+        "--epsilon",
+        "1",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--report",
+        str(tmp_path / "r.json"),
+    ]
+    argv += extra
+    argv += ["--budget-file", str(ledger), "--budget-total", "4"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"error: {named}" in err and err.count("\n") == 1, err
+    assert not ledger.exists() and not (tmp_path / "o.csv").exists()
