@@ -35,6 +35,7 @@ from dpsynth.cli_options import (
     options_of,
 )
 from dpsynth.errors import (
+    EPSILON_SANITY_LIMIT,
     InputError,
     require_clip_bounds,
     require_drop_missing_usage,
@@ -466,6 +467,12 @@ def _plan_command(args: argparse.Namespace) -> int:
     """``plan``: every candidate mechanism run on a PUBLIC reference file, best first."""
     check_ranges(args, "plan")
     require_epsilon("epsilon", args.epsilon)
+    if args.epsilon > EPSILON_SANITY_LIMIT:
+        raise InputError(
+            "epsilon",
+            f"plan compares releases up to the sanity limit ({EPSILON_SANITY_LIMIT:g}); a "
+            "release above it protects almost nothing",
+        )
     check_input_file(args.reference, [args.column, *_names(args.covariates)], "REFERENCE.csv")
 
     from dpsynth.mechanisms import Sampler
@@ -480,6 +487,10 @@ def _plan_command(args: argparse.Namespace) -> int:
         reference_X=covariate_matrix(frame, args.covariates, args.categorical),
         sampler=Sampler(**keywords(args, "plan", "sampler")),
     )
+    if "next_step" in table.columns:  # the library's words as this command line's flags
+        table["next_step"] = table["next_step"].map(
+            lambda t: api_words_as_flags(t) if isinstance(t, str) else t
+        )
     print(sizes_line(table), file=sys.stderr)
     if args.json:
         print(table.to_json(orient="records", indent=2))

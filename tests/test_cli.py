@@ -369,6 +369,17 @@ def test_plan_runs_candidates_on_a_public_file_and_writes_nothing(tmp_path, beta
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
+def test_plan_refuses_epsilon_above_the_sanity_limit_in_one_line(tmp_path, beta_csv, capsys):
+    """plan has no --allow-large-epsilon: above the limit it says so itself (before, each
+    candidate was refused with advice to pass a flag plan does not accept)."""
+    argv = ["plan", str(beta_csv), "--column", "y", "--model", "beta", "--epsilon", "25"]
+    argv += ["--bounds", "0", "1", "--mechanisms", "ph"]
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == ""
+    assert err.startswith("dpsynth: error: --epsilon: plan compares releases up to the sanity")
+    assert err.count("\n") == 1 and "allow" not in err
+
+
 def test_synthesize_prints_a_confidential_verdict_not_in_the_report(tmp_path, beta_csv, capsys):
     out, rep, diag = tmp_path / "o.csv", tmp_path / "r.json", tmp_path / "d.json"
     argv = ["synthesize", str(beta_csv), "--column", "y", "--mechanism", "ph"]
