@@ -279,7 +279,7 @@ def _fit_column(
     m: int,
     seed: int | None,
     sampler: Sampler,
-    progress: bool,
+    run: dict[str, bool],
 ) -> tuple[Any, list[np.ndarray]]:
     """One column: its release (fit on the confidential predecessors), then its m sets at
     the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays)."""
@@ -314,7 +314,7 @@ def _fit_column(
         column=col.name,
         sampler=sampler,
         allow_large_epsilon=True,  # the table's total was checked
-        progress=progress,
+        **run,  # progress, allow_unconverged
         **kw,
     )
     if col.mechanism == "ph":
@@ -445,6 +445,7 @@ def synthesize_table(
     budget_total: float | None = None,
     dataset_sha256: str | None = None,
     progress: bool = False,
+    allow_unconverged: bool = False,
 ) -> TableRelease:
     """Release m synthetic copies of a table under a total budget ``epsilon``.
 
@@ -453,7 +454,9 @@ def synthesize_table(
     attempt's outcome recorded whatever happens. A refused or failed column (e.g. not
     converged) refuses the whole table. ``reference``: the public reference file named by
     the spec (read from its path when not given). ``seed`` makes a research run
-    reproducible and the release NOT private (the report says so).
+    reproducible and the release NOT private (the report says so). ``allow_unconverged``: a
+    column whose fit misses the convergence policy is released "not established" (so is the
+    table) instead of refusing the table.
     """
     spec = load_spec(spec)
     epsilon = privacy.require_epsilon("epsilon", epsilon)
@@ -474,7 +477,8 @@ def synthesize_table(
     )
     owned = charge if not isinstance(budget_file, budget.Charge) else None
     with budget.attempt(owned):
-        out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, progress)
+        run = {"progress": progress, "allow_unconverged": allow_unconverged}
+        out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, run)
         if charge is not None:
             out.report["budget_ledger"] = charge.to_report()
     return out
@@ -536,7 +540,7 @@ def _release_table(
     seed: int | None,
     sampler: Sampler,
     ref: pd.DataFrame | None,
-    progress: bool,
+    run: dict[str, bool],
 ) -> TableRelease:
     """The release itself, once the budget is charged (column by column, in order)."""
     from dpsynth.release import KnownSeedWarning
@@ -563,9 +567,7 @@ def _release_table(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KnownSeedWarning)
             try:
-                rel, sets = _fit_column(
-                    col, j, state, col.share * epsilon, m, seed, sampler, progress
-                )
+                rel, sets = _fit_column(col, j, state, col.share * epsilon, m, seed, sampler, run)
             except InputError as exc:
                 raise _column_error(exc, col) from None
         releases[col.name] = rel

@@ -293,3 +293,32 @@ def test_crowded_category_labels_are_turned_upright_until_readable():
     assert plots.tick_label_overlaps(fig) == []
     assert all(label.get_rotation() == 90 for label in ax.get_xticklabels())
     plt.close(fig)
+
+
+def test_run_cli_never_stops_a_chapter_on_an_unconverged_release(monkeypatch, capsys):
+    """Refused for convergence twice (default, then longer chains): the third run adds
+    --allow-unconverged under a warning box; a release that converges is run once."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from dpsynth.studies import notebook
+
+    calls = []
+
+    def fake_run(argv, **kw):
+        calls.append(argv[3:])
+        refused = "--allow-unconverged" not in argv and len(calls) < 3
+        return SimpleNamespace(
+            returncode=2 if refused else 0,
+            stderr="dpsynth: error: --chains: the MCMC fit did not converge" if refused else "",
+        )
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    run = notebook.run_cli("synthesize", "a.csv", retry_unconverged=True)
+    assert run.returncode == 0 and len(calls) == 3
+    assert calls[1][-4:] == ["--iter-warmup", "2000", "--iter-sampling", "2000"]
+    assert calls[2][-1] == "--allow-unconverged"
+    assert "NO DP guarantee" in capsys.readouterr().out
+    calls.clear()
+    notebook.run_cli("synthesize", "a.csv")  # without the retry: one run, whatever it says
+    assert len(calls) == 1

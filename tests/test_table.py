@@ -277,6 +277,22 @@ def test_unconverged_column_refuses_table_and_counts_in_budget(tmp_path):
 
 
 @pytest.mark.slow
+def test_allow_unconverged_releases_the_table_without_a_guarantee():
+    """The same unconverged fit with allow_unconverged: released, but neither the column
+    nor the table (even without the seed) says DP."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(
+            _table(n=120), _clean(_spec()), 2.0, seed=1, allow_unconverged=True,
+            sampler=Sampler(iter_warmup=30, iter_sampling=20),
+        )  # fmt: skip
+    unseeded = rel.report["if_unseeded"]
+    assert unseeded["guarantee"] == "not established"
+    cols = [c["if_unseeded"]["guarantee"] for c in rel.report["confidential_columns"]]
+    assert "not established" in cols and rel.data.shape[0] == 120
+
+
+@pytest.mark.slow
 def test_cli_synthesize_table_writes_all_files(tmp_path, capsys):
     data = tmp_path / "data.csv"
     _table(n=300).to_csv(data, index=False)
