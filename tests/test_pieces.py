@@ -259,11 +259,13 @@ def test_pieces_on_censor_w_with_and_without_reference(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mechanism", ["unweighted", "lw"])
+@pytest.mark.parametrize("mechanism", ["unweighted", "lw", "cw", "sw", "weighted-e"])
 def test_pieces_on_the_adp_mechanisms(normal_model, mechanism, small_sampler, stan_backend):
+    """Every posterior mechanism runs a pieces model through dpsynth's assembled program."""
+    options = {"radius": 10.0} if mechanism == "cw" else {}
     rel = synthesize(_normal_data(15), model=normal_model, mechanism=mechanism, epsilon=8.0,
-                     sampler=small_sampler)  # fmt: skip
-    assert rel.report["guarantee"] == "aDP"
+                     sampler=small_sampler, **options)  # fmt: skip
+    assert rel.report["guarantee"] == "aDP" and rel.report["mechanism"] == mechanism
 
 
 @pytest.mark.slow
