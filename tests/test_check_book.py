@@ -109,7 +109,9 @@ def test_prose_inside_myst_sections_is_read():
     fine = (
         "<section class='tex2jax_ignore mathjax_ignore'><p>Each record: "
         "<span class='math notranslate nohighlight'>\\(M = \\varepsilon / 4\\)</span>; "
-        "<span class='tex2jax_ignore'>$\\frac 5</span> a week.</p></section>"
+        "<span class='tex2jax_ignore'>$\\frac 5</span> a week.</p>"
+        "<div class='dpsynth-comparison-block tex2jax_ignore'><table><tr>"
+        "<td>median ($): Censor_w; mean ($): Censor_uw</td></tr></table></div></section>"
     )
     assert problems(fine) == []
 
@@ -201,3 +203,21 @@ def test_the_probe_measures_cut_off_blocks():
     assert "res.cutoff" in check_book.PROBE_JS
     # the probe is a %-template: it must format
     check_book.PROBE_JS % {"limit": 1, "result_id": "r"}
+
+
+def test_raw_tex_is_read_inside_myst_sections_but_not_in_marked_tables():
+    """A cross-reference to a heading with maths renders its title as raw TeX (the choices
+    page had one): found inside a MyST section; dollar amounts in a block marked
+    tex2jax_ignore and MathJax's own math spans are not TeX left as text."""
+
+    def places(body: str) -> int:
+        return check_book.raw_tex(check_book.parse_html(page(body)))[0]
+
+    section = "<section class='tex2jax_ignore mathjax_ignore'>{}</section>"
+    assert places(section.format("<p><a href='#x'>a supremum over \\Theta</a></p>")) == 1
+    fine = (
+        "<p>over <span class='math notranslate nohighlight'>\\(\\Theta\\)</span></p>"
+        "<div class='dpsynth-comparison-block tex2jax_ignore'><table><tr>"
+        "<td>median ($): Censor_w; mean ($): Censor_uw</td></tr></table></div>"
+    )
+    assert places(section.format(fine)) == 0

@@ -124,11 +124,11 @@ TEXT_SKIP_CLASSES = {
     "sig-object",
     "math",  # MathJax's input (\( ... \)), rendered by the reader's browser
 }
-# Text marked as never maths (e.g. dollar amounts in a notebook's HTML tables): skipped by
-# the raw-TeX reading when inline, but MyST marks every top <section> with these classes
-# too, so on a container they must not hide the page's prose from the other checks.
+# Text marked as never maths (e.g. dollar amounts in dpsynth's comparison tables, a
+# <div class="... tex2jax_ignore">): skipped, but MyST marks every page's top <section>
+# with these classes too, so on a section they must not hide the page's prose.
 INLINE_SKIP_CLASSES = {"tex2jax_ignore", "mathjax_ignore"}
-CONTAINER_TAGS = {"section", "div", "article", "main", "body"}
+CONTAINER_TAGS = {"section", "article", "main", "body"}
 # Elements whose text a reader never sees (the check's own result <pre> is added by id).
 UNSEEN_TAGS = {"script", "style", "noscript", "template", "title"}
 RAW_TEX = re.compile(
