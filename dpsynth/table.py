@@ -34,6 +34,8 @@ from dpsynth.table_spec import (
     PublicColumn,
     TableSpec,
     load_spec,
+    n_cells,
+    ph_parents,
     require_columns,
 )
 
@@ -303,7 +305,7 @@ def _fit_column(
     if col.bounds is not None:
         kw["bounds"] = col.bounds
     elif col.mechanism == "ph":
-        kw["bounds"] = (0, len(col.levels) * _n_cells(parents) - 1)
+        kw["bounds"] = (0, len(col.levels) * n_cells(parents) - 1)
     col_seed = None if seed is None else _column_seed(seed, j)
     rel = synthesize(
         outcome,
@@ -324,17 +326,6 @@ def _fit_column(
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets)
     return rel, _column_sets(col, rel, state, m)
-
-
-def ph_parents(col: ConfidentialColumn, before: list[ConfidentialColumn]) -> list[Any]:
-    """The columns a PH level column is drawn given: the binary and categorical ones before it."""
-    if col.mechanism != "ph" or col.levels is None:
-        return []
-    return [p for p in before if p.levels is not None]
-
-
-def _n_cells(parents: list[ConfidentialColumn]) -> int:
-    return math.prod(len(p.levels) for p in parents)
 
 
 def _parent_cells(parents: list[ConfidentialColumn], values: dict[str, np.ndarray]) -> np.ndarray:
@@ -366,7 +357,7 @@ def _conditional_levels(
     """Set k's levels, each drawn from the PH sample's levels in the record's SYNTHETIC parent
     cell (the sample's overall levels where that cell is empty): post-processing of the
     ε_j-DP joint histogram sample."""
-    L, P = len(col.levels), _n_cells(parents)
+    L, P = len(col.levels), n_cells(parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)

@@ -184,16 +184,30 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
         for i, (e, s) in enumerate(zip(entries, shares))
     )
     _check_names(public, conf)
-    for j, col in enumerate(conf):
-        if col.mechanism == "ph" and j > 0:
-            _check_conditional_ph(col, conf[:j])
     analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
-    return TableSpec(public, conf, neighbours, reference, analysis, source)
+    spec = TableSpec(public, conf, neighbours, reference, analysis, source)
+    order = spec.order()  # with the missingness indicators: a PH column's parents at run time
+    for j, col in enumerate(order):
+        if col.mechanism == "ph" and j > 0:
+            _check_conditional_ph(col, order[:j])
+    return spec
 
 
 MAX_PH_CELLS = 100_000
 """At most this many cells (predecessor level combinations x levels) for a PH column drawn
 given the discrete columns before it."""
+
+
+def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
+    """The columns a PH level column is drawn given: the binary and categorical ones before it."""
+    if col.mechanism != "ph" or col.levels is None:
+        return []
+    return [p for p in before if p.levels is not None]
+
+
+def n_cells(columns: Sequence[ConfidentialColumn]) -> int:
+    """The number of combinations of the columns' public levels."""
+    return math.prod(len(c.levels) for c in columns)
 
 
 def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
@@ -205,7 +219,7 @@ def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[Confidential
             f"column {col.name!r}: ph after other columns draws a level given the binary and "
             "categorical columns before it; a continuous or count column there needs a model",
         )
-    cells = len(col.levels) * math.prod(len(c.levels) for c in before if c.levels is not None)
+    cells = len(col.levels) * n_cells(ph_parents(col, before))
     if cells > MAX_PH_CELLS:
         raise InputError(
             "mechanism",

@@ -129,6 +129,18 @@ def test_nothing_read_before_the_charge_library(tmp_path):
     assert y.charged_first is True
 
 
+def _release_files(tmp_path: Path) -> list[str]:
+    """epsilon 1 and the two files every ``synthesize`` call here names."""
+    return [
+        "--epsilon",
+        "1",
+        "--out",
+        str(tmp_path / "o.csv"),
+        "--report",
+        str(tmp_path / "r.json"),
+    ]
+
+
 def test_nothing_read_before_the_charge_cli(tmp_path, monkeypatch, capsys):
     inp, ledger = tmp_path / "in.csv", tmp_path / "budget.jsonl"
     pd.DataFrame({"y": [0.1, np.nan, 0.3]}).to_csv(inp, index=False)
@@ -141,14 +153,7 @@ def test_nothing_read_before_the_charge_cli(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "read_input", watched)
     argv = ["synthesize", str(inp), "--column", "y", "--mechanism", "ph", "--bounds", "0", "1"]
-    argv += [
-        "--epsilon",
-        "1",
-        "--out",
-        str(tmp_path / "o.csv"),
-        "--report",
-        str(tmp_path / "r.json"),
-    ]
+    argv += _release_files(tmp_path)
     argv += ["--budget-file", str(ledger), "--budget-total", "4"]
     assert cli.main(argv) == 2  # the missing value is refused after the charge
     assert seen == ["pending"]
@@ -196,14 +201,7 @@ def test_usage_errors_cost_no_budget(tmp_path, capsys, extra, named):
         "--mechanism", "ph"
     ]  # fmt: skip
     argv = ["synthesize", str(inp), "--column", "y", *mechanism, "--bounds", "0", "1"]
-    argv += [
-        "--epsilon",
-        "1",
-        "--out",
-        str(tmp_path / "o.csv"),
-        "--report",
-        str(tmp_path / "r.json"),
-    ]
+    argv += _release_files(tmp_path)
     argv += extra
     argv += ["--budget-file", str(ledger), "--budget-total", "4"]
     assert cli.main(argv) == 2
