@@ -120,11 +120,12 @@ book-check: browser
 # The whole book, print-friendly: every page of _toc.yml (its root and every `file:` entry,
 # the executed notebooks under book/executed/ included), as built, printed to
 # _build/pdf/NN_<page>.pdf in reading order by headless chromium with the theme's print
-# stylesheet (after `make book` or book-html).
+# stylesheet (after `make book` or book-html), then merged into _build/pdf/dpsynth_book.pdf
+# with one bookmark per page (tools/merge_pdf.py).
 TOC_PAGES = $(shell sed -n -E 's/^[[:space:]]*(-[[:space:]]*)?(root|file):[[:space:]]*([^[:space:]#]+).*/\3/p' _toc.yml)
 book-pdf: browser
 	@test -f _build/html/book/dp_primer.html || { echo "book-pdf: build the book first" >&2; exit 2; }
-	@mkdir -p _build/pdf
+	@rm -rf _build/pdf && mkdir -p _build/pdf
 	@i=0; for page in $(TOC_PAGES); do \
 	  i=$$((i + 1)); html=_build/html/$$page.html; \
 	  test -f $$html || { echo "book-pdf: $$html was not built" >&2; exit 1; }; \
@@ -134,13 +135,15 @@ book-pdf: browser
 	    file://$(CURDIR)/$$html 2>/dev/null || exit 1; \
 	  echo "[make] $$out" >&2; \
 	done
+	$(BIN)/python tools/merge_pdf.py _build/pdf/dpsynth_book.pdf $$(ls _build/pdf/[0-9][0-9]_*.pdf)
 
 # The test command: lint (library and notebooks), unit and Stan tests, the book under the ci
 # profile (each notebook executed once), nbval on those executed notebooks, and the built
-# HTML opened in headless chromium. The ci notebooks run two at a time (-j2: on 2 cores,
+# HTML opened in headless chromium (installed first: a unit test runs the check's probe in it).
+# The ci notebooks run two at a time (-j2: on 2 cores,
 # 91 s instead of 168 s, measured); the paper-scale `make book` runs them one by one, since
 # its studies use both cores themselves.
-test: lint pytest
+test: lint browser pytest
 	$(MAKE) -j2 book-html PROFILE=ci
 	$(MAKE) nbval
 	$(MAKE) book-check

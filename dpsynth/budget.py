@@ -60,18 +60,31 @@ class Charge:
             _write_private(self.path, header, lines)
 
     def to_report(self) -> dict[str, Any]:
-        """The release's place in the ledger, for the public report (no dataset hash)."""
+        """What the public report says of the ledger: this release's charge only.
+
+        The release's entry number and the totals spent and remaining count the earlier
+        attempts, refused and failed ones included, and whether an attempt was refused can
+        depend on the data (a convergence refusal), so they go to the confidential
+        diagnostics (:meth:`to_diagnostics`)."""
         return {
+            "epsilon_charged": self.epsilon,
+            "meaning": (
+                "this release is charged to the dataset's privacy-budget ledger, where the "
+                "epsilon of every attempt on the dataset, refused and failed ones included, "
+                "adds up (sequential composition); its place in the ledger and the totals are "
+                "in the confidential diagnostics (earlier refusals can depend on the data)"
+            ),
+        }
+
+    def to_diagnostics(self) -> dict[str, Any]:
+        """The release's place in the ledger (confidential: counts earlier attempts)."""
+        return {
+            "file": str(self.path),
             "entry": self.entry,
             "epsilon_charged": self.epsilon,
             "spent_after": self.spent_after,
             "total": self.total,
             "remaining_after": max(self.total - self.spent_after, 0.0),
-            "meaning": (
-                f"this release is entry {self.entry} of the dataset's privacy-budget ledger; the epsilon "
-                "of every attempt on the dataset, refused and failed ones included, adds up "
-                "(sequential composition)"
-            ),
         }
 
 

@@ -16,10 +16,12 @@ Which mechanism to choose for which data: the book's page "Which mechanism for m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import signal
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +79,8 @@ REFUSALS: list[tuple[str, str, str]] = [
     (
         "missing values",
         "a missing outcome or covariate value (column and count named); --drop-missing "
-        "without --n-synthetic, with --covariates or sbs",
+        "without --n-synthetic or with sbs; a missing outcome with --covariates, even with "
+        "--drop-missing",
         "--column / --covariates / --drop-missing / --n-synthetic",
     ),
     (
@@ -321,14 +324,36 @@ def _charge_budget(args: argparse.Namespace, outputs: dict[str, Path]) -> Any:
 
 def _release_command(args: argparse.Namespace, outputs: dict[str, Path], charge: Any) -> int:
     """Read the data (after the budget charge), release, write the files, print."""
-    frame = read_input(args.input, args.column, "IN.csv", allow_missing=args.drop_missing)
-    release = _call_synthesize(args, frame, _file_inputs(args, frame), charge)
+    frame = read_input(
+        args.input,
+        args.column,
+        "IN.csv",
+        allow_missing=args.drop_missing,
+        regression=bool(_names(args.covariates)),
+    )
+    with _centring_named_by_its_file(args):
+        release = _call_synthesize(args, frame, _file_inputs(args, frame), charge)
     release.write(outputs["--out"], outputs["--report"], outputs.get("--diagnostics"))
     if not args.quiet:
         _print_verdict(release.diagnostics.get("utility", {}), release.report.get("guarantee"))
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _centring_named_by_its_file(args: argparse.Namespace) -> Iterator[None]:
+    """A refusal of centring values fitted from ``--centring-from`` names that flag (the
+    user never passed ``--centring``)."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.param != "centring" or args.centring_from is None:
+            raise
+        body = str(exc).removeprefix("centring: ")
+        raise InputError(
+            "--centring-from", f"the values fitted to {args.centring_from}: {body}"
+        ) from None
 
 
 def _model_of(args: argparse.Namespace) -> Any:
@@ -351,7 +376,11 @@ def _file_inputs(args: argparse.Namespace, frame: Any) -> dict[str, Any]:
 
     model = _model_of(args)
     posterior = args.mechanism in registry.POSTERIOR_NAMES
-    X = covariate_matrix(frame, args.covariates, args.categorical) if posterior else None
+    X = (
+        covariate_matrix(frame, args.covariates, args.categorical, args.drop_missing)
+        if posterior
+        else None
+    )
     given: dict[str, Any] = {
         "model": model,
         "X": X,

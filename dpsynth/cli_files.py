@@ -102,12 +102,15 @@ def read_csv(path: str, param: str, empty_param: str | None = None) -> pd.DataFr
     return frame
 
 
-def read_input(path: str, column: str, param: str, allow_missing: bool = False) -> pd.DataFrame:
+def read_input(
+    path: str, column: str, param: str, allow_missing: bool = False, regression: bool = False
+) -> pd.DataFrame:
     """Read a UTF-8 CSV (a BOM is fine), refusing unreadable files and ambiguous headers.
 
     Missing outcome values are refused with the column's name and their count, unless
-    ``allow_missing`` (``--drop-missing``: the library drops them); non-numeric and
-    infinite values are always refused."""
+    ``allow_missing`` (``--drop-missing``: the library drops them); the refusal's hint
+    offers ``--drop-missing`` without covariates and ``synthesize-table`` (a missingness
+    indicator) for a ``regression``. Non-numeric and infinite values are always refused."""
     import numpy as np
     import pandas as pd
 
@@ -115,7 +118,14 @@ def read_input(path: str, column: str, param: str, allow_missing: bool = False) 
     frame = read_csv(path, param, empty_param="--column")
     missing = frame[column].isna().to_numpy()
     if missing.any() and not allow_missing:
-        hint = "; --drop-missing drops such records" if param == "IN.csv" else ""
+        hint = ""
+        if param == "IN.csv":
+            hint = (
+                "; with --covariates, dropping them would tell whose outcome was missing: "
+                "synthesize-table synthesizes a missingness indicator instead"
+                if regression
+                else "; --drop-missing drops such records"
+            )
         raise InputError(
             "--column",
             f"column {column!r} of {path} has {int(missing.sum())} missing value(s) (first at "

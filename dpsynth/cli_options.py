@@ -243,7 +243,9 @@ OPTIONS: tuple[Option, ...] = (
            "budget_total", type=float, metavar="E", requires="--budget-file"),
     Option("--drop-missing", _SYN,
            "drop records with a missing outcome instead of refusing them (needs "
-           "--n-synthetic; no covariates; the count goes to the confidential diagnostics)",
+           "--n-synthetic; the count goes to the confidential diagnostics); with "
+           "--covariates, drop records with a missing covariate (public, so the count is "
+           "in the report; a missing outcome is still refused)",
            "drop_missing", ("synthesize",), action="store_true"),
     Option("--neighbours", _SYN,
            "neighbouring databases: substitution (default, n public) or add-remove",

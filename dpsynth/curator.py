@@ -34,6 +34,7 @@ computed, e.g. a constant synthetic set's regression, counts as poor).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -223,12 +224,14 @@ def utility_verdict(
     n_published: int | None = None,
     extra_source: str | None = None,
     epsilon: float | None = None,
+    coef_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
     ``confidential``: the outcome (n,); ``synthetic_sets``: m x N (or one set (N,)), original
     scale; ``outcome``: one of :data:`OUTCOMES`. ``X`` (n x p, public covariates, no
-    intercept; needs N = n) adds the per-coefficient interval overlap and shift.
+    intercept; needs N = n) adds the per-coefficient interval overlap and shift, named by
+    ``coef_names`` (one per column of ``X``; default ``x1 ... xp``).
     ``n_censored``, ``n_zero_weight`` (confidential diagnostics), ``n`` (default: the records
     of ``confidential``), ``mechanism``, ``model``, public ``bounds`` and the run's settings
     (``centring``: "none", "saturated" or "reference"; ``reference_weights``) feed the
@@ -242,7 +245,7 @@ def utility_verdict(
     sets = _sets("synthetic_sets", synthetic_sets)
     n = y.size if n is None else int(n)
     design = None if X is None else _design(X, y.size, sets.shape[1])
-    per_set = [_set_figures(y, s, outcome, design) for s in sets]
+    per_set = [_set_figures(y, s, outcome, design, coef_names) for s in sets]
     figures = [k for k in THRESHOLDS if k in per_set[0]]
     summary = {k: float(np.median([row[k] for row in per_set])) for k in figures}
     levels = {k: _level(k, summary[k]) for k in figures}
@@ -258,6 +261,7 @@ def utility_verdict(
     return {
         "verdict": verdict,
         "next_step": steps[0],
+        "next_moves": [m for m in RULE_MOVES.get(fired[0][0], ()) if _applies(m, context)],
         "next_steps": steps,
         "rules": [name for name, _ in fired],
         "reasons": [f"{k} {summary[k]:.3g} is {levels[k]}" for k in figures if levels[k] != "good"],
@@ -508,7 +512,11 @@ def _statistics(x: np.ndarray, outcome: str) -> dict[str, float]:
 
 
 def _set_figures(
-    y: np.ndarray, syn: np.ndarray, outcome: str, design: np.ndarray | None
+    y: np.ndarray,
+    syn: np.ndarray,
+    outcome: str,
+    design: np.ndarray | None,
+    coef_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """One synthetic set's figures; regression ones are those of the worst coefficient."""
     conf, s = _statistics(y, outcome), _statistics(syn, outcome)
@@ -530,9 +538,16 @@ def _set_figures(
             coef_shift=float(np.max(np.abs(shifts))),
             coef_overlaps=overlaps.tolist(),
             coef_shifts=shifts.tolist(),
-            coef_names=["intercept", *(f"x{j}" for j in range(1, design.shape[1]))],
+            coef_names=_coef_names(design.shape[1] - 1, coef_names),
         )
     return row
+
+
+def _coef_names(p: int, names: Sequence[str] | None) -> list[str]:
+    """``intercept`` and one name per covariate column (``x1 ... xp`` unless given)."""
+    if names is not None and len(names) != p:
+        raise InputError("coef_names", f"needs one name per column of X ({p}), got {len(names)}")
+    return ["intercept", *(names if names is not None else (f"x{j}" for j in range(1, p + 1)))]
 
 
 def _ratio(num: float, den: float) -> float:

@@ -113,8 +113,15 @@ def require_choice(param: str, value: str, choices: Sequence[str]) -> str:
 
 
 def require_public_size(neighbours: str, n_synthetic: Any, has_covariates: bool) -> int | None:
-    """``n_synthetic`` a public count; add-remove needs it (n is private) and refuses covariates."""
+    """``n_synthetic`` a public count; add-remove needs it (n is private) and refuses covariates;
+    a regression writes one record per covariate row, so it takes no ``n_synthetic``."""
     n = None if n_synthetic is None else require_m(n_synthetic, "n_synthetic")
+    if n is not None and has_covariates and neighbours != "add-remove":
+        raise InputError(
+            "n_synthetic",
+            "a regression synthesizes one record per (public) covariate row: leave "
+            "n_synthetic out",
+        )
     if neighbours != "add-remove":
         return n
     if n is None:
@@ -133,20 +140,20 @@ def require_public_size(neighbours: str, n_synthetic: Any, has_covariates: bool)
 def require_drop_missing_usage(
     drop: bool, mechanism: str, has_covariates: bool, n_synthetic: Any
 ) -> None:
-    """Where dropping records with a missing outcome would leak or break a bound: refused."""
-    if not drop:
+    """Where dropping records with a missing value would leak or break a bound: refused.
+
+    Without covariates, dropping records with a missing outcome makes the number kept
+    private, so the number of synthetic records must be public. In a regression only records
+    with a missing (public) covariate are dropped, a public selection: n stays public (a
+    missing outcome there is refused when the data are read).
+    """
+    if not drop or has_covariates:
         return
     if n_synthetic is None:
         raise InputError(
             "n_synthetic",
             "with drop_missing=True the number of records kept is private: give the number "
             "of synthetic records as a public number",
-        )
-    if has_covariates:
-        raise InputError(
-            "drop_missing",
-            "does not apply to a regression: the synthetic file lists the covariates of the "
-            "records kept, which would tell whose outcome was missing",
         )
     if mechanism == "sbs":
         raise InputError("drop_missing", "does not apply to sbs (its sensitivities need n public)")

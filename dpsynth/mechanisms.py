@@ -322,7 +322,7 @@ class Synthesizer:
         s = self.sampler
         sf = engine.fit(
             self.model.stan_file,
-            self.model.fit_inputs(data),
+            self.model.fit_inputs(data, bounds=self.bounds),
             seed=self._seed(tag),
             chains=s.chains,
             iter_warmup=s.iter_warmup,

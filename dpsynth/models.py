@@ -86,7 +86,9 @@ class Model:
         """True for a whole user program (``from_stan_file``): tested, never proved DP."""
         return self.record_log_lik is None
 
-    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def fit_inputs(
+        self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
+    ) -> dict[str, Any]:
         """The data the program declares, from the convention's data dict (the same here;
         a pieces model renames its confidential entries, :mod:`dpsynth.pieces`)."""
         return dict(data)
@@ -768,9 +770,15 @@ def stan_data(
 
 
 def covariate_matrix(
-    frame: pd.DataFrame, covariates: str | None, categorical: str | None
+    frame: pd.DataFrame,
+    covariates: str | None,
+    categorical: str | None,
+    allow_missing: bool = False,
 ) -> np.ndarray | None:
-    """Numeric covariates as they are; text and ``categorical`` columns dummy-coded (first level dropped)."""
+    """Numeric covariates as they are; text and ``categorical`` columns dummy-coded (first
+    level dropped). A missing value is refused, naming the covariate and the count, or with
+    ``allow_missing`` (``--drop-missing``) gives its record a row of NaN (the design of the
+    complete records, whose levels alone are coded), for the release to drop."""
     if not covariates:
         return None
     cols = [c.strip() for c in covariates.split(",") if c.strip()]
@@ -778,6 +786,12 @@ def covariate_matrix(
     missing = [c for c in cols + sorted(cats) if c not in frame.columns]
     if missing:
         raise InputError("covariates", f"no column(s) {', '.join(missing)} in the input")
+    complete = ~frame[cols].isna().any(axis=1).to_numpy()
+    if allow_missing and not complete.all():
+        X = covariate_matrix(frame.loc[complete], covariates, categorical)
+        full = np.full((len(frame), X.shape[1]), np.nan)
+        full[complete] = X
+        return full
     for c in cols:
         missing = frame[c].isna().to_numpy()
         if missing.any():  # never coded as a level or a number
@@ -785,7 +799,7 @@ def covariate_matrix(
                 "covariates",
                 f"covariate {c!r} has {int(missing.sum())} missing value(s) (first at record "
                 f"{int(np.flatnonzero(missing)[0]) + 1}); missing covariates are never recoded: "
-                "complete or remove them in the file",
+                "complete or remove them in the file, or drop such records (drop_missing)",
             )
     parts = []
     for c in cols:
@@ -925,7 +939,9 @@ class LevelModel(Model):
             )
         return self.levels
 
-    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
+    def fit_inputs(
+        self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
+    ) -> dict[str, Any]:
         """The convention's data dict, plus ``n_levels`` where the program declares it."""
         out = dict(data)
         if self.levels_in_data:

@@ -27,7 +27,9 @@ dpsynth writes everything else, in three programs:
 The one premise the construction cannot give is that the record function is total (a Stan
 exception inside it rejects the proposal: an unclamped ``-inf`` term).
 :func:`public_precheck` evaluates it on a public grid of outcomes at prior draws, before
-any confidential data are read; the book states the residual.
+any confidential data are read; :func:`record_exceptions` counts the exceptions that came
+through the record loop in the confidential fit itself, and a release where it raised is
+refused; the book states the residual.
 """
 
 from __future__ import annotations
@@ -282,11 +284,16 @@ def _fit_program(pieces: Pieces) -> _Program:
     """
     kind = "int" if pieces.outcome == "count" else "real"
     call = f"{pieces.density}(dpsynth_y[dpsynth_i] | X[dpsynth_i], {_args(pieces)})"
+    probe = f"{pieces.density}(dpsynth_probe_y | X[dpsynth_i], {_args(pieces)})"
     p = _Program()
     p.block("functions", "#include dpsynth_functions.stan\n" + pieces.functions, "functions")
     p.block("data", _FIT_DATA.format(kind=kind), "dpsynth")
     _user_blocks(p, pieces)
-    p.block("model", "  {\n" + pieces.prior + "\n  }\n" + _FIT_MODEL.format(call=call), "prior")
+    p.block(
+        "model",
+        "  {\n" + pieces.prior + "\n  }\n" + _FIT_MODEL.format(call=call, probe=probe),
+        "prior",
+    )
     p.block("generated quantities", _FIT_OUTPUTS.format(call=call), "dpsynth")
     return p
 
@@ -302,12 +309,15 @@ _FIT_DATA = """
   real<lower=0> dpsynth_M;
   int<lower=0, upper=1> dpsynth_want_contrib;
   int<lower=0, upper=1> dpsynth_prior_only;
+  {kind} dpsynth_probe_y;
 """
 
 _FIT_MODEL = """
   if (dpsynth_prior_only == 0) {{
     vector[n] dpsynth_ll;
     for (dpsynth_i in 1:n) {{
+      // a public outcome first: an exception here depends on public inputs only
+      real dpsynth_probe = {probe};
       dpsynth_ll[dpsynth_i] = {call};
     }}
     target += dpsynth_centred_target(dpsynth_ll, dpsynth_centre, dpsynth_alpha,
@@ -451,9 +461,20 @@ class _StanMirror:
         return np.vstack([np.asarray(o["record_log_lik"], dtype=float).ravel() for o in outs])
 
 
-def fit_inputs(data: Mapping[str, Any], prior_only: bool = False) -> dict[str, Any]:
+def probe_outcome(outcome: str, bounds: tuple[float, float] | None) -> float | int:
+    """The public outcome at which the fit program evaluates the record function before each
+    record's own (the middle of :func:`outcome_grid`, where :func:`public_precheck` tested it)."""
+    grid = outcome_grid(outcome, bounds)
+    value = grid[(grid.size - 1) // 2]
+    return int(value) if outcome == "count" else float(value)
+
+
+def fit_inputs(
+    data: Mapping[str, Any], prior_only: bool = False, probe: float | int = 0
+) -> dict[str, Any]:
     """The fit program's data from the convention's data dict (:func:`dpsynth.models.stan_data`):
-    the confidential entries under their reserved ``dpsynth_`` names."""
+    the confidential entries under their reserved ``dpsynth_`` names; ``probe`` is the public
+    outcome of :func:`probe_outcome`."""
     return {
         "n": int(data["n"]),
         "K": int(data["K"]),
@@ -465,6 +486,7 @@ def fit_inputs(data: Mapping[str, Any], prior_only: bool = False) -> dict[str, A
         "dpsynth_M": float(data["M"]),
         "dpsynth_want_contrib": int(data["want_contrib"]),
         "dpsynth_prior_only": int(prior_only),
+        "dpsynth_probe_y": probe,
     }
 
 
@@ -486,9 +508,12 @@ class PiecesModel(Model):
         """False: the program is dpsynth's assembly, not a whole user program."""
         return False
 
-    def fit_inputs(self, data: Mapping[str, Any]) -> dict[str, Any]:
-        """The fit program's data (:func:`fit_inputs`)."""
-        return fit_inputs(data)
+    def fit_inputs(
+        self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
+    ) -> dict[str, Any]:
+        """The fit program's data (:func:`fit_inputs`), probing at the public ``bounds``'
+        :func:`probe_outcome`."""
+        return fit_inputs(data, probe=probe_outcome(self.outcome, bounds))
 
     def log_lik_mirror(self) -> _StanMirror:
         """The record log-likelihood at any draws, by the fit program itself."""
@@ -508,6 +533,44 @@ class PiecesModel(Model):
     def public_precheck(self, synthesizer: Any, neighbours: str, seed: int) -> dict[str, Any]:
         """:func:`public_precheck` for this model, with the synthesizer's public inputs."""
         return public_precheck(self, synthesizer, neighbours, seed)
+
+    def check_fit(self, stan_fit: engine.StanFit) -> None:
+        """Refuse a confidential fit in which the record function raised (:func:`record_exceptions`)."""
+        raised = record_exceptions(self, stan_fit)
+        if raised:
+            raise _refuse(
+                "functions",
+                f"{self.density_name} raised a Stan exception on the confidential data "
+                f"[CONFIDENTIAL, do not publish: {raised} evaluation(s)]: an exception rejects "
+                "the proposal, a term the clamp cannot bound, so nothing is released (the "
+                f"attempt still counts against any budget file); make {self.density_name} "
+                "return a value for every outcome and parameter value (-inf is allowed: test "
+                "the argument and return negative_infinity(), or use a log-scale form such "
+                "as poisson_log_lpmf)",
+            )
+
+    @property
+    def density_name(self) -> str:
+        """The record function's name (``record_lpdf`` or ``record_lpmf``)."""
+        return self.pieces.density if self.pieces is not None else "record_lpdf"
+
+
+def record_exceptions(model: PiecesModel, stan_fit: engine.StanFit) -> int:
+    """Stan exceptions of a fit that came through a statement reading the outcome.
+
+    Counted from :attr:`~dpsynth.engine.StanFit.exception_lines`: an exception whose outermost
+    statement reads ``dpsynth_y[`` (the record loop) was raised by the record function on a
+    confidential outcome. Exceptions of the prior, the parameters' constraints, the
+    transformed parameters and the loop's probe at a public outcome (evaluated just before,
+    so an exception that any outcome would raise at these parameter values comes through the
+    probe) depend on public inputs only and are not counted.
+    """
+    lines = engine.program_code(model.stan_file).splitlines()
+    return sum(
+        count
+        for line, count in stan_fit.exception_lines.items()
+        if 0 < line <= len(lines) and "dpsynth_y[" in lines[line - 1]
+    )
 
 
 def from_pieces(path: str | Path) -> PiecesModel:
@@ -634,6 +697,10 @@ def public_precheck(
             "prior_draws": int(picks.size),
             "outcomes": int(grid.size),
             "covariate_rows": int(rows.shape[0]),
-            "note": "tested at these public points, a premise of the proof (not proved)",
+            "note": (
+                "tested at these public points before the fit, and the release is refused "
+                "if the record function raised in the confidential fit; a premise of the "
+                "proof (not proved)"
+            ),
         },
     }

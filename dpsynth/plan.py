@@ -240,6 +240,8 @@ def plan(
         _candidate_row(c, (y, X), (ref_y, ref_X), point, spec.name, spec.outcome, settings)
         for c in mechanisms
     ]
+    for row in rows:
+        row["next_step"] = _checked_advice(row, rows)
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     rank = frame["verdict"].map({v: i for i, v in enumerate((*VERDICTS, "refused"))})
     order = np.lexsort(
@@ -325,8 +327,42 @@ def _candidate_row(
         "censored_share": shares["censored"],
         "zero_weight_share": shares["zero_weight"],
         "next_step": _unseeded_next_step(v, guarantee),
+        "next_moves": v.get("next_moves", []),
         "seconds": _since(start),
     }
+
+
+def _move_candidate(move: str, mechanism: str, centring: str) -> str | None:
+    """The candidate of :data:`CANDIDATES` that makes a next step's move (None: not one)."""
+    reference = "+reference" if centring == "reference" else ""
+    return {
+        "censor_uw": f"censor-uw{reference}",
+        "centre_reference": f"{mechanism}+reference",
+        "ph": "ph",
+        "model_based": "censor-uw+reference",
+    }.get(move)
+
+
+def _checked_advice(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The row's next step, with what its first checkable move gave on the same public
+    file: the verdict and figures of the candidate that makes the move (or how to check it
+    when that candidate was not run)."""
+    step = row.get("next_step")
+    by_name = {r["candidate"]: r for r in rows}
+    for move in row.get("next_moves") or ():
+        name = _move_candidate(move, row["mechanism"], row["centring"])
+        if name is None or name not in CANDIDATES or name == row["candidate"]:
+            continue
+        other = by_name.get(name)
+        if other is None:
+            return f"{step} (not checked here: add {name} to the mechanisms to compare)"
+        if other.get("verdict") not in VERDICTS:
+            return f"{step} (on this public file {name} was refused)"
+        return (
+            f"{step} (on this public file {name} gives {other['verdict']}: mean error "
+            f"{other['mean_error_pct']:.1f}%, max-ECDF {other['max_ecdf']:.3f})"
+        )
+    return step
 
 
 def _unseeded_next_step(verdict: dict[str, Any], guarantee: str | None) -> str:

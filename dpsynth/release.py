@@ -148,10 +148,13 @@ class ReleaseSettings:
       reading the data) charges ``epsilon`` to the dataset's privacy-budget ledger BEFORE
       any record is looked at (:func:`dpsynth.budget.charge`; ``budget_total``: the cap of a
       new file; ``dataset_sha256``: the dataset's identity, by default a hash of ``y`` and
-      ``X``) and records the outcome; the report cites the entry.
+      ``X``) and records the outcome; the report states the charge, the diagnostics the
+      entry and the totals.
     * ``drop_missing`` drops records with a missing outcome (needs the public
-      ``n_synthetic``, no covariates; the count goes to the diagnostics;
-      :data:`dpsynth.privacy.DROPPED_RECORDS_MAP`). ``public_files`` (name -> SHA-256 of a
+      ``n_synthetic``; the count goes to the diagnostics;
+      :data:`dpsynth.privacy.DROPPED_RECORDS_MAP`); in a regression it drops records with
+      a missing (public) covariate instead, a public selection stated in the report, and a
+      missing outcome stays refused. ``public_files`` (name -> SHA-256 of a
       public file used, e.g. a reference) is stated in the report.
     """
 
@@ -271,7 +274,14 @@ def synthesize(
     )
     owned = charge if not isinstance(s.budget_file, budget.Charge) else None
     with budget.attempt(owned):  # the outcome is recorded, whatever happens next
-        y, n_dropped = safeguards.missing_outcome(y, s.column, s.drop_missing)
+        regression = s.X is not None
+        n_dropped = 0
+        if s.drop_missing and regression:  # public covariates: a public selection
+            y, s.X, s.covariates, n_dropped = safeguards.drop_incomplete_covariates(
+                y, s.X, s.covariates
+            )
+        y, n_out = safeguards.missing_outcome(y, s.column, s.drop_missing, regression)
+        n_dropped += n_out
         y, n_clipped = _clipped(y, s.bounds, s.clip_to_bounds)
         if s.bounds is not None:
             from dpsynth.models import require_within_bounds
@@ -441,6 +451,7 @@ def _verdict(
             bounds=req.bounds,
             guarantee=report.get("guarantee"),
             epsilon=report.get("epsilon"),
+            coef_names=None if req.X is None else safeguards.design_names(req.X, req.covariates),
         )
     except (InputError, ValueError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
@@ -539,6 +550,7 @@ def _posterior(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         "n_censored": result.fit.n_censored,
         "n_zero_weight": int(result.n_zero_weight),
         "mcmc": dict(result.fit.stan_fit.diagnostics),
+        "stan_exceptions": int(sum(result.fit.stan_fit.exception_lines.values())),
         "tuning": result.tuning,
         EXTRA_SETS: extra,
     }
@@ -576,6 +588,8 @@ def _fit(req: Request) -> _Fitted:
     result = syn.run(
         req.mechanism, req.eps_set, neighbours=req.neighbours, alpha=ref_alpha, **tuning
     )
+    if pieces_checks is not None:  # the record function must not have raised on the data
+        syn.model.check_fit(result.fit.stan_fit)
     program_checks = None
     if syn.model.user_program:  # a whole user program: tested, a warning layer
         from dpsynth.program_checks import check_program

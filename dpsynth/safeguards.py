@@ -48,8 +48,33 @@ def charge_budget(
     )
 
 
-def missing_outcome(y: Any, column: str, drop: bool) -> tuple[Any, int]:
-    """``y`` without missing values: refused (column, count, first record) or dropped."""
+def drop_incomplete_covariates(
+    y: Any, X: Any, covariates: pd.DataFrame | None
+) -> tuple[Any, Any, pd.DataFrame | None, int]:
+    """The records whose public covariates are all present (``drop_missing`` in a regression).
+
+    A row of ``X`` with a NaN, or of ``covariates`` with a missing value, is dropped from
+    ``y``, ``X`` and ``covariates``. The covariates are public, so which records are dropped,
+    and how many, is public too: the number of records (and of synthetic records) stays n.
+    """
+    Xa = np.asarray(X, dtype=float)
+    keep = ~np.isnan(Xa.reshape(Xa.shape[0], -1)).any(axis=1)
+    if covariates is not None:
+        keep &= ~covariates.isna().any(axis=1).to_numpy()
+    dropped = int((~keep).sum())
+    if dropped == 0:
+        return y, X, covariates, 0
+    if not keep.any():
+        raise InputError("covariates", "every record has a missing covariate")
+    kept_cov = None if covariates is None else covariates.loc[keep].reset_index(drop=True)
+    return np.asarray(y)[keep], Xa[keep], kept_cov, dropped
+
+
+def missing_outcome(y: Any, column: str, drop: bool, regression: bool = False) -> tuple[Any, int]:
+    """``y`` without missing values: refused (column, count, first record) or dropped.
+
+    In a ``regression`` a missing outcome is refused even with ``drop``: the synthetic file
+    lists the covariates of the records kept, which would tell whose outcome was missing."""
     try:
         arr = np.asarray(y, dtype=float).ravel()
     except (TypeError, ValueError):
@@ -58,12 +83,18 @@ def missing_outcome(y: Any, column: str, drop: bool) -> tuple[Any, int]:
     k = int(missing.sum())
     if k == 0:
         return y, 0
-    if not drop:
+    if not drop or regression:
+        how = (
+            "in a regression they cannot be dropped (the synthetic file lists the covariates "
+            "of the records kept, which would tell whose outcome was missing): synthesize "
+            "the table with synthesize-table, which synthesizes a missingness indicator"
+            if regression
+            else "drop such records with drop_missing=True (then give n_synthetic)"
+        )
         raise InputError(
             "y",
             f"column {column!r} has {k} missing value(s) (first at record "
-            f"{int(np.flatnonzero(missing)[0]) + 1}); drop such records with "
-            "drop_missing=True (then give n_synthetic)",
+            f"{int(np.flatnonzero(missing)[0]) + 1}); {how}",
         )
     if k == arr.size:
         raise InputError("y", f"every record of column {column!r} is missing")
@@ -94,7 +125,9 @@ def _missing_covariate(name: str, missing: np.ndarray) -> InputError:
         "covariates",
         f"covariate {name} has {int(missing.sum())} missing value(s) (first at record "
         f"{int(np.flatnonzero(missing)[0]) + 1}); a regression needs every covariate, and "
-        "missing values are never recoded: complete or remove them in the file",
+        "missing values are never recoded: complete or remove them in the file, drop such "
+        "records (drop_missing: the covariates are public, so this costs no privacy), or "
+        "synthesize the table with synthesize-table (missingness indicators)",
     )
 
 
@@ -123,6 +156,34 @@ def check_drop_missing(
         bins = ph_bins(int(n_synthetic), bounds, bool(tuning.get("integer")))
         return {**tuning, "n_bins": bins}
     return tuning
+
+
+def design_names(X: Any, covariates: pd.DataFrame | None) -> list[str]:
+    """The names of the design's columns, matched against ``covariates`` as given.
+
+    A numeric covariate equal to the next column of ``X`` keeps its name; otherwise its
+    levels, dummy-coded as :func:`dpsynth.models.covariate_matrix` does (first level
+    dropped), name the next columns (``sex_male``). Where the columns do not match (a design
+    built otherwise), ``x1 ... xp``.
+    """
+    Xa = np.asarray(X, dtype=float)
+    Xa = Xa[:, None] if Xa.ndim == 1 else Xa
+    fallback = [f"x{j + 1}" for j in range(Xa.shape[1])]
+    if covariates is None or len(covariates) != Xa.shape[0]:
+        return fallback
+    names: list[str] = []
+    for c in covariates.columns:
+        col, j = covariates[c], len(names)
+        if pd.api.types.is_numeric_dtype(col) and j < Xa.shape[1]:
+            if np.allclose(col.to_numpy(dtype=float), Xa[:, j], equal_nan=True):
+                names.append(str(c))
+                continue
+        dummies = pd.get_dummies(col.astype(str), prefix=str(c), drop_first=True, dtype=float)
+        k = dummies.shape[1]
+        if j + k > Xa.shape[1] or not np.array_equal(dummies.to_numpy(), Xa[:, j : j + k]):
+            return fallback
+        names += [str(d) for d in dummies.columns]
+    return names if len(names) == Xa.shape[1] else fallback
 
 
 def public_inputs(
@@ -178,8 +239,15 @@ def add_fields(
         report.setdefault("caveats", []).append(text)
     if charge is not None:
         report["budget"] = charge.to_report()
-        diag["budget_file"] = str(charge.path)
-    if drop_missing:
+        diag["budget"] = charge.to_diagnostics()
+    if drop_missing and report.get("covariates"):
+        report["missing_values"] = {
+            "dropped": f"{n_dropped} record(s) with a missing covariate were dropped before "
+            "the release; the covariates are public, so this selection (and its count) is "
+            "public and the number of records n is unchanged in meaning",
+        }
+        diag["n_dropped_missing"] = n_dropped
+    elif drop_missing:
         report["missing_values"] = {
             "dropped": "records with a missing outcome were dropped before the release; "
             "how many is in the confidential diagnostics only",

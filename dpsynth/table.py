@@ -472,6 +472,7 @@ def synthesize_table(
         out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, run)
         if charge is not None:
             out.report["budget_ledger"] = charge.to_report()
+            out.diagnostics["budget"] = charge.to_diagnostics()
     return out
 
 

@@ -28,13 +28,19 @@ def _ph(path: Path, **kw):
 def test_release_is_charged_and_cited_in_the_report(tmp_path):
     path = tmp_path / "budget.jsonl"
     rel = _ph(path, budget_total=3.0)
-    assert rel.report["budget"]["entry"] == 1
-    assert rel.report["budget"]["spent_after"] == 1.0
-    assert rel.report["budget"]["total"] == 3.0
+    assert rel.report["budget"]["epsilon_charged"] == 1.0
+    # the place in the ledger counts earlier (possibly refused) attempts: confidential
+    assert not {"entry", "spent_after", "total"} & set(rel.report["budget"])
+    assert rel.diagnostics["budget"]["entry"] == 1
+    assert rel.diagnostics["budget"]["spent_after"] == 1.0
+    assert rel.diagnostics["budget"]["total"] == 3.0
+    second = _ph(path)
+    assert second.diagnostics["budget"]["entry"] == 2
+    assert second.report["budget"] == rel.report["budget"]  # nothing counts attempts
     header, lines = budget.read_ledger(path)
     assert header["total_epsilon"] == 3.0 and "CONFIDENTIAL" in header["confidential"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert [x.get("outcome") for x in lines] == ["pending", "released"]
+    assert [x.get("outcome") for x in lines][:2] == ["pending", "released"]
     # human-readable: JSON lines
     assert all(json.loads(t) for t in path.read_text().splitlines())
 
@@ -189,7 +195,7 @@ def test_concurrent_charges_are_all_kept(tmp_path):
     [
         (["--drop-missing"], "--n-synthetic"),
         (["--neighbours", "add-remove"], "--n-synthetic"),
-        (["--drop-missing", "--n-synthetic", "5", "--covariates", "x"], "--drop-missing"),
+        (["--n-synthetic", "5", "--covariates", "x"], "--n-synthetic"),
     ],
 )
 def test_usage_errors_cost_no_budget(tmp_path, capsys, extra, named):

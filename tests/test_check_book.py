@@ -1,12 +1,14 @@
 """The browser check's page-content checks (tools/check_book.py), on small hand-made pages.
 
-Each check must fail on a page with the fault and pass on the same page without it; none
-needs chromium (the probe's measurements are passed in as the dict it would write).
+Each check must fail on a page with the fault and pass on the same page without it; all but
+one need no chromium (the probe's measurements are passed in as the dict it would write); that
+one runs the probe in headless chromium on served pages.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 from pathlib import Path
 
@@ -203,6 +205,41 @@ def test_the_probe_measures_cut_off_blocks():
     assert "res.cutoff" in check_book.PROBE_JS
     # the probe is a %-template: it must format
     check_book.PROBE_JS % {"limit": 1, "result_id": "r"}
+
+
+WIDE_LINE = "dpsynth synthesize in.csv --column income " + "--a-long-option value " * 20
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="chromium is not installed (make browser installs it)",
+)
+def test_the_probe_finds_cut_off_code_and_tables_in_a_real_browser(tmp_path):
+    """The probe itself, run by headless chromium on served pages at 1280 px: a code block
+    and a table wider than their scroll boxes are reported, the same page with short lines
+    is not."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    cells = "".join(f"<td>column {j} with a long heading</td>" for j in range(40))
+    wide = (
+        f"<div style='overflow-x: auto'><pre>{WIDE_LINE}</pre></div>"
+        f"<div style='overflow-x: auto'><table><tr>{cells}</tr></table></div>"
+    )
+    narrow = "<div style='overflow-x: auto'><pre>dpsynth synthesize in.csv</pre></div>"
+    (tmp_path / "bad.html").write_text(page(wide))
+    (tmp_path / "good.html").write_text(page(narrow))
+    server, base = check_book.start_server(tmp_path)
+    try:
+        found = {}
+        for name in ("bad", "good"):
+            dom = check_book.dump_dom(chromium, f"{base}{name}.html", 120.0, 1280, 5000)
+            found[name] = check_book.parse_html(dom).probe["cutoff"]
+    finally:
+        server.shutdown()
+    assert {c["kind"] for c in found["bad"]} == {"code", "table"}, found
+    assert all(c["content"] > c["box"] for c in found["bad"])
+    assert found["good"] == []
+    assert check_book.cutoff_problems("book/bad at 1280 px", found["bad"], 1280)
 
 
 def test_raw_tex_is_read_inside_myst_sections_but_not_in_marked_tables():

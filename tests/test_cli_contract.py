@@ -270,10 +270,10 @@ CASES = [
         setup=_csv("y\n0.1\n\n0.3\n"),
     ),
     Case(
-        "drop-missing-with-covariates",
+        "drop-missing-outcome-in-a-regression",
         "missing values",
-        "--drop-missing",
-        ["--model", "beta-regression", "--covariates", "x", "--drop-missing", "--n-synthetic", "3"],
+        "--column",
+        ["--model", "beta-regression", "--covariates", "x", "--drop-missing"],
         base="stan",
         setup=_csv("y,x\n0.1,1\n,2\n0.3,3\n0.4,4\n"),
     ),

@@ -326,6 +326,84 @@ prior { theta ~ exponential(1); }
     assert str(exc.value).startswith("pieces: functions record_lpdf raised a Stan exception")
 
 
+OFF_GRID_TRAP = """
+functions {
+  real record_lpdf(real y, row_vector x, real mu) {
+    if (2 * y == round(2 * y)) {  // the public grid between -4 and 6 has step 0.5
+      return normal_lpdf(y | mu, 1);
+    }
+    return normal_lpdf(y | mu, 1) + poisson_lpmf(0 | mu - y + 4);  // raises: mu < y - 4
+  }
+  real record_rng(row_vector x, real mu) { return normal_rng(mu, 1); }
+}
+parameters { real mu; }
+prior { mu ~ normal(0, 10); }
+"""
+
+
+@pytest.mark.slow
+def test_record_function_raising_only_off_the_grid_is_refused_after_the_fit(
+    tmp_path, capfd, stan_backend
+):
+    """A record function total on the public grid but raising between its points (where
+    real data lie): its exceptions would confine mu above max(y) - 4 through rejections, which
+    the clamp never sees. The pre-check passes; the confidential fit's exceptions, counted
+    by the record loop's line, refuse the release, with the count marked confidential."""
+    path = tmp_path / "off_grid.pieces"
+    path.write_text(OFF_GRID_TRAP)
+    model = pieces.from_pieces(path)
+    y = _normal_data()
+    assert not np.any(2 * y == np.round(2 * y))  # every record is off the grid
+    with pytest.raises(InputError) as exc:
+        synthesize(y, model=model, mechanism="censor-uw", epsilon=4.0, bounds=(-4.0, 6.0),
+                   seed=5, sampler=Sampler(2, 300, 300))  # fmt: skip
+    message = str(exc.value)
+    assert message.startswith(
+        "pieces: functions record_lpdf raised a Stan exception on the confidential data"
+    ), message
+    assert "[CONFIDENTIAL, do not publish:" in message
+    # on grid outcomes the same pieces never raise: a fit there has no exception
+    on_grid = np.round(2 * y) / 2
+    rel = synthesize(on_grid, model=model, mechanism="censor-uw", epsilon=4.0,
+                     bounds=(-4.0, 6.0), seed=5, sampler=Sampler(2, 300, 300),
+                     allow_unconverged=True)  # fmt: skip
+    assert rel.diagnostics["stan_exceptions"] == 0
+
+
+def test_exception_lines_count_the_outermost_statement():
+    """Stan's location trace, innermost first (httpstan's logger text and CmdStan's console
+    line have the same form); only line numbers are kept."""
+    from dpsynth.engine.common import exception_lines
+
+    trace = (
+        "Exception: Exception: poisson_lpmf: Rate parameter is -0.07, but must be nonnegative! "
+        "(in '/tmp/m.stan', line 4, column 4 to column 33) "
+        "(in '/tmp/m.stan', line 12, column 4 to column 34)"
+    )
+    texts = [
+        "Informational Message: The current Metropolis proposal is about to be rejected",
+        trace,
+        trace,
+        "Exception: normal_lpdf: Scale parameter is 0 (in 'm.stan', line 9, column 2 to column 9)",
+        "Iteration: 100 / 200 [ 50%]  (Sampling)",
+    ]
+    assert exception_lines(texts) == {12: 2, 9: 1}
+
+
+def test_record_exceptions_count_only_the_record_loop(tmp_path):
+    """Exceptions through the prior's lines (public scope) are not counted; through the
+    loop that passes dpsynth_y, they are."""
+    model = pieces.from_pieces(NORMAL)
+    lines = engine.program_code(model.stan_file).splitlines()
+    loop = next(i + 1 for i, line in enumerate(lines) if "dpsynth_ll[dpsynth_i] =" in line)
+    prior = next(i + 1 for i, line in enumerate(lines) if "~ normal" in line)
+    fit = engine.StanFit({}, 1, {}, "pystan", 0, exception_lines={loop: 3, prior: 5})
+    assert pieces.record_exceptions(model, fit) == 3
+    model.check_fit(engine.StanFit({}, 1, {}, "pystan", 0, exception_lines={prior: 5}))
+    with pytest.raises(InputError, match=r"do not publish: 3 evaluation"):
+        model.check_fit(fit)
+
+
 @pytest.mark.slow
 def test_non_finite_terms_are_clamped(tmp_path, stan_backend):
     """The proof's claim that the clamp bounds non-finite terms too: a record function that
@@ -443,6 +521,39 @@ def test_cli_releases_an_honest_pieces_model_as_dp(tmp_path, capfd, stan_backend
     assert report["guarantee"] == "DP" and "pieces_checks" in report
     err = capfd.readouterr().err
     assert not any(f"{v:.4f}" in err or f"{v:.6g}" in err for v in y)
+
+
+@pytest.mark.slow
+def test_cli_refuses_a_record_function_that_raised_on_the_data(tmp_path, capfd, stan_backend):
+    """The off-grid trap through the CLI with a budget file: exit 2, one line naming
+    --pieces with the count marked confidential, no release file written, no data value on
+    the terminal, and the refused attempt recorded in the ledger."""
+    from dpsynth import budget
+
+    y = _normal_data()
+    inp = tmp_path / "in.csv"
+    pd.DataFrame({"y": y}).to_csv(inp, index=False)
+    trap = tmp_path / "off_grid.pieces"
+    trap.write_text(OFF_GRID_TRAP)
+    ledger = tmp_path / "budget.jsonl"
+    argv = [
+        "synthesize", str(inp), "--column", "y", "--pieces", str(trap), "--mechanism",
+        "censor-uw", "--epsilon", "4", "--bounds", "-4", "6", "--chains", "2",
+        "--iter-warmup", "300", "--iter-sampling", "300", "--out", str(tmp_path / "o.csv"),
+        "--report", str(tmp_path / "r.json"), "--budget-file", str(ledger),
+        "--budget-total", "10",
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capfd.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("dpsynth: error:")]
+    assert len(lines) == 1 and lines[0].startswith(
+        "dpsynth: error: --pieces: functions record_lpdf raised a Stan exception on the "
+        "confidential data [CONFIDENTIAL"
+    ), err
+    assert not (tmp_path / "o.csv").exists() and not (tmp_path / "r.json").exists()
+    assert not any(f"{v:.4f}" in err or f"{v:.6g}" in err for v in y)
+    _, entries = budget.read_ledger(ledger)
+    assert [x.get("outcome") for x in entries][-1].startswith("refused")
 
 
 def test_cli_refuses_pieces_naming_the_flag(tmp_path, capsys):

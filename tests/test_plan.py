@@ -10,6 +10,7 @@ from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
 from dpsynth.plan import (
     COLUMNS,
+    _checked_advice,
     plan,
     reference_point,
     resize_stand_in,
@@ -41,6 +42,34 @@ def test_split_reference_halves_are_disjoint_and_fixed_by_the_seed():
         split_reference(y, X[:-1])
     with pytest.raises(InputError, match="^reference_y:"):
         split_reference([1.0, 2.0])
+
+
+def _row(candidate, mechanism, centring, verdict, moves=(), step="x: try y"):
+    return {
+        "candidate": candidate, "mechanism": mechanism, "centring": centring,
+        "verdict": verdict, "mean_error_pct": 4.25, "max_ecdf": 0.0612,
+        "next_step": step, "next_moves": list(moves),
+    }  # fmt: skip
+
+
+def test_plan_advice_says_what_the_alternative_gives_on_the_public_file():
+    """A next step proposing another candidate quotes that candidate's verdict on the same
+    public file; moves the table cannot check (epsilon) are passed over; a proposed candidate
+    that was not run is named with how to check it."""
+    w = _row("censor-w", "censor-w", "none", "fair", ["censor_uw", "epsilon"])
+    uw = _row("censor-uw", "censor-uw", "none", "good")
+    ph = _row("ph", "ph", "none", "refused")
+    assert _checked_advice(w, [w, uw, ph]).endswith(
+        "(on this public file censor-uw gives good: mean error 4.2%, max-ECDF 0.061)"
+    )
+    centred = _row("censor-uw", "censor-uw", "none", "poor", ["centre_reference", "ph"])
+    assert _checked_advice(centred, [centred, ph]).endswith(
+        "(not checked here: add censor-uw+reference to the mechanisms to compare)"
+    )
+    only_eps = _row("censor-uw", "censor-uw", "none", "poor", ["epsilon", "model"])
+    assert _checked_advice(only_eps, [only_eps]) == "x: try y"
+    to_ph = _row("censor-uw", "censor-uw", "none", "poor", ["ph"])
+    assert _checked_advice(to_ph, [to_ph, ph]).endswith("(on this public file ph was refused)")
 
 
 @pytest.mark.slow

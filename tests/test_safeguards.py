@@ -4,6 +4,7 @@ statement of its public inputs, and no file left in the temporary folder."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -243,13 +244,15 @@ def test_drop_missing_needs_public_n_and_reports_the_map_not_the_count():
     ("kwargs", "param"),
     [
         ({"mechanism": "sbs"}, "drop_missing"),
-        ({"mechanism": "censor-uw", "X": np.ones((5, 1))}, "drop_missing"),
+        # a regression keeps the covariate rows of the records kept: a missing outcome is
+        # refused (dropping it would tell whose outcome was missing)
+        ({"mechanism": "censor-uw", "X": np.ones((5, 1)), "n_synthetic": None}, "y"),
     ],
 )
 def test_drop_missing_refused_where_it_would_leak(kwargs, param):
     y = np.array([0.1, np.nan, 0.3, 0.4, 0.5])
     with pytest.raises(InputError) as err:
-        synthesize(y, epsilon=1, bounds=(0, 1), drop_missing=True, n_synthetic=5, **kwargs)
+        synthesize(y, epsilon=1, bounds=(0, 1), drop_missing=True, **{"n_synthetic": 5, **kwargs})
     assert err.value.param == param
 
 
@@ -279,6 +282,109 @@ def test_missing_covariates_named_never_recoded():
             X=np.ones((3, 1)),
             covariates=frame[["g"]],
         )
+
+
+def test_drop_missing_in_a_regression_drops_missing_covariates_publicly():
+    """Covariates are public: records with a missing covariate are dropped from y, X and the
+    covariates alike (the count is public); a missing outcome stays refused, pointing to
+    synthesize-table."""
+    from dpsynth.models import covariate_matrix
+
+    frame = pd.DataFrame(
+        {"y": [0.1, 0.2, 0.3, 0.4, 0.5], "age": [30.0, np.nan, 50, 20, 40],
+         "sex": ["f", "m", None, "m", "f"]}
+    )  # fmt: skip
+    with pytest.raises(InputError, match="covariate 'age' has 1 missing"):
+        covariate_matrix(frame, "age,sex", None)
+    X = covariate_matrix(frame, "age,sex", None, allow_missing=True)
+    assert np.isnan(X[1]).all() and np.isnan(X[2]).all()
+    np.testing.assert_array_equal(X[[0, 3, 4]], [[30, 0], [20, 1], [40, 0]])
+    y, Xk, cov, dropped = safeguards.drop_incomplete_covariates(
+        frame["y"].to_numpy(), X, frame[["age", "sex"]]
+    )
+    assert dropped == 2 and list(y) == [0.1, 0.4, 0.5]
+    assert Xk.shape == (3, 2) and list(cov["age"]) == [30.0, 20.0, 40.0]
+    with pytest.raises(InputError, match="synthesize-table"):
+        safeguards.missing_outcome(np.array([0.1, np.nan]), "y", True, regression=True)
+    assert safeguards.missing_outcome(np.array([0.1, 0.2]), "y", True, regression=True)[1] == 0
+
+
+@pytest.mark.slow
+def test_cli_regression_drops_records_with_a_missing_covariate(tmp_path):
+    """--drop-missing with --covariates: the records with a missing covariate are left out
+    of the release (its file lists only complete covariate rows) and the public report says
+    how many (the covariates are public)."""
+    rng = np.random.default_rng(4)
+    n = 120
+    x = rng.normal(size=n)
+    frame = pd.DataFrame({"y": np.clip(50 + 10 * x + rng.normal(0, 5, n), 1, 99), "x": x})
+    frame.loc[[3, 17, 40], "x"] = np.nan
+    inp = tmp_path / "in.csv"
+    frame.to_csv(inp, index=False)
+    argv = [
+        "synthesize", str(inp), "--column", "y", "--model", "beta-regression",
+        "--covariates", "x", "--drop-missing", "--bounds", "0", "100", "--epsilon", "6",
+        "--mechanism", "censor-uw",
+        "--chains", "1", "--iter-warmup", "150", "--iter-sampling", "150",
+        "--allow-unconverged", "--out", str(tmp_path / "o.csv"),
+        "--report", str(tmp_path / "r.json"), "--quiet",
+    ]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = pd.read_csv(tmp_path / "o.csv")
+    assert len(out) == n - 3 and out["x"].notna().all()
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["missing_values"]["dropped"].startswith("3 record(s) with a missing covariate")
+
+
+def test_missing_outcome_hint_offers_only_what_applies(tmp_path):
+    """--drop-missing is offered for a single outcome; with covariates (where dropping is
+    refused: the kept covariate rows would tell whose outcome was missing) the hint points
+    to synthesize-table's missingness indicator instead."""
+    from dpsynth.cli_files import read_input
+
+    path = tmp_path / "in.csv"
+    path.write_text("y,x\n0.1,1\n,2\n0.3,3\n")
+    with pytest.raises(InputError) as single:
+        read_input(str(path), "y", "IN.csv")
+    assert "--drop-missing drops such records" in str(single.value)
+    with pytest.raises(InputError) as regression:
+        read_input(str(path), "y", "IN.csv", regression=True)
+    assert "--drop-missing" not in str(regression.value)
+    assert "synthesize-table" in str(regression.value) and "1 missing" in str(regression.value)
+
+
+def test_centring_values_from_a_file_are_refused_naming_the_file_flag():
+    """Values fitted to --centring-from that the model refuses name --centring-from, not
+    --centring (a flag the user never passed); a --centring refusal keeps its own flag."""
+    import argparse
+
+    from_file = argparse.Namespace(centring_from="ref.csv")
+    with pytest.raises(InputError) as err:
+        with cli._centring_named_by_its_file(from_file):
+            raise InputError("centring", "beta needs 43 values")
+    message = cli.flag_message(err.value)
+    assert message.startswith("--centring-from: the values fitted to ref.csv: beta needs 43")
+    with pytest.raises(InputError) as own:
+        with cli._centring_named_by_its_file(argparse.Namespace(centring_from=None)):
+            raise InputError("centring", "beta needs 43 values")
+    assert own.value.param == "centring"
+
+
+def test_design_names_follow_the_covariates_and_their_dummies():
+    """The verdict's coefficients are named after the covariates (a dummy by its level), as
+    covariate_matrix codes them; a design that does not match falls back to x1 ... xp."""
+    from dpsynth.models import covariate_matrix
+
+    frame = pd.DataFrame(
+        {"age": [30.0, 41, 52, 23], "sex": ["f", "m", "m", "f"], "region": [1, 2, 3, 1]}
+    )
+    X = covariate_matrix(frame, "age,sex,region", "region")
+    names = safeguards.design_names(X, frame[["age", "sex", "region"]])
+    assert names == ["age", "sex_m", "region_2", "region_3"]
+    assert safeguards.design_names(X[:, ::-1], frame[["age", "sex", "region"]]) == [
+        "x1", "x2", "x3", "x4",
+    ]  # fmt: skip
+    assert safeguards.design_names(X, None) == ["x1", "x2", "x3", "x4"]
 
 
 def test_reference_lacking_a_level_is_named():

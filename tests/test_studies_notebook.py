@@ -117,6 +117,46 @@ def test_in_ipython_the_error_shows_as_one_line(capsys):
         InteractiveShell.clear_instance()
 
 
+def test_rerun_says_a_notebook_failure_in_one_line():
+    """papermill's execution error, as dpsynth.studies.rerun prints it: a refused knob with
+    exit 2 and the knob's own line; any other error with the cell and exit 1."""
+    from papermill.exceptions import PapermillExecutionError
+
+    from dpsynth.studies.rerun import failure_line
+
+    knob = PapermillExecutionError(
+        2, 3, "check_knobs(globals())", "KnobError", "unknown knob 'nn' (...); knobs: n", []
+    )
+    line, status = failure_line(knob)
+    assert status == 2 and line == "rerun: refused: unknown knob 'nn' (...); knobs: n"
+    other = PapermillExecutionError(5, 7, "fit()", "ValueError", "bad\nmore", ["tb"])
+    line, status = failure_line(other)
+    assert status == 1 and "\n" not in line
+    assert line.startswith("rerun: the notebook stopped at cell In [7] with ValueError: bad;")
+
+
+@pytest.mark.slow
+def test_rerun_refuses_a_misspelt_knob_in_one_line(tmp_path, capfd):
+    """End to end on notebook 04: papermill's traceback is replaced by one line, exit 2,
+    and the notebook stops before its study."""
+    from pathlib import Path
+
+    from dpsynth.studies.rerun import main
+
+    root = Path(__file__).resolve().parents[1]
+    status = main([
+        str(root / "notebooks" / "04_reweighting.ipynb"), str(tmp_path / "out.ipynb"),
+        "--cwd", str(root / "notebooks"), "-k", "python3", "--log-level", "ERROR",
+        "--no-progress-bar", "-p", "nn", "400",
+    ])  # fmt: skip
+    err = capfd.readouterr().err
+    assert status == 2
+    assert err.strip() == (
+        "rerun: refused: unknown knob 'nn' (papermill -p nn ...); this notebook's knobs: "
+        "profile, n, m, seed"
+    )
+
+
 def test_show_table_outside_a_notebook_prints_the_frame_without_nan(capsys):
     frame = pd.DataFrame({"rule": ["thm7", "rubin"], "p": [0.95, np.nan]})
     notebook.show_table(frame, caption="Table 1", float_format="{:.2f}")

@@ -92,7 +92,9 @@ class StanFit:
     out of ``draws``, each an ``S x n`` matrix when the program was asked for them
     (``want_contrib = 1``), else ``None``: ``contrib`` (alpha_i * ll_i, clamped to
     [-M, M] when censoring), ``contrib_uncensored`` (alpha_i * ll_i) and
-    ``record_log_lik`` (the unweighted ll_i).
+    ``record_log_lik`` (the unweighted ll_i). ``exception_lines``: Stan exceptions during
+    the run (rejected proposals, rejected initial values), counted by the program line of
+    the outermost statement they came through (confidential counts; no text is kept).
     """
 
     draws: dict[str, np.ndarray]
@@ -104,6 +106,7 @@ class StanFit:
     contrib_uncensored: np.ndarray | None = None
     record_log_lik: np.ndarray | None = None
     param_names: tuple[str, ...] = field(default_factory=tuple)
+    exception_lines: dict[int, int] = field(default_factory=dict)
 
     @property
     def n_draws(self) -> int:
@@ -255,6 +258,7 @@ def fit(
         contrib_uncensored=_nonempty(run.draws.get("contrib_uncensored")),
         record_log_lik=_nonempty(run.draws.get("record_log_lik")),
         param_names=run.param_names,
+        exception_lines=dict(run.exception_lines),
     )
 
 

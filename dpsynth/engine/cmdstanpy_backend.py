@@ -47,9 +47,11 @@ from dpsynth.engine.common import (
     StanFailure,
     build_lock,
     chain_arrays,
+    exception_lines,
     flock,
     interruptible,
     parameters_block_names,
+    report_messages,
     write_atomically,
 )
 from dpsynth.errors import InputError
@@ -73,7 +75,11 @@ def sample(run: Run) -> Sample:  # pragma: no cover - needs a CmdStan installati
     names = tuple(draws)
     divergences = int(np.sum(out.method_variables()["divergent__"]))
     return Sample(
-        draws, parameters_block_names(code, names), chain_arrays(draws, chains), divergences
+        draws,
+        parameters_block_names(code, names),
+        chain_arrays(draws, chains),
+        divergences,
+        getattr(out, "dpsynth_exception_lines", {}),
     )
 
 
@@ -171,6 +177,15 @@ def _sample_in(  # pragma: no cover - needs a CmdStan installation
             ),
         )
     out.draws()  # read every CSV while the folder still exists
+    # and the console files: Stan's messages counted (text dropped), as the PyStan path does
+    chains = [
+        Path(path).read_text(errors="replace").splitlines()
+        for path in out.runset.stdout_files
+        if os.path.exists(path)
+    ]
+    out.dpsynth_exception_lines = exception_lines(line for chain in chains for line in chain)
+    if not quiet and not sampling.get("fixed_param"):
+        report_messages(chains)
     return out
 
 

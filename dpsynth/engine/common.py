@@ -11,8 +11,9 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
@@ -33,6 +34,7 @@ class Sample(NamedTuple):
     param_names: tuple[str, ...]
     chain_arrays: dict[str, np.ndarray]
     divergences: int
+    exception_lines: Mapping[int, int] = MappingProxyType({})
 
 
 class StanFailure(Exception):
@@ -88,6 +90,26 @@ def message_summary(texts: Sequence[str]) -> dict[str, int]:
     return counts
 
 
+_LOCATION = re.compile(r"line (\d+), column")
+
+
+def exception_lines(texts: Iterable[str]) -> dict[int, int]:
+    """Stan exceptions counted by the outermost program line of their location trace.
+
+    Stan appends ``(in '<file>', line L, column ...)`` for every frame an exception
+    crosses, innermost first; the last is the statement of the model block (or of a
+    block's declaration) that called into the failing code. Only line numbers are kept:
+    the text, which can hold data values, is dropped.
+    """
+    counts: dict[int, int] = {}
+    for text in texts:
+        if "Exception" in text:
+            lines = _LOCATION.findall(text)
+            if lines:
+                counts[int(lines[-1])] = counts.get(int(lines[-1]), 0) + 1
+    return counts
+
+
 def message_phase_counts(texts: Sequence[str]) -> dict[str, int]:
     """One chain's withheld messages (:data:`MESSAGE_KINDS`) counted by phase, in order.
 
@@ -128,6 +150,33 @@ def message_phase_line(counts: dict[str, int]) -> str | None:
     else:
         parts.append("none during sampling")
     return "; ".join(parts)
+
+
+def report_messages(chains: Sequence[Sequence[str]]) -> None:
+    """Summarise Stan's rejections, warnings and errors while sampling; their text is withheld.
+
+    ``chains``: each chain's messages (httpstan's logger values, CmdStan's console lines).
+    Counted by kind and by phase (initialisation and warm-up, where rejections are normal,
+    against sampling: :func:`message_phase_counts`, chain by chain). The counts come from
+    the fit to the confidential data, so the line is marked confidential (it reaches the
+    curator's terminal only, never a file).
+    """
+    texts, phases = [], {"before sampling": 0, "sampling": 0}
+    for chain in chains:
+        texts += chain
+        for phase, c in message_phase_counts(chain).items():
+            phases[phase] += c
+    counts = message_summary(texts)
+    if any(counts.values()):
+        hints = {kind: hint for kind, _, hint in MESSAGE_KINDS}
+        parts = [f"{c} {kind} ({hints[kind]})" for kind, c in counts.items() if c]
+        print(
+            "[dpsynth] CONFIDENTIAL (from the fit to the confidential data): Stan sent "
+            + "; ".join(parts)
+            + f". By phase: {message_phase_line(phases)}."
+            + " Their text is withheld because it can contain data values.",
+            file=sys.stderr,
+        )
 
 
 @contextlib.contextmanager

@@ -53,16 +53,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpsynth.engine.common import (
-    MESSAGE_KINDS,
     Run,
     Sample,
     StanFailure,
     build_lock,
     chain_arrays,
-    message_phase_counts,
-    message_phase_line,
-    message_summary,
+    exception_lines,
     parameters_block_names,
+    report_messages,
     shape_key,
 )
 from dpsynth.errors import InputError
@@ -101,7 +99,8 @@ def sample(run: Run) -> Sample:
     }
     divergences = int(np.sum(out["divergent__"]))
     params = parameters_block_names(code, out.param_names)
-    return Sample(draws, params, chain_arrays(draws, chains), divergences)
+    texts = [text for chain in _logger_texts(out.stan_outputs) for text in chain]
+    return Sample(draws, params, chain_arrays(draws, chains), divergences, exception_lines(texts))
 
 
 def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.ndarray:
@@ -405,34 +404,17 @@ async def _wait_for(client: Any, operations: list[dict], quiet: bool) -> None:
             print(f"Sampling: {10 * tenth:3d}%", file=sys.stderr, flush=True)
 
 
-def _report_messages(outputs: Sequence[bytes]) -> None:
-    """Summarise Stan's rejections, warnings and errors while sampling; their text is withheld.
+def _logger_texts(outputs: Sequence[bytes]) -> list[list[str]]:
+    """Each chain's logger messages (Stan's text: never shown, only counted)."""
+    return [
+        [json.loads(line)["values"][0] for line in output.splitlines() if b'"logger"' in line]
+        for output in outputs
+    ]
 
-    Counted by kind and by phase (initialisation and warm-up, where rejections are normal,
-    against sampling: :func:`~dpsynth.engine.common.message_phase_counts`, chain by chain).
-    The counts come from the fit to the confidential data, so the line is marked
-    confidential (it reaches the curator's terminal only, never a file).
-    """
-    texts, phases = [], {"before sampling": 0, "sampling": 0}
-    for output in outputs:
-        chain = []
-        for line in output.splitlines():
-            if b'"logger"' in line:
-                chain.append(json.loads(line)["values"][0])
-        texts += chain
-        for phase, c in message_phase_counts(chain).items():
-            phases[phase] += c
-    counts = message_summary(texts)
-    if any(counts.values()):
-        hints = {kind: hint for kind, _, hint in MESSAGE_KINDS}
-        parts = [f"{c} {kind} ({hints[kind]})" for kind, c in counts.items() if c]
-        print(
-            "[dpsynth] CONFIDENTIAL (from the fit to the confidential data): Stan sent "
-            + "; ".join(parts)
-            + f". By phase: {message_phase_line(phases)}."
-            + " Their text is withheld because it can contain data values.",
-            file=sys.stderr,
-        )
+
+def _report_messages(outputs: Sequence[bytes]) -> None:
+    """Summarise Stan's messages while sampling (:func:`~dpsynth.engine.common.report_messages`)."""
+    report_messages(_logger_texts(outputs))
 
 
 def _expected_fit_name(model_name: str, payload: dict) -> str:
