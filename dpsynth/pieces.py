@@ -284,7 +284,7 @@ def _fit_program(pieces: Pieces) -> _Program:
     """
     kind = "int" if pieces.outcome == "count" else "real"
     call = f"{pieces.density}(dpsynth_y[dpsynth_i] | X[dpsynth_i], {_args(pieces)})"
-    probe = f"{pieces.density}(dpsynth_probe_y | X[dpsynth_i], {_args(pieces)})"
+    probe = f"{pieces.density}(dpsynth_probe_y | dpsynth_probe_X[dpsynth_u], {_args(pieces)})"
     p = _Program()
     p.block("functions", "#include dpsynth_functions.stan\n" + pieces.functions, "functions")
     p.block("data", _FIT_DATA.format(kind=kind), "dpsynth")
@@ -310,14 +310,19 @@ _FIT_DATA = """
   int<lower=0, upper=1> dpsynth_want_contrib;
   int<lower=0, upper=1> dpsynth_prior_only;
   {kind} dpsynth_probe_y;
+  int<lower=0> dpsynth_n_probe;
+  matrix[dpsynth_n_probe, K] dpsynth_probe_X;
 """
 
 _FIT_MODEL = """
   if (dpsynth_prior_only == 0) {{
     vector[n] dpsynth_ll;
-    for (dpsynth_i in 1:n) {{
-      // a public outcome first: an exception here depends on public inputs only
+    // a public outcome at every distinct public covariate row first: an exception here
+    // depends on public inputs only
+    for (dpsynth_u in 1:dpsynth_n_probe) {{
       real dpsynth_probe = {probe};
+    }}
+    for (dpsynth_i in 1:n) {{
       dpsynth_ll[dpsynth_i] = {call};
     }}
     target += dpsynth_centred_target(dpsynth_ll, dpsynth_centre, dpsynth_alpha,
@@ -462,8 +467,8 @@ class _StanMirror:
 
 
 def probe_outcome(outcome: str, bounds: tuple[float, float] | None) -> float | int:
-    """The public outcome at which the fit program evaluates the record function before each
-    record's own (the middle of :func:`outcome_grid`, where :func:`public_precheck` tested it)."""
+    """The public outcome at which the fit program evaluates the record function before the
+    records (the middle of :func:`outcome_grid`, where :func:`public_precheck` tested it)."""
     grid = outcome_grid(outcome, bounds)
     value = grid[(grid.size - 1) // 2]
     return int(value) if outcome == "count" else float(value)
@@ -474,11 +479,15 @@ def fit_inputs(
 ) -> dict[str, Any]:
     """The fit program's data from the convention's data dict (:func:`dpsynth.models.stan_data`):
     the confidential entries under their reserved ``dpsynth_`` names; ``probe`` is the public
-    outcome of :func:`probe_outcome`."""
+    outcome of :func:`probe_outcome`, evaluated at every distinct row of the public ``X``."""
+    X = np.asarray(data["X"], dtype=float).reshape(int(data["n"]), int(data["K"]))
+    # at least one row (the intercept row under add-remove), so that whether the probe runs
+    # never depends on n
+    probe_X = np.unique(X, axis=0) if X.shape[0] else np.ones((1, int(data["K"])))
     return {
         "n": int(data["n"]),
         "K": int(data["K"]),
-        "X": np.asarray(data["X"], dtype=float),
+        "X": X,
         "dpsynth_y": data["y"],
         "dpsynth_alpha": data["alpha"],
         "dpsynth_centre": data["centre"],
@@ -487,6 +496,8 @@ def fit_inputs(
         "dpsynth_want_contrib": int(data["want_contrib"]),
         "dpsynth_prior_only": int(prior_only),
         "dpsynth_probe_y": probe,
+        "dpsynth_n_probe": len(probe_X),
+        "dpsynth_probe_X": probe_X,
     }
 
 
@@ -561,9 +572,10 @@ def record_exceptions(model: PiecesModel, stan_fit: engine.StanFit) -> int:
     Counted from :attr:`~dpsynth.engine.StanFit.exception_lines`: an exception whose outermost
     statement reads ``dpsynth_y[`` (the record loop) was raised by the record function on a
     confidential outcome. Exceptions of the prior, the parameters' constraints, the
-    transformed parameters and the loop's probe at a public outcome (evaluated just before,
-    so an exception that any outcome would raise at these parameter values comes through the
-    probe) depend on public inputs only and are not counted.
+    transformed parameters and the probe loop (the record function at a public outcome and
+    every distinct public covariate row, evaluated before the records, so an exception that
+    any outcome would raise at these parameter values comes through the probe) depend on
+    public inputs only and are not counted.
     """
     lines = engine.program_code(model.stan_file).splitlines()
     return sum(

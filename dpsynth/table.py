@@ -1,9 +1,10 @@
-"""A whole table in one release: a sequential censored synthesizer.
+"""A whole table in one release: a sequential synthesizer, each column censored or PH.
 
 Column j (in the spec's synthesis order) is one existing dpsynth release
-(:func:`dpsynth.release.synthesize`: Censor_uw, Censor_w with reference weights, or PH for
-a first column) at budget eps_j = share_j * epsilon, fitted as a regression on the public
-columns and the confidential columns before it. Its published values are drawn from the
+(:func:`dpsynth.release.synthesize`: Censor_uw, Censor_w with reference weights, or PH) at
+budget eps_j = share_j * epsilon; a model column is fitted as a regression on the public
+columns and the confidential columns before it (a PH level column after others releases
+the histogram of its joint cells with the discrete predecessors, :func:`_joint_cells`). Its published values are drawn from the
 retained draws of that fit at the design built from the public columns and the
 **synthetic** values of its predecessors (:func:`draws_at_design`: post-processing).
 Predecessors enter the design scaled by their public bounds, (v - lo) / (hi - lo), and
@@ -709,7 +710,8 @@ def _table_report(
     total = math.fsum(c["epsilon_allocated"] for c in columns)
     guarantee = "DP" if all_dp else "not established"
     report = {
-        "release": "whole table (sequential censored synthesis)",
+        "release": "whole table (sequential synthesis: each column a censored pseudo "
+        "posterior or a perturbed histogram, given the columns before it)",
         "guarantee": guarantee,
         "guarantee_meaning": _TABLE_MEANING if all_dp else "no DP statement: a column has none",
         "epsilon": total if all_dp else None,

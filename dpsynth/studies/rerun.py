@@ -9,7 +9,10 @@ papermill's Python traceback, and exits with 2 for a refused knob
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+from collections.abc import Iterator
 
 
 def failure_line(error: BaseException) -> tuple[str, int]:
@@ -28,8 +31,36 @@ def failure_line(error: BaseException) -> tuple[str, int]:
     )
 
 
+@contextlib.contextmanager
+def _kernel_stderr_silenced() -> Iterator[None]:
+    """The kernel's own stderr (it inherits file descriptor 2) goes to the null device;
+    this process's ``sys.stderr`` (papermill's progress bar and log, the failure line) still
+    reaches the terminal. A kernel shut down by papermill can log a tornado traceback there,
+    which is noise: a cell's error reaches papermill through the kernel protocol."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    old = sys.stderr
+    os.dup2(devnull, 2)
+    os.close(devnull)
+    sys.stderr = os.fdopen(os.dup(saved), "w", buffering=1)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr.close()
+        sys.stderr = old
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run papermill's command line on ``argv``; return its exit status."""
+    with _kernel_stderr_silenced():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     import click
     from papermill.cli import papermill
     from papermill.exceptions import PapermillExecutionError
