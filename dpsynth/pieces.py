@@ -38,7 +38,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -466,6 +466,20 @@ class _StanMirror:
         return np.vstack([np.asarray(o["record_log_lik"], dtype=float).ravel() for o in outs])
 
 
+def _bounds_key(bounds: tuple[float, float] | None) -> Any:
+    return None if bounds is None else (float(bounds[0]), float(bounds[1]))
+
+
+def choose_probe(grid: np.ndarray, finite: np.ndarray, outcome: str) -> float | int:
+    """The grid outcome at which the record function was finite most often in the public
+    pre-check (``finite``: counts per grid point over prior draws and covariate rows), the
+    one nearest the grid's middle among ties: a probe that returns -inf without evaluating
+    anything (an outcome outside the model's support) would catch nothing."""
+    middle = (grid.size - 1) / 2
+    best = max(range(grid.size), key=lambda i: (finite[i], -abs(i - middle)))
+    return int(grid[best]) if outcome == "count" else float(grid[best])
+
+
 def probe_outcome(outcome: str, bounds: tuple[float, float] | None) -> float | int:
     """The public outcome at which the fit program evaluates the record function before the
     records (the middle of :func:`outcome_grid`, where :func:`public_precheck` tested it)."""
@@ -513,6 +527,8 @@ class PiecesModel(Model):
 
     pieces: Pieces | None = None
     synthesis_file: Path | None = None
+    probes: dict[Any, float | int] = field(default_factory=dict, compare=False, repr=False)
+    """The probe outcome :func:`public_precheck` chose, by public bounds (:func:`choose_probe`)."""
 
     @property
     def user_program(self) -> bool:
@@ -522,9 +538,10 @@ class PiecesModel(Model):
     def fit_inputs(
         self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
     ) -> dict[str, Any]:
-        """The fit program's data (:func:`fit_inputs`), probing at the public ``bounds``'
-        :func:`probe_outcome`."""
-        return fit_inputs(data, probe=probe_outcome(self.outcome, bounds))
+        """The fit program's data (:func:`fit_inputs`), probing at the outcome the public
+        pre-check chose for these ``bounds`` (else :func:`probe_outcome`)."""
+        probe = self.probes.get(_bounds_key(bounds), probe_outcome(self.outcome, bounds))
+        return fit_inputs(data, probe=probe)
 
     def log_lik_mirror(self) -> _StanMirror:
         """The record log-likelihood at any draws, by the fit program itself."""
@@ -692,7 +709,7 @@ def public_precheck(
     draws = {k: v[picks] for k, v in prior.draws.items()}
     grid, rows = outcome_grid(pieces.outcome, synthesizer.bounds), _covariate_rows(X)
     try:
-        engine.outputs_at(
+        outs = engine.outputs_at(
             model.stan_file, _grid_inputs(rows, grid), _param_dicts(pieces, draws), backend=backend
         )
     except InputError:
@@ -703,12 +720,21 @@ def public_precheck(
             "a value (-inf is allowed) for every outcome in the public domain: an exception "
             "rejects the proposal, a term the clamp cannot bound",
         ) from None
+    finite = sum(
+        np.isfinite(np.asarray(o["record_log_lik"], float).reshape(rows.shape[0], grid.size)).sum(
+            axis=0
+        )
+        for o in outs
+    )
+    probe = choose_probe(grid, np.asarray(finite), pieces.outcome)
+    model.probes[_bounds_key(synthesizer.bounds)] = probe
     return {
         "scope": f"the pieces compile with public data only ({neighbours} neighbours)",
         "record_function_total": {
             "prior_draws": int(picks.size),
             "outcomes": int(grid.size),
             "covariate_rows": int(rows.shape[0]),
+            "probe_outcome": probe,
             "note": (
                 "tested at these public points before the fit, and the release is refused "
                 "if the record function raised in the confidential fit; a premise of the "

@@ -215,6 +215,7 @@ def test_pieces_release_on_censor_uw_is_dp(normal_model, converging_sampler, sta
     assert "program_checks" not in report  # nothing to test: private by construction
     checks = report["pieces_checks"]
     assert checks["record_function_total"]["outcomes"] == pieces.GRID_POINTS
+    assert -4.0 <= checks["record_function_total"]["probe_outcome"] <= 6.0
     assert not np.isin(rel.data["y"].to_numpy(), y).any()
 
 
@@ -368,6 +369,19 @@ def test_record_function_raising_only_off_the_grid_is_refused_after_the_fit(
                      bounds=(-4.0, 6.0), seed=5, sampler=Sampler(2, 300, 300),
                      allow_unconverged=True)  # fmt: skip
     assert rel.diagnostics["stan_exceptions"] == 0
+
+
+def test_the_probe_is_a_grid_outcome_where_the_record_function_evaluates():
+    """The probe outcome is where the pre-check found the record function finite most often
+    (nearest the middle among ties): never an outcome outside the model's support, where a
+    total record function returns -inf without evaluating anything (notebook 08's
+    log-normal at 0 did, and an honest warm-up exception then counted as the data's)."""
+    grid = np.asarray(pieces.GRID_REAL)
+    finite = np.where(grid > 0, 80, 0)  # a positive model: -inf at and below 0
+    assert pieces.choose_probe(grid, finite, "real") == 0.1
+    assert pieces.choose_probe(grid, np.full(grid.size, 80), "real") == 0.0  # the middle
+    counts = np.asarray(pieces.GRID_COUNT)
+    assert pieces.choose_probe(counts, np.ones(counts.size), "count") in (3, 5)
 
 
 def test_exception_lines_count_the_outermost_statement():
