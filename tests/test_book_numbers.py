@@ -371,3 +371,18 @@ def test_choices_page_quotes_only_quantities_its_files_hold():
         if quantity not in rows[prefix] and quantity.removesuffix("_se") not in rows[prefix]:
             unknown.append(key)
     assert not unknown, f"book/choices.md quotes keys its files do not hold: {unknown}"
+
+
+def test_book_sources_hold_no_control_characters():
+    """A control character in a page's source (a vertical tab from an unescaped backslash in
+    a generated edit, say) breaks MyST's line numbering: sphinx-exercise then misses a
+    solution-end directive and the strict build fails. Only tabs and newlines are allowed."""
+    bad = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+    pages = [*ROOT.glob("book/*.md"), *ROOT.glob("notebooks/*.md"), ROOT / "README.md"]
+    found = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in pages
+        for n, line in enumerate(p.read_text(encoding="utf-8").split("\n"), start=1)
+        if bad.search(line)
+    ]
+    assert not found, found
