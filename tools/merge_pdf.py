@@ -29,7 +29,7 @@ def merge(out: Path, pages: list[Path]) -> int:
         for sheet in PdfReader(path).pages:
             writer.add_page(sheet)
         if len(writer.pages) > start:
-            writer.add_outline_item(bookmark_title(path), start)
+            writer.add_outline_item(title=bookmark_title(path), page_number=start)
     with out.open("wb") as fh:
         writer.write(fh)
     return len(writer.pages)
