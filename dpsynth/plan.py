@@ -344,25 +344,28 @@ def _move_candidate(move: str, mechanism: str, centring: str) -> str | None:
 
 
 def _checked_advice(row: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> Any:
-    """The row's next step, with what its first checkable move gave on the same public
-    file: the verdict and figures of the candidate that makes the move (or how to check it
-    when that candidate was not run)."""
-    step = row.get("next_step")
+    """The row's next step, with what each of its checkable moves gives on the same public
+    file: the verdict and figures of the candidate that makes the move, or how to check it
+    when that candidate was not run (moves such as "a larger epsilon" are not candidates)."""
     by_name = {r["candidate"]: r for r in rows}
+    notes: list[str] = []
     for move in row.get("next_moves") or ():
         name = _move_candidate(move, row["mechanism"], row["centring"])
         if name is None or name not in CANDIDATES or name == row["candidate"]:
             continue
         other = by_name.get(name)
         if other is None:
-            return f"{step} (not checked here: add {name} to the mechanisms to compare)"
-        if other.get("verdict") not in VERDICTS:
-            return f"{step} (on this public file {name} was refused)"
-        return (
-            f"{step} (on this public file {name} gives {other['verdict']}: mean error "
-            f"{other['mean_error_pct']:.1f}%, max-ECDF {other['max_ecdf']:.3f})"
-        )
-    return step
+            notes.append(f"{name} not run here (add it to the mechanisms to compare)")
+        elif other.get("verdict") not in VERDICTS:
+            notes.append(f"{name} was refused")
+        else:
+            notes.append(
+                f"{name} gives {other['verdict']}: mean error {other['mean_error_pct']:.1f}%, "
+                f"max-ECDF {other['max_ecdf']:.3f}"
+            )
+    if not notes:
+        return row.get("next_step")
+    return f"{row.get('next_step')} (on this public file: {'; '.join(notes)})"
 
 
 def _unseeded_next_step(verdict: dict[str, Any], guarantee: str | None) -> str:

@@ -53,23 +53,25 @@ def _row(candidate, mechanism, centring, verdict, moves=(), step="x: try y"):
 
 
 def test_plan_advice_says_what_the_alternative_gives_on_the_public_file():
-    """A next step proposing another candidate quotes that candidate's verdict on the same
-    public file; moves the table cannot check (epsilon) are passed over; a proposed candidate
-    that was not run is named with how to check it."""
+    """A next step proposing other candidates quotes their verdicts on the same public file,
+    in the order of the moves; moves the table cannot check (epsilon) are passed over; a
+    proposed candidate that was not run is named with how to check it."""
     w = _row("censor-w", "censor-w", "none", "fair", ["censor_uw", "epsilon"])
     uw = _row("censor-uw", "censor-uw", "none", "good")
     ph = _row("ph", "ph", "none", "refused")
     assert _checked_advice(w, [w, uw, ph]).endswith(
-        "(on this public file censor-uw gives good: mean error 4.2%, max-ECDF 0.061)"
+        "(on this public file: censor-uw gives good: mean error 4.2%, max-ECDF 0.061)"
     )
     centred = _row("censor-uw", "censor-uw", "none", "poor", ["centre_reference", "ph"])
-    assert _checked_advice(centred, [centred, ph]).endswith(
-        "(not checked here: add censor-uw+reference to the mechanisms to compare)"
+    good_ph = _row("ph", "ph", "none", "good")
+    assert _checked_advice(centred, [centred, good_ph]).endswith(
+        "(on this public file: censor-uw+reference not run here (add it to the mechanisms "
+        "to compare); ph gives good: mean error 4.2%, max-ECDF 0.061)"
     )
     only_eps = _row("censor-uw", "censor-uw", "none", "poor", ["epsilon", "model"])
     assert _checked_advice(only_eps, [only_eps]) == "x: try y"
     to_ph = _row("censor-uw", "censor-uw", "none", "poor", ["ph"])
-    assert _checked_advice(to_ph, [to_ph, ph]).endswith("(on this public file ph was refused)")
+    assert _checked_advice(to_ph, [to_ph, ph]).endswith("(on this public file: ph was refused)")
 
 
 @pytest.mark.slow
