@@ -119,8 +119,7 @@ def require_public_size(neighbours: str, n_synthetic: Any, has_covariates: bool)
     if n is not None and has_covariates and neighbours != "add-remove":
         raise InputError(
             "n_synthetic",
-            "a regression synthesizes one record per (public) covariate row: leave "
-            "n_synthetic out",
+            "a regression synthesizes one record per (public) covariate row: leave n_synthetic out",
         )
     if neighbours != "add-remove":
         return n

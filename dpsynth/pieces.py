@@ -481,11 +481,10 @@ def choose_probe(grid: np.ndarray, finite: np.ndarray, outcome: str) -> float | 
 
 
 def probe_outcome(outcome: str, bounds: tuple[float, float] | None) -> float | int:
-    """The public outcome at which the fit program evaluates the record function before the
-    records (the middle of :func:`outcome_grid`, where :func:`public_precheck` tested it)."""
+    """The probe outcome when no public pre-check chose one: the middle of
+    :func:`outcome_grid` (:func:`choose_probe` with no counts)."""
     grid = outcome_grid(outcome, bounds)
-    value = grid[(grid.size - 1) // 2]
-    return int(value) if outcome == "count" else float(value)
+    return choose_probe(grid, np.zeros(grid.size), outcome)
 
 
 def fit_inputs(
@@ -566,21 +565,18 @@ class PiecesModel(Model):
         """Refuse a confidential fit in which the record function raised (:func:`record_exceptions`)."""
         raised = record_exceptions(self, stan_fit)
         if raised:
+            assert self.pieces is not None
+            name = self.pieces.density
             raise _refuse(
                 "functions",
-                f"{self.density_name} raised a Stan exception on the confidential data "
+                f"{name} raised a Stan exception on the confidential data "
                 f"[CONFIDENTIAL, do not publish: {raised} evaluation(s)]: an exception rejects "
                 "the proposal, a term the clamp cannot bound, so nothing is released (the "
-                f"attempt still counts against any budget file); make {self.density_name} "
+                f"attempt still counts against any budget file); make {name} "
                 "return a value for every outcome and parameter value (-inf is allowed: test "
                 "the argument and return negative_infinity(), or use a log-scale form such "
                 "as poisson_log_lpmf)",
             )
-
-    @property
-    def density_name(self) -> str:
-        """The record function's name (``record_lpdf`` or ``record_lpmf``)."""
-        return self.pieces.density if self.pieces is not None else "record_lpdf"
 
 
 def record_exceptions(model: PiecesModel, stan_fit: engine.StanFit) -> int:

@@ -240,19 +240,19 @@ def add_fields(
     if charge is not None:
         report["budget"] = charge.to_report()
         diag["budget"] = charge.to_diagnostics()
+    if drop_missing:
+        diag["n_dropped_missing"] = n_dropped
     if drop_missing and report.get("covariates"):
         report["missing_values"] = {
             "dropped": f"{n_dropped} record(s) with a missing covariate were dropped before "
             "the release; the covariates are public, so this selection (and its count) is "
             "public and the number of records n is unchanged in meaning",
         }
-        diag["n_dropped_missing"] = n_dropped
     elif drop_missing:
         report["missing_values"] = {
             "dropped": "records with a missing outcome were dropped before the release; "
             "how many is in the confidential diagnostics only",
             "neighbour_map": privacy.DROPPED_RECORDS_MAP[report.get("neighbours", "")],
         }
-        diag["n_dropped_missing"] = n_dropped
     if public_files:
         report["public_files_sha256"] = dict(public_files)

@@ -82,7 +82,7 @@ def _models_folder() -> Path:
 
 def sample(run: Run) -> Sample:
     code, data, seed, chains, iter_warmup, iter_sampling, inits, quiet, adapt_delta = run
-    out = _run_httpstan(
+    out, messages = _run_httpstan(
         code,
         data,
         _NUTS,
@@ -99,12 +99,12 @@ def sample(run: Run) -> Sample:
     }
     divergences = int(np.sum(out["divergent__"]))
     params = parameters_block_names(code, out.param_names)
-    texts = [text for chain in _logger_texts(out.stan_outputs) for text in chain]
+    texts = [text for chain in messages for text in chain]
     return Sample(draws, params, chain_arrays(draws, chains), divergences, exception_lines(texts))
 
 
 def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.ndarray:
-    out = _run_httpstan(
+    out, _ = _run_httpstan(
         code, data, _FIXED_PARAM, seed=seed, inits=[params], quiet=quiet, num_samples=1
     )
     return np.asarray(out["y_rep"])[..., 0]
@@ -231,8 +231,9 @@ def _run_httpstan(
     inits: list[dict],
     quiet: bool,
     **kwargs: float,
-) -> stan.fit.Fit:
-    """Run ``function`` once per init (one chain each) through httpstan; return a ``stan.fit.Fit``.
+) -> tuple[stan.fit.Fit, list[list[str]]]:
+    """Run ``function`` once per init (one chain each) through httpstan; return a
+    ``stan.fit.Fit`` and each chain's Stan messages (:func:`_logger_texts`).
 
     A small client of httpstan's REST API (what ``stan.build`` + ``Model.sample`` do, minus
     their printing): it keeps the fits' names, deletes their cache files once read (also
@@ -279,10 +280,11 @@ def _run_httpstan(
     if len(_PARAMS) >= _PARAMS_MAX:
         _PARAMS.pop(next(iter(_PARAMS)))
     _PARAMS[key] = params
+    messages = _logger_texts(outputs)  # read once: counted, and summarised unless quiet
     if not quiet:
-        _report_messages(outputs)
+        report_messages(messages)
     param_names, constrained_names, dims = params
-    return stan.fit.Fit(
+    fit = stan.fit.Fit(
         tuple(outputs),
         len(payloads),
         param_names,
@@ -293,6 +295,7 @@ def _run_httpstan(
         1,
         False,
     )
+    return fit, messages
 
 
 async def _httpstan_session(
@@ -410,11 +413,6 @@ def _logger_texts(outputs: Sequence[bytes]) -> list[list[str]]:
         [json.loads(line)["values"][0] for line in output.splitlines() if b'"logger"' in line]
         for output in outputs
     ]
-
-
-def _report_messages(outputs: Sequence[bytes]) -> None:
-    """Summarise Stan's messages while sampling (:func:`~dpsynth.engine.common.report_messages`)."""
-    report_messages(_logger_texts(outputs))
 
 
 def _expected_fit_name(model_name: str, payload: dict) -> str:
