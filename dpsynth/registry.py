@@ -13,6 +13,7 @@ entry here and one function named by its ``runner``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,6 +45,26 @@ def histogram_map(epsilon: float, neighbours: str) -> float:
     """Laplace scale b = sensitivity / epsilon of the bin counts (censoring paper, PH): the l1
     sensitivity of a count vector is 2 under substitution (a record moves), 1 add/remove."""
     return (2.0 if neighbours == "substitution" else 1.0) / float(epsilon)
+
+
+def subsampling_map(epsilon: float, k: int, n: int) -> float:
+    """The epsilon a mechanism may spend on a uniform random k-of-n subsample (drawn without
+    replacement, independently of the values) so that the whole is ``epsilon``-DP under
+    substitution: epsilon' = log(1 + (n/k)(e^epsilon - 1)), the inverse of the amplification
+    epsilon = log(1 + (k/n)(e^epsilon' - 1)) of Balle, Barthe and Gaboardi (2018; their bound
+    for sampling without replacement under the substitution relation). k >= n: no subsample, epsilon."""
+    if k >= n:
+        return float(epsilon)
+    return math.log1p(math.expm1(float(epsilon)) * n / k)
+
+
+SUBSAMPLING_MEANING = (
+    "the column's model is fitted to a uniform random subsample of fit_records of the n "
+    "records, drawn without replacement independently of the values and never published; "
+    "the fit spends epsilon_of_the_fit = log(1 + (n / fit_records)(e^epsilon - 1)), which "
+    "the subsampling amplifies to the column's epsilon under substitution (Balle, Barthe "
+    "and Gaboardi 2018: sampling without replacement); synthesis then covers all n records"
+)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, privacy, safeguards
+from dpsynth import budget, privacy, registry, safeguards
 from dpsynth.errors import InputError, require_m, require_sane_epsilon
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
@@ -272,6 +272,8 @@ class _State:
     ref: dict[str, np.ndarray] = field(default_factory=dict)  # reference values
     synthetic: dict[str, list[np.ndarray]] = field(default_factory=dict)  # m sets
     done: list[ConfidentialColumn] = field(default_factory=list)
+    fit_records: int | None = None  # the spec's subsample size for model columns
+    subsample: dict[str, dict[str, Any]] = field(default_factory=dict)  # public, per column
 
 
 def _fit_column(
@@ -288,10 +290,13 @@ def _fit_column(
     the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays)."""
     from dpsynth.release import synthesize
 
-    y = state.real[col.name]
+    take = _fit_rows(col, j, state, seed)
+    sub = _subset(take)
+    y = sub(state.real[col.name])
     rows = np.isfinite(y)
-    parts = [features(p, state.real[p.name]) for p in state.done]
-    X = _design(state.public, parts, rows if not rows.all() else None)
+    parts = [features(p, sub(state.real[p.name])) for p in state.done]
+    X = _design(sub(state.public), parts, rows if not rows.all() else None)
+    epsilon = _fit_epsilon(col, epsilon, take, state)
     kw: dict[str, Any] = {}
     parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
@@ -327,6 +332,38 @@ def _fit_column(
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets)
     return rel, _column_sets(col, rel, state, m)
+
+
+def _fit_rows(col: ConfidentialColumn, j: int, state: _State, seed: int | None) -> Any:
+    """The records a model column is fitted to: all (None), or a uniform random subsample of
+    the spec's ``fit_records``, drawn without replacement independently of every value (its
+    indices are never published). PH columns always take every record."""
+    n, k = state.public.shape[0], state.fit_records
+    if k is None or k >= n or col.mechanism == "ph":
+        return None
+    rng = np.random.default_rng(None if seed is None else [_column_seed(seed, j), 3])
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _subset(take: np.ndarray | None) -> Any:
+    """Row selection by ``take`` (the identity when every record is taken)."""
+    return (lambda a: a) if take is None else (lambda a: a[take])
+
+
+def _fit_epsilon(col: ConfidentialColumn, epsilon: float, take: Any, state: _State) -> float:
+    """The epsilon the column's fit may spend: its own, or on a k-of-n subsample the one that
+    subsampling amplifies to it (:func:`dpsynth.registry.subsampling_map`), noted publicly."""
+    if take is None:
+        return epsilon
+    n, k = state.public.shape[0], len(take)
+    inner = registry.subsampling_map(epsilon, k, n)
+    state.subsample[col.name] = {
+        "fit_records": k,
+        "of_records": n,
+        "epsilon_of_the_fit": inner,
+        "meaning": registry.SUBSAMPLING_MEANING,
+    }
+    return inner
 
 
 def _parent_cells(parents: list[ConfidentialColumn], values: dict[str, np.ndarray]) -> np.ndarray:
@@ -540,7 +577,7 @@ def _release_table(
 
     frame = frame.reset_index(drop=True)
     encoders = [_public_encoder(frame, c) for c in spec.public]
-    state = _State(_public_matrix(frame, encoders), None)
+    state = _State(_public_matrix(frame, encoders), None, fit_records=spec.fit_records)
     if ref is not None:
         state.ref_public = _public_matrix(ref, encoders)
     clipped: dict[str, int] = {}
@@ -567,7 +604,7 @@ def _release_table(
         state.synthetic[col.name] = sets
         state.done.append(col)
     data = _published_frame(frame, spec, state, m)
-    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0])
+    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0], state.subsample)
     diagnostics = _table_diagnostics(spec, releases, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
     diagnostics["verdict"] = table_verdict_of(frame, first, spec)
@@ -681,7 +718,13 @@ _COLUMN_REPORT_KEYS = (
 
 
 def _table_report(
-    spec: TableSpec, releases: dict[str, Any], epsilon: float, m: int, seed: Any, n: int
+    spec: TableSpec,
+    releases: dict[str, Any],
+    epsilon: float,
+    m: int,
+    seed: Any,
+    n: int,
+    subsample: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     """The public report: guarantee, epsilon in total and per column, neighbours, columns."""
     from dpsynth.io import provenance as _provenance
@@ -702,6 +745,10 @@ def _table_report(
             else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
             missingness_indicator_of=col.indicator_of,
         )
+        if col.name in subsample:  # the fit's own epsilon, amplified to the column's
+            entry["fit_subsample"] = subsample[col.name]
+            if entry.get("epsilon") is not None:
+                entry["epsilon"] = col.share * epsilon
         columns.append(entry)
     unseeded = [
         releases[c.name].report.get("if_unseeded", releases[c.name].report) for c in spec.order()
@@ -740,8 +787,10 @@ def _table_report(
 _TABLE_MEANING = (
     "epsilon-DP for the whole table under substitution of one record: each confidential "
     "column is an epsilon_j-DP censored posterior draw (or a Laplace histogram) whose design "
-    "holds record i's values in row i only, scaled by public bounds; synthesizing from the "
-    "synthetic predecessors is post-processing; the epsilons add up (book: A whole table)"
+    "holds record i's values in row i only, scaled by public bounds (a column with "
+    "fit_subsample: its fit on a random subsample, amplified to epsilon_j); synthesizing "
+    "from the synthetic predecessors is post-processing; the epsilons add up (book: A "
+    "whole table)"
 )
 
 

@@ -44,7 +44,15 @@ MISSING_SUFFIX = "_missing"
 ``c_missing`` (1 = missing), synthesized right before ``c``."""
 INDICATOR_MODEL = "logistic"
 
-_TOP_KEYS = {"neighbours", "reference", "clip", "public", "confidential", "analysis"}
+_TOP_KEYS = {
+    "neighbours",
+    "reference",
+    "clip",
+    "fit_records",
+    "public",
+    "confidential",
+    "analysis",
+}
 _PUBLIC_KEYS = {"name", "type", "bounds", "levels"}
 _CONF_KEYS = {
     "name",
@@ -111,6 +119,7 @@ class TableSpec:
     reference: str | None = None
     analysis: Analysis | None = None
     source: str | None = None
+    fit_records: int | None = None  # model columns fitted to a random subsample of this size
 
     @property
     def columns(self) -> list[str]:
@@ -185,7 +194,8 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     )
     _check_names(public, conf)
     analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
-    spec = TableSpec(public, conf, neighbours, reference, analysis, source)
+    fit_records = _fit_records(raw.get("fit_records"))
+    spec = TableSpec(public, conf, neighbours, reference, analysis, source, fit_records)
     order = spec.order()  # with the missingness indicators: a PH column's parents at run time
     for j, col in enumerate(order):
         if col.mechanism == "ph" and j > 0:
@@ -298,6 +308,23 @@ def _public(entry: Mapping[str, Any], i: int) -> PublicColumn:
         if len(levels) != 2:
             raise InputError("levels", f"column {name!r}: a binary column has two levels")
     return PublicColumn(name, kind, _bounds(entry.get("bounds"), name), levels)
+
+
+def _fit_records(value: Any) -> int | None:
+    """``fit_records``: fit each model column to a uniform random subsample of this many
+    records (public; privacy amplified by subsampling, :func:`registry.subsampling_map`)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < MIN_FIT_RECORDS:
+        raise InputError(
+            "fit_records",
+            f"must be a whole number of records, at least {MIN_FIT_RECORDS} (got {value!r})",
+        )
+    return value
+
+
+MIN_FIT_RECORDS = 100
+"""The smallest subsample a model column may be fitted to (``fit_records``)."""
 
 
 def _share(entry: Mapping[str, Any], i: int) -> float:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import warnings
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import budget
+from dpsynth import budget, registry
 from dpsynth.cli import main
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
@@ -72,6 +73,9 @@ HOSTILE = [
     ("add-remove", {**BASE, "neighbours": "add-remove"}, "neighbours", "substitution"),
     ("no confidential", {"public": BASE["public"], "confidential": []}, "confidential", ""),
     ("analysis names no column", {**BASE, "analysis": {"formula": "spend ~ wage"}}, "analysis", ""),
+    ("fit_records zero", {**BASE, "fit_records": 0}, "fit_records", "at least 100"),
+    ("fit_records fraction", {**BASE, "fit_records": 0.5}, "fit_records", "whole number"),
+    ("fit_records true", {**BASE, "fit_records": True}, "fit_records", "got True"),
 ]
 
 
@@ -322,6 +326,41 @@ def test_ph_first_column_then_regression():
     assert not rel.data.loc[rel.data.synthetic_set == 1, "spend"].equals(
         rel.data.loc[rel.data.synthetic_set == 2, "spend"].reset_index(drop=True)
     )
+
+
+def test_subsampling_map_inverts_the_amplification():
+    """epsilon' = log(1 + (n/k)(e^eps - 1)) is the inverse of Balle et al.'s amplification
+    eps = log(1 + (k/n)(e^eps' - 1)); no subsample (k >= n) leaves epsilon as it is."""
+    for eps, k, n in [(0.1, 100, 28155), (1.8, 2000, 28155), (6.0, 999, 1000)]:
+        inner = registry.subsampling_map(eps, k, n)
+        assert inner > eps
+        assert math.log1p(k / n * math.expm1(inner)) == pytest.approx(eps, rel=1e-12)
+    assert registry.subsampling_map(0.7, 500, 500) == 0.7
+    assert registry.subsampling_map(0.7, 900, 500) == 0.7
+    assert registry.subsampling_map(0.7, 100, 400) < registry.subsampling_map(0.7, 100, 800)
+
+
+@pytest.mark.slow
+def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
+    """A model column fitted to 120 of 400 records: its fit spends the epsilon that
+    subsampling amplifies to its share, the report says so, synthesis covers all 400."""
+    frame = _table(n=400)
+    spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None))
+    spec["fit_records"] = 120
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(frame, spec, 4.0, seed=11, sampler=LONG_CHAINS)
+    income, spend = rel.report["confidential_columns"]
+    assert "fit_subsample" not in income  # PH takes every record
+    sub = spend["fit_subsample"]
+    assert (sub["fit_records"], sub["of_records"]) == (120, 400)
+    assert sub["epsilon_of_the_fit"] == pytest.approx(math.log1p(400 / 120 * math.expm1(2.0)))
+    assert rel.report["epsilon_per_column"] == {"income": 2.0, "spend": 2.0}
+    assert rel.report["if_unseeded"] == {"guarantee": "DP", "epsilon": 4.0}
+    assert rel.diagnostics["columns"]["spend"]["n_censored"] <= 120
+    assert len(rel.results["spend"].fit.alpha) == 120  # one weight per record fitted
+    assert rel.data["spend"].notna().sum() == 400
+    assert rel.data["spend"].between(10, 20000).all()
 
 
 @pytest.mark.slow
