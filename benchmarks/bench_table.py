@@ -256,6 +256,7 @@ def run_one(method: str, epsilon: float, rep: int, work: Path, args: argparse.Na
         method=method,
         epsilon=epsilon,
         replicate=rep,
+        versions=args.versions,
         load1=round(load1, 2),
         date=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         synthetic=str(out),
@@ -416,12 +417,16 @@ def cached_score(conf: pd.DataFrame, synthetic: Path) -> dict[str, float]:
 def score_all(work: Path, out: Path, version: str) -> None:
     """Score every run record in ``work`` and write the results CSV (one row per run)."""
     conf = pd.read_csv(work / "data.csv")
+    earlier = _earlier_versions(out)
     rows = []
     for path in sorted(work.glob("*_eps*_rep?.json")):
         rec = json.loads(path.read_text())
         row = {k: rec.get(k, "") for k in FIELDS}
         notes = [f"{k}: {rec[k]}" for k in ("note", "stopped_early", "null_cells") if rec.get(k)]
-        row.update(notes="; ".join(notes), versions=version)
+        key = (rec["method"], float(rec["epsilon"]), int(rec["replicate"]))
+        row.update(
+            notes="; ".join(notes), versions=rec.get("versions") or earlier.get(key, version)
+        )
         if rec["status"] == "ok":
             row.update(cached_score(conf, Path(rec["synthetic"])))
         rows.append(row)
@@ -438,6 +443,19 @@ def score_all(work: Path, out: Path, version: str) -> None:
         writer.writerows(rows)
     print(f"wrote {out}")
     print(summary(pd.DataFrame(rows)).to_string())
+
+
+def _earlier_versions(out: Path) -> dict[tuple[str, float, int], str]:
+    """The versions each run was made with, as the results file already records them (a
+    rescore must not relabel an earlier run with the scoring checkout's commit)."""
+    if not out.exists():
+        return {}
+    old = pd.read_csv(out)
+    return {
+        (r.method, float(r.epsilon), int(r.replicate)): r.versions
+        for r in old.itertuples()
+        if isinstance(r.versions, str)
+    }
 
 
 def summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -493,12 +511,14 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.time_large:
-        time_large(args, versions(args.opendp_python))
+        args.versions = versions(args.opendp_python)
+        time_large(args, args.versions)
         return
     if args.score_only:
         score_all(args.work, args.out, versions(args.opendp_python))
         return
     prepare(args.work)
+    args.versions = versions(args.opendp_python)
     for rep in range(args.first_rep, args.first_rep + args.reps):
         for epsilon in args.epsilons:
             for method in args.methods:
