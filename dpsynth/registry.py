@@ -53,9 +53,11 @@ def subsampling_map(epsilon: float, k: int, n: int) -> float:
     substitution: epsilon' = log(1 + (n/k)(e^epsilon - 1)), the inverse of the amplification
     epsilon = log(1 + (k/n)(e^epsilon' - 1)) of Balle, Barthe and Gaboardi (2018; their bound
     for sampling without replacement under the substitution relation). k >= n: no subsample, epsilon."""
+    eps = float(epsilon)
     if k >= n:
-        return float(epsilon)
-    return math.log1p(math.expm1(float(epsilon)) * n / k)
+        return eps
+    # = log(1 + (n/k)(e^eps - 1)), written so that a large epsilon cannot overflow
+    return eps + math.log(n / k * -math.expm1(-eps) + math.exp(-eps))
 
 
 SUBSAMPLING_MEANING = (

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth import budget, privacy, registry, safeguards
-from dpsynth.errors import InputError, require_m, require_sane_epsilon
+from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
@@ -356,7 +356,8 @@ def _fit_epsilon(col: ConfidentialColumn, epsilon: float, take: Any, state: _Sta
     if take is None:
         return epsilon
     n, k = state.public.shape[0], len(take)
-    inner = registry.subsampling_map(epsilon, k, n)
+    # a fit may always spend less than it could: capped at the largest epsilon dpsynth takes
+    inner = min(registry.subsampling_map(epsilon, k, n), EPSILON_RANGE[1])
     state.subsample[col.name] = {
         "fit_records": k,
         "of_records": n,

@@ -335,6 +335,7 @@ def test_subsampling_map_inverts_the_amplification():
         inner = registry.subsampling_map(eps, k, n)
         assert inner > eps
         assert math.log1p(k / n * math.expm1(inner)) == pytest.approx(eps, rel=1e-12)
+    assert registry.subsampling_map(800.0, 10, 1000) == pytest.approx(800.0 + math.log(100))
     assert registry.subsampling_map(0.7, 500, 500) == 0.7
     assert registry.subsampling_map(0.7, 900, 500) == 0.7
     assert registry.subsampling_map(0.7, 100, 400) < registry.subsampling_map(0.7, 100, 800)
