@@ -198,6 +198,11 @@ def features(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
     """n x k features of a predecessor on PUBLIC scales: (v - lo)/(hi - lo), 0/1 codes, or
     one-hot on the public levels; a missing value enters as 0 (its indicator carries it)."""
     present = np.isfinite(values)
+    if col.type == "categorical" and col.design == "number":  # the level, scaled by its range
+        lv = np.asarray(col.levels, dtype=float)
+        scaled = (lv - lv.min()) / (lv.max() - lv.min())
+        codes = np.where(present, values, 0).astype(np.int64)
+        return np.where(present, scaled[codes], 0.0)[:, None]
     if col.type == "categorical":
         return one_hot(np.where(present, values, -1).astype(np.int64), len(col.levels))
     if col.type == "binary":

@@ -65,7 +65,12 @@ _CONF_KEYS = {
     "missing",
     "clip",
     "centring",
+    "design",
 }
+DESIGNS = ("one-hot", "number")
+"""How a categorical predecessor enters its successors' designs: one 0/1 column per public
+level but the first, or (levels that are numbers) one column, the level scaled by the
+levels' range."""
 
 
 @dataclass(frozen=True)
@@ -93,11 +98,13 @@ class ConfidentialColumn:
     clip: bool = False
     centring: str = "none"
     indicator_of: str | None = None  # set on a synthesized missingness indicator
+    design: str = "one-hot"  # a categorical column in its successors' designs (DESIGNS)
 
     @property
     def n_features(self) -> int:
-        """Columns this column adds to its successors' designs (one-hot but the first level)."""
-        return len(self.levels) - 1 if self.type == "categorical" else 1
+        """Columns this column adds to its successors' designs (one-hot but the first level,
+        or one number)."""
+        return len(self.levels) - 1 if self.type == "categorical" and self.design != "number" else 1
 
 
 @dataclass(frozen=True)
@@ -378,7 +385,25 @@ def _confidential(
         missing,
         _bool(entry.get("clip", clip), "clip"),
         _centring(entry, name, mechanism, reference),
+        design=_design_kind(entry.get("design", "one-hot"), name, kind, levels),
     )
+
+
+def _design_kind(value: Any, name: str, kind: str, levels: tuple[Any, ...] | None) -> str:
+    """``design``: "number" only for a categorical column whose public levels are numbers."""
+    if value not in DESIGNS:
+        raise InputError("design", f"column {name!r}: must be one of {', '.join(DESIGNS)}")
+    if value == "number":
+        numbers = levels is not None and all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in levels
+        )
+        if kind != "categorical" or not numbers:
+            raise InputError(
+                "design",
+                f'column {name!r}: design = "number" needs a categorical column '
+                "whose levels are numbers",
+            )
+    return value
 
 
 def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tuple[str, str | None]:

@@ -73,6 +73,19 @@ HOSTILE = [
     ("add-remove", {**BASE, "neighbours": "add-remove"}, "neighbours", "substitution"),
     ("no confidential", {"public": BASE["public"], "confidential": []}, "confidential", ""),
     ("analysis names no column", {**BASE, "analysis": {"formula": "spend ~ wage"}}, "analysis", ""),
+    ("design unknown", _spec(confidential__0__design="ordinal"), "design", "one-hot, number"),
+    (
+        "design number on text levels",
+        _spec(
+            confidential__1__model="categorical",
+            confidential__1__levels=["a", "b"],
+            confidential__1__bounds=None,
+            confidential__1__design="number",
+        ),
+        "design",
+        "levels are numbers",
+    ),
+    ("design number on a continuous column", _spec(confidential__0__design="number"), "design", ""),
     ("fit_records zero", {**BASE, "fit_records": 0}, "fit_records", "at least 100"),
     ("fit_records fraction", {**BASE, "fit_records": 0.5}, "fit_records", "whole number"),
     ("fit_records true", {**BASE, "fit_records": True}, "fit_records", "got True"),
@@ -453,6 +466,24 @@ def test_categorical_predecessor_one_hot_on_public_levels():
     codes = np.array([0.0, 2.0, np.nan, 1.0])
     np.testing.assert_array_equal(features(col, codes), [[0, 0], [0, 1], [0, 0], [1, 0]])
     assert one_hot(np.array([2, -1]), 3).tolist() == [[0, 1], [0, 0]]
+
+
+def test_numbered_levels_enter_the_design_as_one_scaled_number():
+    """design = "number": a categorical predecessor with numeric public levels is one
+    column, the level scaled by the levels' range (public), 0 where missing."""
+    from dpsynth.table import features
+
+    spec = _clean(_spec())
+    spec["confidential"][0] = {
+        "name": "income",
+        "model": "categorical",
+        "levels": [8, 12, 16, 18],
+        "design": "number",
+    }
+    col = load_spec(spec).confidential[0]
+    assert col.n_features == 1
+    codes = np.array([0.0, 1.0, np.nan, 3.0, 2.0])
+    np.testing.assert_allclose(features(col, codes)[:, 0], [0, 0.4, 0, 1, 0.8])
 
 
 def test_missing_indicator_values_from_the_data_mask():
