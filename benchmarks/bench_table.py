@@ -275,7 +275,8 @@ def run_one(method: str, epsilon: float, rep: int, work: Path, args: argparse.Na
     try:
         record = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        tail = tail.split(" [CONFIDENTIAL")[0][:200]  # a refusal's figures stay out of the file
         record = {"status": f"failed: {tail}", "seconds": float("nan"), "peak_mb": float("nan")}
     record.update(
         method=method,
