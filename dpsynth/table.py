@@ -278,7 +278,6 @@ class _State:
     synthetic: dict[str, list[np.ndarray]] = field(default_factory=dict)  # m sets
     done: list[ConfidentialColumn] = field(default_factory=list)
     fit_records: int | None = None  # the spec's subsample size for model columns
-    subsample: dict[str, dict[str, Any]] = field(default_factory=dict)  # public, per column
 
 
 def _fit_column(
@@ -295,13 +294,16 @@ def _fit_column(
     the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays)."""
     from dpsynth.release import synthesize
 
-    take = _fit_rows(col, j, state, seed)
+    n = state.public.shape[0]
+    k = subsample_size(col, state.fit_records, n)
+    take = _fit_rows(k, n, _column_seed(seed, j) if seed is not None else None)
     sub = _subset(take)
     y = sub(state.real[col.name])
     rows = np.isfinite(y)
     parts = [features(p, sub(state.real[p.name])) for p in state.done]
     X = _design(sub(state.public), parts, rows if not rows.all() else None)
-    epsilon = _fit_epsilon(col, epsilon, take, state)
+    if k is not None:
+        epsilon = fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
     kw: dict[str, Any] = {}
     parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
@@ -339,37 +341,40 @@ def _fit_column(
     return rel, _column_sets(col, rel, state, m)
 
 
-def _fit_rows(col: ConfidentialColumn, j: int, state: _State, seed: int | None) -> Any:
-    """The records a model column is fitted to: all (None), or a uniform random subsample of
-    the spec's ``fit_records``, drawn without replacement independently of every value (its
-    indices are never published). PH columns always take every record."""
-    n, k = state.public.shape[0], state.fit_records
-    if k is None or k >= n or col.mechanism == "ph":
+def subsample_size(col: ConfidentialColumn, fit_records: int | None, n: int) -> int | None:
+    """k when the column's model is fitted to a k-of-n subsample (the spec's ``fit_records``),
+    else None: PH columns, and k >= n, take every record."""
+    if fit_records is None or fit_records >= n or col.mechanism == "ph":
         return None
-    rng = np.random.default_rng(None if seed is None else [_column_seed(seed, j), 3])
+    return fit_records
+
+
+def fit_subsample(k: int, n: int, epsilon: float) -> dict[str, Any]:
+    """What the public report says of a column fitted to k of n records at ``epsilon``: the
+    epsilon its fit may spend, the one that subsampling amplifies to ``epsilon``
+    (:func:`dpsynth.registry.subsampling_map`), capped at the largest epsilon dpsynth takes
+    (a fit may always spend less than it could)."""
+    inner = min(registry.subsampling_map(epsilon, k, n), EPSILON_RANGE[1])
+    return {
+        "fit_records": k,
+        "of_records": n,
+        "epsilon_of_the_fit": inner,
+        "meaning": registry.SUBSAMPLING_MEANING,
+    }
+
+
+def _fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
+    """The records a model column is fitted to: all (None), or a uniform random k of the n,
+    drawn without replacement independently of every value (never published)."""
+    if k is None:
+        return None
+    rng = np.random.default_rng(None if seed is None else [seed, 3])
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
 def _subset(take: np.ndarray | None) -> Any:
     """Row selection by ``take`` (the identity when every record is taken)."""
     return (lambda a: a) if take is None else (lambda a: a[take])
-
-
-def _fit_epsilon(col: ConfidentialColumn, epsilon: float, take: Any, state: _State) -> float:
-    """The epsilon the column's fit may spend: its own, or on a k-of-n subsample the one that
-    subsampling amplifies to it (:func:`dpsynth.registry.subsampling_map`), noted publicly."""
-    if take is None:
-        return epsilon
-    n, k = state.public.shape[0], len(take)
-    # a fit may always spend less than it could: capped at the largest epsilon dpsynth takes
-    inner = min(registry.subsampling_map(epsilon, k, n), EPSILON_RANGE[1])
-    state.subsample[col.name] = {
-        "fit_records": k,
-        "of_records": n,
-        "epsilon_of_the_fit": inner,
-        "meaning": registry.SUBSAMPLING_MEANING,
-    }
-    return inner
 
 
 def _parent_cells(parents: list[ConfidentialColumn], values: dict[str, np.ndarray]) -> np.ndarray:
@@ -610,7 +615,7 @@ def _release_table(
         state.synthetic[col.name] = sets
         state.done.append(col)
     data = _published_frame(frame, spec, state, m)
-    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0], state.subsample)
+    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0])
     diagnostics = _table_diagnostics(spec, releases, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
     diagnostics["verdict"] = table_verdict_of(frame, first, spec)
@@ -724,13 +729,7 @@ _COLUMN_REPORT_KEYS = (
 
 
 def _table_report(
-    spec: TableSpec,
-    releases: dict[str, Any],
-    epsilon: float,
-    m: int,
-    seed: Any,
-    n: int,
-    subsample: dict[str, dict[str, Any]],
+    spec: TableSpec, releases: dict[str, Any], epsilon: float, m: int, seed: Any, n: int
 ) -> dict[str, Any]:
     """The public report: guarantee, epsilon in total and per column, neighbours, columns."""
     from dpsynth.io import provenance as _provenance
@@ -751,8 +750,9 @@ def _table_report(
             else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
             missingness_indicator_of=col.indicator_of,
         )
-        if col.name in subsample:  # the fit's own epsilon, amplified to the column's
-            entry["fit_subsample"] = subsample[col.name]
+        k = subsample_size(col, spec.fit_records, n)
+        if k is not None:  # the fit's own epsilon, amplified to the column's
+            entry["fit_subsample"] = fit_subsample(k, n, col.share * epsilon)
             if entry.get("epsilon") is not None:
                 entry["epsilon"] = col.share * epsilon
         columns.append(entry)
