@@ -32,7 +32,6 @@ it hands the draws and the fit's public inputs only.
 
 from __future__ import annotations
 
-import secrets
 import sys
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth import engine, privacy, registry, synthesis, weights
+from dpsynth import engine, entropy, privacy, registry, synthesis, weights
 from dpsynth.errors import InputError, require_bounds, require_choice, require_m
 from dpsynth.models import (
     LinearForm,
@@ -275,7 +274,7 @@ class Synthesizer:
         self.bounds = None if bounds is None else require_bounds("bounds", *bounds)
         self.y = check_outcome(self.model, y, self.bounds)
         self.X = X
-        self.seed = secrets.randbits(63) if seed is None else int(seed)
+        self.seed = entropy.os_seed() if seed is None else int(seed)
         self.sampler = sampler or Sampler()
         self.progress = progress
         self._fits: dict[tuple, WeightedFit] = {}

@@ -27,7 +27,6 @@ utility figures :mod:`dpsynth.privacy`'s.
 from __future__ import annotations
 
 import copy
-import secrets
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, io, privacy, registry, safeguards
+from dpsynth import budget, entropy, io, privacy, registry, safeguards
 from dpsynth.centring import check_centring
 from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release policy lives there)
     CONVERGENCE,
@@ -105,11 +104,6 @@ class Release:
                 (Path(diagnostics_json), lambda p: Path(p).write_text(io.to_json(self.diagnostics)))
             )
         io.atomic_write_all(jobs)
-
-
-def os_seed() -> int:
-    """A fresh seed from the operating system's entropy (never published)."""
-    return secrets.randbits(63)
 
 
 # ----------------------------------------------------------------------------- settings
@@ -355,7 +349,7 @@ class RunnerOutput(NamedTuple):
 def _seed(seed: int | None) -> tuple[int, bool]:
     """The seed of the release and whether the user gave it (a warning says what that means)."""
     if seed is None:
-        return os_seed(), False
+        return entropy.os_seed(), False
     warnings.warn(
         "a release made with a known seed is reproducible by anyone who has the seed "
         "and is therefore not private; omit the seed for a real release",

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, privacy, registry, safeguards
+from dpsynth import budget, entropy, privacy, registry, safeguards
 from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
@@ -335,7 +335,7 @@ def _fit_column(
     if col.mechanism == "ph":
         sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
         if parents:
-            rng = np.random.default_rng(None if col_seed is None else [col_seed, 2])
+            rng = entropy.stream(col_seed, 2)
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets)
     return rel, _column_sets(col, rel, state, m)
@@ -368,7 +368,7 @@ def _fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
     drawn without replacement independently of every value (never published)."""
     if k is None:
         return None
-    rng = np.random.default_rng(None if seed is None else [seed, 3])
+    rng = entropy.stream(seed, 3)
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
