@@ -289,9 +289,10 @@ def _fit_column(
     seed: int | None,
     sampler: Sampler,
     run: dict[str, bool],
-) -> tuple[Any, list[np.ndarray]]:
+) -> tuple[Any, list[np.ndarray], Any]:
     """One column: its release (fit on the confidential predecessors), then its m sets at
-    the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays)."""
+    the synthetic predecessors. Returns (the column's :class:`Release`, m value arrays, the
+    marginal histogram's release of a calibrated column or None)."""
     from dpsynth.release import synthesize
 
     n = state.public.shape[0]
@@ -302,6 +303,7 @@ def _fit_column(
     rows = np.isfinite(y)
     parts = [features(p, sub(state.real[p.name])) for p in state.done]
     X = _design(sub(state.public), parts, rows if not rows.all() else None)
+    eps_j, epsilon = epsilon, col.fit_share * epsilon  # a calibrated column's fit: its part
     if k is not None:
         epsilon = fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
     kw: dict[str, Any] = {}
@@ -337,8 +339,59 @@ def _fit_column(
         if parents:
             rng = entropy.stream(col_seed, 2)
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
-        return rel, list(sets)
-    return rel, _column_sets(col, rel, state, m)
+        return rel, list(sets), None
+    sets = _column_sets(col, rel, state, m)
+    if col.calibrate_bins is None:
+        return rel, sets, None
+    return _calibrate(col, col_seed, state, col.calibrate_share * eps_j, run, rel, sets)
+
+
+def _calibrate(
+    col: ConfidentialColumn,
+    col_seed: int | None,
+    state: _State,
+    epsilon: float,
+    run: dict[str, bool],
+    rel: Any,
+    sets: list[np.ndarray],
+) -> tuple[Any, list[np.ndarray], Any]:
+    """A calibrated column: a perturbed histogram of its marginal on ``calibrate_bins``
+    public bins (epsilon on all records with a value), then each set's values mapped by rank
+    onto that histogram's sample: post-processing of two DP outputs, so ε_j adds up."""
+    from dpsynth.release import synthesize
+
+    y = state.real[col.name]
+    m = len(sets)
+    marg = synthesize(
+        y[np.isfinite(y)],
+        mechanism="ph",
+        epsilon=epsilon,
+        m=m,
+        bounds=col.bounds,
+        n_bins=col.calibrate_bins,
+        seed=None if col_seed is None else _column_seed(col_seed, 4),
+        column=col.name,
+        allow_large_epsilon=True,  # the table's total was checked
+        **run,
+    )
+    targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+    rng = entropy.stream(col_seed, 5)
+    return rel, [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)], marg
+
+
+def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``values`` (NaN kept) with the i-th smallest replaced by the target sample's quantile
+    at (i + 1/2) / n, ties broken at random: the marginal of ``target``, the order of
+    ``values``."""
+    out = values.copy()
+    ok = np.isfinite(values)
+    v = values[ok]
+    order = np.lexsort((rng.random(v.size), v))
+    u = (np.arange(v.size) + 0.5) / max(v.size, 1)
+    mapped = np.empty(v.size)
+    mapped[order] = np.quantile(target, u) if target.size else v[order]
+    out[ok] = mapped
+    return out
 
 
 def subsample_size(col: ConfidentialColumn, fit_records: int | None, n: int) -> int | None:
@@ -597,6 +650,7 @@ def _release_table(
         if ref is not None:
             state.ref[col.name] = _reference_codes(ref, col)
     releases: dict[str, Any] = {}
+    marginals: dict[str, Any] = {}
     if seed is not None:
         warnings.warn(
             "a release made with a known seed is reproducible by anyone who has the seed "
@@ -608,15 +662,19 @@ def _release_table(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KnownSeedWarning)
             try:
-                rel, sets = _fit_column(col, j, state, col.share * epsilon, m, seed, sampler, run)
+                rel, sets, marg = _fit_column(
+                    col, j, state, col.share * epsilon, m, seed, sampler, run
+                )
             except InputError as exc:
                 raise _column_error(exc, col) from None
         releases[col.name] = rel
+        if marg is not None:
+            marginals[col.name] = marg
         state.synthetic[col.name] = sets
         state.done.append(col)
     data = _published_frame(frame, spec, state, m)
-    report = _table_report(spec, releases, epsilon, m, seed, frame.shape[0])
-    diagnostics = _table_diagnostics(spec, releases, clipped, seed)
+    report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
+    diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
     diagnostics["verdict"] = table_verdict_of(frame, first, spec)
     results = {k: r.confidential for k, r in releases.items()}
@@ -729,7 +787,13 @@ _COLUMN_REPORT_KEYS = (
 
 
 def _table_report(
-    spec: TableSpec, releases: dict[str, Any], epsilon: float, m: int, seed: Any, n: int
+    spec: TableSpec,
+    releases: dict[str, Any],
+    marginals: dict[str, Any],
+    epsilon: float,
+    m: int,
+    seed: Any,
+    n: int,
 ) -> dict[str, Any]:
     """The public report: guarantee, epsilon in total and per column, neighbours, columns."""
     from dpsynth.io import provenance as _provenance
@@ -751,13 +815,15 @@ def _table_report(
             missingness_indicator_of=col.indicator_of,
         )
         k = subsample_size(col, spec.fit_records, n)
-        if k is not None:  # the fit's own epsilon, amplified to the column's
-            entry["fit_subsample"] = fit_subsample(k, n, col.share * epsilon)
-            if entry.get("epsilon") is not None:
-                entry["epsilon"] = col.share * epsilon
+        if k is not None:  # the fit's own epsilon, amplified to its part of the column's
+            entry["fit_subsample"] = fit_subsample(k, n, col.fit_share * col.share * epsilon)
+        if col.name in marginals:
+            entry.update(_calibration_entry(col, marginals[col.name], entry, col.share * epsilon))
+        if (k is not None or col.name in marginals) and entry.get("epsilon") is not None:
+            entry.update(epsilon=col.share * epsilon, epsilon_per_set=col.share * epsilon / m)
         columns.append(entry)
     unseeded = [
-        releases[c.name].report.get("if_unseeded", releases[c.name].report) for c in spec.order()
+        r.report.get("if_unseeded", r.report) for r in [*releases.values(), *marginals.values()]
     ]
     all_dp = all(r.get("guarantee") == "DP" for r in unseeded)
     total = math.fsum(c["epsilon_allocated"] for c in columns)
@@ -790,18 +856,52 @@ def _table_report(
     return report
 
 
+CALIBRATION_MEANING = (
+    "the column's synthetic values, drawn from its model, were mapped by rank onto a sample "
+    "of a Laplace-perturbed histogram of its marginal on the public bins (epsilon on all "
+    "records with a value): the model's order, the histogram's marginal; the column's "
+    "epsilon is the fit's plus the histogram's"
+)
+
+
+def _calibration_entry(
+    col: ConfidentialColumn, marg: Any, entry: dict[str, Any], eps_j: float
+) -> dict[str, Any]:
+    """A calibrated column's report additions: the histogram's bins and epsilon, its ledger
+    spends after the fit's."""
+    fit_ledger, marg_ledger = entry.get("ledger") or {}, marg.report.get("ledger") or {}
+    ledger = {
+        key: math.fsum([fit_ledger.get(key, 0.0), marg_ledger.get(key, 0.0)])
+        for key in ("total", "spent", "remaining")
+    }
+    ledger["spends"] = [*fit_ledger.get("spends", []), *marg_ledger.get("spends", [])]
+    calibration = {
+        "mechanism": "ph",
+        "bins": col.calibrate_bins,
+        "epsilon": col.calibrate_share * eps_j,
+        "epsilon_of_the_fit": col.fit_share * eps_j,
+        "meaning": CALIBRATION_MEANING,
+    }
+    return {"calibration": calibration, "ledger": ledger}
+
+
 _TABLE_MEANING = (
     "epsilon-DP for the whole table under substitution of one record: each confidential "
     "column is an epsilon_j-DP censored posterior draw (or a Laplace histogram) whose design "
     "holds record i's values in row i only, scaled by public bounds (a column with "
-    "fit_subsample: its fit on a random subsample, amplified to epsilon_j); synthesizing "
+    "fit_subsample: its fit on a random subsample, amplified; a calibrated column: its fit "
+    "and a Laplace histogram of its marginal, their epsilons summing to epsilon_j); synthesizing "
     "from the synthetic predecessors is post-processing; the epsilons add up (book: A "
     "whole table)"
 )
 
 
 def _table_diagnostics(
-    spec: TableSpec, releases: dict[str, Any], clipped: dict[str, int], seed: Any
+    spec: TableSpec,
+    releases: dict[str, Any],
+    marginals: dict[str, Any],
+    clipped: dict[str, int],
+    seed: Any,
 ) -> dict[str, Any]:
     """The confidential diagnostics: per column its release's diagnostics and clipped count."""
     from dpsynth.release import CONFIDENTIAL_BANNER
@@ -813,6 +913,10 @@ def _table_diagnostics(
         diag["n_clipped_to_bounds"] = clipped[col.name]
         if "utility" in diag:
             diag["column_verdict_at_confidential_predecessors"] = diag.pop("utility")
+        if col.name in marginals:
+            marg = dict(marginals[col.name].diagnostics)
+            marg.pop("confidential", None)
+            diag["calibration_histogram"] = marg
         columns[col.name] = diag
     return {"confidential": CONFIDENTIAL_BANNER, "seed": seed, "columns": columns}
 

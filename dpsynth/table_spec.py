@@ -66,11 +66,18 @@ _CONF_KEYS = {
     "clip",
     "centring",
     "design",
+    "calibrate_bins",
+    "calibrate_share",
 }
 DESIGNS = ("one-hot", "number")
 """How a categorical predecessor enters its successors' designs: one 0/1 column per public
 level but the first, or (levels that are numbers) one column, the level scaled by the
 levels' range."""
+CALIBRATE_SHARE = 0.3
+"""The part of a calibrated column's share spent on its marginal histogram by default."""
+CALIBRATE_BINS = (2, 1000)
+"""The range of ``calibrate_bins``: the public equal-width bins of a calibrated column's
+perturbed marginal histogram (its synthetic values are mapped onto that marginal by rank)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,13 @@ class ConfidentialColumn:
     centring: str = "none"
     indicator_of: str | None = None  # set on a synthesized missingness indicator
     design: str = "one-hot"  # a categorical column in its successors' designs (DESIGNS)
+    calibrate_bins: int | None = None  # a continuous model column's marginal histogram bins
+    calibrate_share: float = 0.0  # the part of its share that histogram spends
+
+    @property
+    def fit_share(self) -> float:
+        """The part of the column's epsilon its model's fit spends (the rest calibrates)."""
+        return 1.0 - self.calibrate_share
 
     @property
     def n_features(self) -> int:
@@ -386,7 +400,36 @@ def _confidential(
         _bool(entry.get("clip", clip), "clip"),
         _centring(entry, name, mechanism, reference),
         design=_design_kind(entry.get("design", "one-hot"), name, kind, levels),
+        **_calibration(entry, name, kind, mechanism),
     )
+
+
+def _calibration(entry: Mapping[str, Any], name: str, kind: str, mechanism: str) -> dict:
+    """``calibrate_bins`` (and ``calibrate_share``): a continuous model column's synthetic
+    values mapped by rank onto a perturbed histogram of its marginal."""
+    bins, share = entry.get("calibrate_bins"), entry.get("calibrate_share")
+    if bins is None:
+        if share is not None:
+            raise InputError("calibrate_share", f"column {name!r}: needs calibrate_bins")
+        return {}
+    lo, hi = CALIBRATE_BINS
+    if isinstance(bins, bool) or not isinstance(bins, int) or not lo <= bins <= hi:
+        raise InputError(
+            "calibrate_bins",
+            f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})",
+        )
+    if kind != "continuous" or mechanism == "ph":
+        raise InputError(
+            "calibrate_bins",
+            f"column {name!r}: only a continuous column with a model is calibrated",
+        )
+    share = CALIBRATE_SHARE if share is None else share
+    ok = isinstance(share, int | float) and not isinstance(share, bool)
+    if not (ok and math.isfinite(share) and 0 < share < 1):
+        raise InputError(
+            "calibrate_share", f"column {name!r}: must be a number between 0 and 1 (got {share!r})"
+        )
+    return {"calibrate_bins": bins, "calibrate_share": float(share)}
 
 
 def _design_kind(value: Any, name: str, kind: str, levels: tuple[Any, ...] | None) -> str:

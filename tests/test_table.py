@@ -17,7 +17,7 @@ from dpsynth.cli import main
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
 from dpsynth.models import get_model
-from dpsynth.table import draws_at_design, synthesize_table
+from dpsynth.table import draws_at_design, rank_mapped, synthesize_table
 from dpsynth.table_spec import load_spec, parse_spec
 
 BASE = {
@@ -89,6 +89,43 @@ HOSTILE = [
     ("fit_records zero", {**BASE, "fit_records": 0}, "fit_records", "at least 100"),
     ("fit_records fraction", {**BASE, "fit_records": 0.5}, "fit_records", "whole number"),
     ("fit_records true", {**BASE, "fit_records": True}, "fit_records", "got True"),
+    ("calibrate_bins one", _spec(confidential__1__calibrate_bins=1), "calibrate_bins", "2 to"),
+    ("calibrate_bins true", _spec(confidential__1__calibrate_bins=True), "calibrate_bins", "True"),
+    ("calibrate_bins float", _spec(confidential__1__calibrate_bins=2.5), "calibrate_bins", "2.5"),
+    (
+        "calibrate_bins on a ph column",
+        _spec(
+            confidential__0__mechanism="ph",
+            confidential__0__model=None,
+            confidential__0__calibrate_bins=20,
+        ),
+        "calibrate_bins",
+        "continuous column with a model",
+    ),  # fmt: skip
+    (
+        "calibrate_bins on a count column",
+        _spec(confidential__1__model="poisson", confidential__1__calibrate_bins=20),
+        "calibrate_bins",
+        "continuous column with a model",
+    ),
+    (
+        "calibrate_share without bins",
+        _spec(confidential__1__calibrate_share=0.5),
+        "calibrate_share",
+        "needs calibrate_bins",
+    ),
+    (
+        "calibrate_share one",
+        _spec(confidential__1__calibrate_bins=20, confidential__1__calibrate_share=1),
+        "calibrate_share",
+        "between 0 and 1",
+    ),
+    (
+        "calibrate_share text",
+        _spec(confidential__1__calibrate_bins=20, confidential__1__calibrate_share="half"),
+        "calibrate_share",
+        "'half'",
+    ),
 ]
 
 
@@ -375,6 +412,49 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
     assert len(rel.results["spend"].fit.alpha) == 120  # one weight per record fitted
     assert rel.data["spend"].notna().sum() == 400
     assert rel.data["spend"].between(10, 20000).all()
+
+
+def test_rank_mapped_keeps_the_order_and_takes_the_target_marginal():
+    """Known answer: the i-th smallest value becomes the target's quantile at (i + 1/2)/n;
+    NaN stays NaN; ties are broken at random, never by position."""
+    values = np.array([3.0, np.nan, 1.0, 2.0, 10.0])
+    target = np.arange(101.0)  # quantile u is 100 u
+    out = rank_mapped(values, target, np.random.default_rng(0))
+    np.testing.assert_allclose(out[[2, 3, 0, 4]], [12.5, 37.5, 62.5, 87.5])
+    assert np.isnan(out[1])
+    firsts = {
+        int(np.argmin(rank_mapped(np.zeros(2), target, np.random.default_rng(s))))
+        for s in range(20)
+    }
+    assert firsts == {0, 1}
+
+
+@pytest.mark.slow
+def test_calibrated_column_spends_its_share_on_the_fit_and_the_histogram():
+    """spend calibrated on 20 public bins (30% of its share) and fitted to 120 of 400
+    records: the fit's epsilon is amplified from 70% of 2.0, the histogram spends 0.6 on
+    every record, the report and the ledger add up to the column's 2.0, and the synthetic
+    spend keeps the model's order against income (rank correlation of the logs 0.93)."""
+    frame = _table(n=400)
+    spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None,
+                        confidential__1__calibrate_bins=20))  # fmt: skip
+    spec["fit_records"] = 120
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(frame, spec, 4.0, seed=11, sampler=LONG_CHAINS)
+    spend = rel.report["confidential_columns"][1]
+    cal = spend["calibration"]
+    assert (cal["bins"], cal["epsilon"]) == (20, pytest.approx(0.6))
+    assert cal["epsilon_of_the_fit"] == pytest.approx(1.4)
+    expected = math.log1p(400 / 120 * math.expm1(1.4))
+    assert spend["fit_subsample"]["epsilon_of_the_fit"] == pytest.approx(expected)
+    spends = [s["epsilon"] for s in spend["ledger"]["spends"]]
+    assert len(spends) == 2 and math.fsum(spends) == pytest.approx(expected + 0.6)
+    assert rel.report["if_unseeded"] == {"guarantee": "DP", "epsilon": 4.0}
+    assert "calibration_histogram" in rel.diagnostics["columns"]["spend"]
+    syn = rel.data
+    assert syn["spend"].between(10, 20000).all() and syn["spend"].nunique() > 350
+    assert syn["income"].rank().corr(syn["spend"].rank()) > 0.5
 
 
 @pytest.mark.slow
