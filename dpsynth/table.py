@@ -296,14 +296,17 @@ def _fit_column(
     from dpsynth.release import synthesize
 
     n = state.public.shape[0]
+    col_seed = None if seed is None else _column_seed(seed, j)
+    marg = None
+    if col.calibrate_bins is not None:  # first: a marginal centring reads it
+        marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
     k = subsample_size(col, state.fit_records, n)
-    take = _fit_rows(k, n, _column_seed(seed, j) if seed is not None else None)
-    sub = _subset(take)
+    sub = _subset(_fit_rows(k, n, col_seed))
     y = sub(state.real[col.name])
     rows = np.isfinite(y)
     parts = [features(p, sub(state.real[p.name])) for p in state.done]
     X = _design(sub(state.public), parts, rows if not rows.all() else None)
-    eps_j, epsilon = epsilon, col.fit_share * epsilon  # a calibrated column's fit: its part
+    epsilon = col.fit_share * epsilon  # a calibrated column's fit: its part
     if k is not None:
         epsilon = fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
     kw: dict[str, Any] = {}
@@ -316,12 +319,16 @@ def _fit_column(
     else:
         kw.update(model=column_model(col), X=X)
         kw.update(_reference_inputs(col, state, X is not None, sampler))
+        if col.centring == "marginal":
+            synthetic = [(p, state.synthetic[p.name][0]) for p in state.done]
+            sample = marg.data[col.name].to_numpy(dtype=float)[:n]
+            rng = entropy.stream(col_seed, 6)
+            kw["centring"] = _marginal_centre(col, state.public, synthetic, sample, rng, sampler)
         outcome = _stan_outcome(col, y[rows])
     if col.bounds is not None:
         kw["bounds"] = col.bounds
     elif col.mechanism == "ph":
         kw["bounds"] = (0, len(col.levels) * n_cells(parents) - 1)
-    col_seed = None if seed is None else _column_seed(seed, j)
     rel = synthesize(
         outcome,
         mechanism=col.mechanism,
@@ -341,42 +348,74 @@ def _fit_column(
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets), None
     sets = _column_sets(col, rel, state, m)
-    if col.calibrate_bins is None:
-        return rel, sets, None
-    return _calibrate(col, col_seed, state, col.calibrate_share * eps_j, run, rel, sets)
+    if marg is not None:  # each set mapped by rank onto its histogram sample
+        targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+        rng = entropy.stream(col_seed, 5)
+        sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
+    return rel, sets, marg
 
 
-def _calibrate(
+def _marginal_histogram(
     col: ConfidentialColumn,
     col_seed: int | None,
     state: _State,
     epsilon: float,
+    m: int,
     run: dict[str, bool],
-    rel: Any,
-    sets: list[np.ndarray],
-) -> tuple[Any, list[np.ndarray], Any]:
-    """A calibrated column: a perturbed histogram of its marginal on ``calibrate_bins``
-    public bins (epsilon on all records with a value), then each set's values mapped by rank
-    onto that histogram's sample: post-processing of two DP outputs, so ε_j adds up."""
+) -> Any:
+    """A calibrated column's perturbed histogram of its marginal on ``calibrate_bins``
+    public bins (epsilon on every record with a value), m samples of n values each (n the
+    table's public record count, never the count of values)."""
     from dpsynth.release import synthesize
 
     y = state.real[col.name]
-    m = len(sets)
-    marg = synthesize(
+    return synthesize(
         y[np.isfinite(y)],
         mechanism="ph",
         epsilon=epsilon,
         m=m,
         bounds=col.bounds,
         n_bins=col.calibrate_bins,
+        n_synthetic=state.public.shape[0],
         seed=None if col_seed is None else _column_seed(col_seed, 4),
         column=col.name,
         allow_large_epsilon=True,  # the table's total was checked
         **run,
     )
-    targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
-    rng = entropy.stream(col_seed, 5)
-    return rel, [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)], marg
+
+
+MARGINAL_CENTRE_ROWS = 2000
+"""The rows of the public pseudo-reference a marginal centring fits (``centring =
+"marginal"``): enough to pin an intercept and a dispersion, and a fit of seconds."""
+
+
+def _marginal_centre(
+    col: ConfidentialColumn,
+    public: np.ndarray,
+    synthetic: list[tuple[ConfidentialColumn, np.ndarray]],
+    sample: np.ndarray,
+    rng: np.random.Generator,
+    sampler: Sampler,
+) -> dict[str, Any]:
+    """``centring = "marginal"``: the column's model fitted, uncensored, to PUBLIC inputs
+    only (no confidential value reaches this function): its histogram's sample (shuffled,
+    so unrelated to the rows) beside the public columns and the synthetic predecessors of
+    set 1. Intercept and dispersion from the marginal, slopes near 0: a centre that needs
+    no reference file."""
+    from dpsynth.plan import reference_point
+
+    values = {p.name: v for p, v in synthetic}
+    rows = np.arange(public.shape[0])
+    if col.missing == "indicator":
+        rows = np.flatnonzero(values[col.name + MISSING_SUFFIX] == 0)
+    rows = np.sort(rng.permutation(rows)[:MARGINAL_CENTRE_ROWS])
+    y = rng.choice(sample, size=rows.size, replace=False)
+    parts = [features(p, v[rows]) for p, v in synthetic]
+    X = _design(public[rows], parts, None)
+    return reference_point(
+        _stan_outcome(col, y), column_model(col), bounds=col.bounds, reference_X=X,
+        sampler=sampler,
+    )  # fmt: skip
 
 
 def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:

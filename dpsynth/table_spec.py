@@ -27,7 +27,7 @@ from dpsynth.errors import InputError
 COLUMN_TYPES = registry.OUTCOMES
 TABLE_MECHANISMS = registry.table_names()
 MISSING = ("refuse", "indicator")
-CENTRINGS = ("none", "saturated", "reference")
+CENTRINGS = ("none", "saturated", "reference", "marginal")
 TABLE_NEIGHBOURS = ("substitution",)
 MODEL_TYPES = {
     "beta-regression": "continuous",
@@ -486,6 +486,8 @@ def _centring(entry: Mapping[str, Any], name: str, mechanism: str, reference: st
         raise InputError("centring", f"column {name!r}: does not apply to ph")
     if centring == "reference" and reference is None:
         raise InputError("centring", f"column {name!r}: reference centring needs reference = ...")
+    if centring == "marginal" and entry.get("calibrate_bins") is None:
+        raise InputError("centring", f"column {name!r}: marginal centring needs calibrate_bins")
     return centring
 
 

@@ -17,7 +17,7 @@ from dpsynth.cli import main
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
 from dpsynth.models import get_model
-from dpsynth.table import draws_at_design, rank_mapped, synthesize_table
+from dpsynth.table import draws_at_design, features, rank_mapped, synthesize_table
 from dpsynth.table_spec import load_spec, parse_spec
 
 BASE = {
@@ -107,6 +107,12 @@ HOSTILE = [
         _spec(confidential__1__model="poisson", confidential__1__calibrate_bins=20),
         "calibrate_bins",
         "continuous column with a model",
+    ),
+    (
+        "marginal centring without calibrate_bins",
+        _spec(confidential__1__centring="marginal"),
+        "centring",
+        "needs calibrate_bins",
     ),
     (
         "calibrate_share without bins",
@@ -455,6 +461,39 @@ def test_calibrated_column_spends_its_share_on_the_fit_and_the_histogram():
     syn = rel.data
     assert syn["spend"].between(10, 20000).all() and syn["spend"].nunique() > 350
     assert syn["income"].rank().corr(syn["spend"].rank()) > 0.5
+
+
+@pytest.mark.slow
+def test_marginal_centring_fits_the_model_to_public_inputs_only(monkeypatch):
+    """centring = "marginal": the centre is the model's fit to the histogram's sample beside
+    the public and synthetic columns; the confidential spend values never reach it (they
+    are replaced by NaN in a spy's copy of what the fit receives)."""
+    import dpsynth.plan as plan
+
+    seen = {}
+    real_point = plan.reference_point
+
+    def spy(reference_y, model, **kw):
+        seen["y"], seen["X"] = np.asarray(reference_y), np.asarray(kw["reference_X"])
+        return real_point(reference_y, model, **kw)
+
+    monkeypatch.setattr(plan, "reference_point", spy)
+    frame = _table(n=400)
+    spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None,
+                        confidential__1__calibrate_bins=20,
+                        confidential__1__centring="marginal"))  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rel = synthesize_table(frame, spec, 4.0, seed=11, sampler=LONG_CHAINS)
+    centre = rel.report["confidential_columns"][1]["tuning"]["centring"]
+    assert len(centre["beta"]) == seen["X"].shape[1] + 1 and centre["sigma"] > 0
+    assert seen["y"].size == 400 and not np.isin(seen["y"], frame["spend"]).any()
+    income = load_spec(spec).confidential[0]
+    synthetic, real = (features(income, rel.data["income"].to_numpy()),
+                       features(income, frame["income"].to_numpy()))  # fmt: skip
+    assert np.isin(seen["X"][:, -1], synthetic[:, -1]).all()
+    assert not np.isin(seen["X"][:, -1], real[:, -1]).any()
+    assert rel.report["if_unseeded"] == {"guarantee": "DP", "epsilon": 4.0}
 
 
 @pytest.mark.slow
