@@ -110,13 +110,13 @@ HOSTILE = [
     ),
     (
         "marginal centring without calibrate_bins",
-        _spec(confidential__1__centring="marginal"),
+        _spec(confidential__1__calibrate_bins=0, confidential__1__centring="marginal"),
         "centring",
         "needs calibrate_bins",
     ),
     (
         "calibrate_share without bins",
-        _spec(confidential__1__calibrate_share=0.5),
+        _spec(confidential__1__calibrate_bins=0, confidential__1__calibrate_share=0.5),
         "calibrate_share",
         "needs calibrate_bins",
     ),
