@@ -420,6 +420,22 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
     assert rel.data["spend"].between(10, 20000).all()
 
 
+def test_calibration_defaults_by_model_and_reference():
+    """A beta-regression column is calibrated on 20 bins (30%) by default and centred at the
+    marginal fit, or at the reference where the spec names one; a log-normal column is not
+    calibrated unless asked; calibrate_bins = 0 turns the default off."""
+    spec = _spec(confidential__1__model="beta-regression")
+    income, spend = parse_spec(_clean(copy.deepcopy(spec))).confidential
+    assert (income.calibrate_bins, income.centring) == (None, "none")
+    assert (spend.calibrate_bins, spend.calibrate_share, spend.centring) == (20, 0.3, "marginal")
+    assert spend.fit_share == pytest.approx(0.7)
+    with_ref = parse_spec({**_clean(copy.deepcopy(spec)), "reference": "public.csv"})
+    assert with_ref.confidential[1].centring == "reference"
+    off = parse_spec(_clean(_spec(confidential__1__model="beta-regression",
+                                  confidential__1__calibrate_bins=0)))  # fmt: skip
+    assert (off.confidential[1].calibrate_bins, off.confidential[1].fit_share) == (None, 1.0)
+
+
 def test_rank_mapped_keeps_the_order_and_takes_the_target_marginal():
     """Known answer: the i-th smallest value becomes the target's quantile at (i + 1/2)/n;
     NaN stays NaN; ties are broken at random, never by position."""
@@ -443,7 +459,8 @@ def test_calibrated_column_spends_its_share_on_the_fit_and_the_histogram():
     spend keeps the model's order against income (rank correlation of the logs 0.93)."""
     frame = _table(n=400)
     spec = _clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None,
-                        confidential__1__calibrate_bins=20))  # fmt: skip
+                        confidential__1__calibrate_bins=20,
+                        confidential__1__centring="none"))  # fmt: skip
     spec["fit_records"] = 120
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
