@@ -77,9 +77,13 @@ CALIBRATE_SHARE = 0.3
 """The part of a calibrated column's share spent on its marginal histogram by default."""
 CALIBRATE_BINS_DEFAULT = 20
 """``calibrate_bins`` of a beta-regression column that does not set it (0 turns it off).
-On the full CPS 1988 file at epsilon 1, calibration with a marginal centre took dpsynth's
-table from worse than AIM to better on the one-way TVDs and the coefficients
-(``benchmarks/results/table.csv``)."""
+Twenty equal-width bins nest the table verdict's ten public bins
+(``table_verdict.DEFAULT_BINS``): a histogram whose bins straddle the bins a marginal is
+judged on spreads heaped values (integer years, round amounts) across their edges. A
+curator who judges on other public bins should give a multiple of them. On the full CPS
+1988 file at epsilon 1, calibration with a marginal centre took dpsynth's table from worse
+than AIM to better on the one-way TVDs and the coefficients (``benchmarks/results/table.csv``,
+rows ``dpsynth-table-marginal``)."""
 CALIBRATED_BY_DEFAULT = ("beta-regression",)
 """The models calibrated unless the spec says otherwise: a bounded column, whose equal-width
 public bins suit it. A log-normal or gamma column over wide bounds would put most of its
