@@ -41,9 +41,9 @@ Methods, each at total epsilon in {1, 3, 6} under substitution neighbours:
 * ``dpsynth-table-marginal``: the same spec as a curator without a reference file writes it
   (:func:`marginal_spec`): no reference; experience and the wage calibrated: 30% of each
   one's share buys a Laplace histogram of its marginal on 28 public bins
-  (``calibrate_bins``, :data:`CALIBRATE_BINS`), the censored fit is centred at the model fitted to that
-  histogram's sample and the public and synthetic columns (``centring = "marginal"``), and
-  the synthetic values are mapped onto the histogram by rank.
+  (``calibrate_bins``, :data:`CALIBRATE_BINS`), the censored fit is centred at the model
+  fitted to that histogram's sample and the public and synthetic columns (``centring =
+  "marginal"``), and the synthetic values are mapped onto the histogram by rank.
 Each (method, epsilon, replicate) runs in a fresh child process; ``seconds`` is the
 synthesis alone (data loading and imports excluded), ``peak_mb`` the child's peak resident
 set (``ru_maxrss`` of itself and its waited-for children), ``load1`` the 1-minute load
@@ -279,6 +279,8 @@ RUNNERS = {
     "dpsynth-table-marginal": run_dpsynth_marginal,
     "dpsynth-large": run_dpsynth_large,
 }
+METHODS = ("dpsynth-table", "dpsynth-table-marginal", "aim", "mst", "ph")
+"""The compared methods, in the results file's order (``dpsynth-large`` is the timing run)."""
 
 
 def run_one(method: str, epsilon: float, rep: int, work: Path, args: argparse.Namespace) -> dict:
@@ -507,9 +509,7 @@ def score_all(work: Path, out: Path, version: str) -> None:
             f"{row['method']:14s} eps {row['epsilon']:g} rep {row['replicate']}: "
             f"{row['status'][:60]} {row.get('twoway_tvd_mean', '')}"
         )
-    order = {
-        m: i for i, m in enumerate(("dpsynth-table", "dpsynth-table-marginal", "aim", "mst", "ph"))
-    }
+    order = {m: i for i, m in enumerate(METHODS)}
     rows.sort(key=lambda r: (order.get(r["method"], 9), float(r["epsilon"]), int(r["replicate"])))
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as fh:
@@ -564,7 +564,7 @@ def main() -> None:
         "--methods",
         nargs="+",
         default=["ph", "mst", "aim"],
-        choices=["ph", "mst", "aim", "dpsynth-table", "dpsynth-table-marginal"],
+        choices=METHODS,
     )
     parser.add_argument("--epsilons", nargs="+", type=float, default=[1.0, 3.0, 6.0])
     parser.add_argument("--reps", type=int, default=3)

@@ -297,9 +297,10 @@ def _fit_column(
 
     n = state.public.shape[0]
     col_seed = None if seed is None else _column_seed(seed, j)
-    marg = None
+    marg, targets = None, None
     if col.calibrate_bins is not None:  # first: a marginal centring reads it
         marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
+        targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
     k = subsample_size(col, state.fit_records, n)
     sub = _subset(_fit_rows(k, n, col_seed))
     y = sub(state.real[col.name])
@@ -321,9 +322,10 @@ def _fit_column(
         kw.update(_reference_inputs(col, state, X is not None, sampler))
         if col.centring == "marginal":
             synthetic = [(p, state.synthetic[p.name][0]) for p in state.done]
-            sample = marg.data[col.name].to_numpy(dtype=float)[:n]
             rng = entropy.stream(col_seed, 6)
-            kw["centring"] = _marginal_centre(col, state.public, synthetic, sample, rng, sampler)
+            kw["centring"] = _marginal_centre(
+                col, state.public, synthetic, targets[0], rng, sampler
+            )
         outcome = _stan_outcome(col, y[rows])
     if col.bounds is not None:
         kw["bounds"] = col.bounds
@@ -348,8 +350,7 @@ def _fit_column(
             sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets), None
     sets = _column_sets(col, rel, state, m)
-    if marg is not None:  # each set mapped by rank onto its histogram sample
-        targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+    if targets is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
     return rel, sets, marg
@@ -426,9 +427,8 @@ def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator
     ok = np.isfinite(values)
     v = values[ok]
     order = np.lexsort((rng.random(v.size), v))
-    u = (np.arange(v.size) + 0.5) / max(v.size, 1)
     mapped = np.empty(v.size)
-    mapped[order] = np.quantile(target, u) if target.size else v[order]
+    mapped[order] = np.quantile(target, (np.arange(v.size) + 0.5) / v.size)
     out[ok] = mapped
     return out
 
@@ -945,17 +945,17 @@ def _table_diagnostics(
     """The confidential diagnostics: per column its release's diagnostics and clipped count."""
     from dpsynth.release import CONFIDENTIAL_BANNER
 
+    def without_banner(release: Any) -> dict[str, Any]:
+        return {k: v for k, v in release.diagnostics.items() if k != "confidential"}
+
     columns = {}
     for col in spec.order():
-        diag = dict(releases[col.name].diagnostics)
-        diag.pop("confidential", None)
+        diag = without_banner(releases[col.name])
         diag["n_clipped_to_bounds"] = clipped[col.name]
         if "utility" in diag:
             diag["column_verdict_at_confidential_predecessors"] = diag.pop("utility")
         if col.name in marginals:
-            marg = dict(marginals[col.name].diagnostics)
-            marg.pop("confidential", None)
-            diag["calibration_histogram"] = marg
+            diag["calibration_histogram"] = without_banner(marginals[col.name])
         columns[col.name] = diag
     return {"confidential": CONFIDENTIAL_BANNER, "seed": seed, "columns": columns}
 
