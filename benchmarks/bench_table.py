@@ -229,6 +229,25 @@ def marginal_spec() -> dict[str, Any]:
     return raw
 
 
+SHAPE_BINS = 14
+"""``dpsynth-table-shaped``'s part-time flag is drawn given experience on this many public
+equal-width bins of experience's bounds (5 years each, as the scoring bins)."""
+
+
+def shaped_spec() -> dict[str, Any]:
+    """:func:`marginal_spec` with the two shape options a curator who knows wage data would
+    set: experience enters its successors with ``design = "quadratic"`` (wages rise and fall
+    with it) and the part-time flag is drawn ``given = ["experience"]`` (part-time work is
+    most common among the youngest and the oldest) instead of given the level columns."""
+    raw = marginal_spec()
+    for col in raw["confidential"]:
+        if col["name"] == "experience":
+            col["design"] = "quadratic"
+        if col["name"] == "parttime":
+            col.update(given=["experience"], given_bins=SHAPE_BINS)
+    return raw
+
+
 def run_dpsynth_table(
     frame: pd.DataFrame, epsilon: float, seed: int, spec: Any = SPEC, reference: bool = True
 ) -> tuple[pd.DataFrame, str]:
@@ -273,13 +292,26 @@ def run_dpsynth_marginal(
     return run_dpsynth_table(frame, epsilon, seed, spec=marginal_spec(), reference=False)
 
 
+def run_dpsynth_shaped(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
+    """dpsynth's table without a reference file, calibrated and shaped (:func:`shaped_spec`)."""
+    return run_dpsynth_table(frame, epsilon, seed, spec=shaped_spec(), reference=False)
+
+
 RUNNERS = {
     "ph": run_ph,
     "dpsynth-table": run_dpsynth_table,
     "dpsynth-table-marginal": run_dpsynth_marginal,
+    "dpsynth-table-shaped": run_dpsynth_shaped,
     "dpsynth-large": run_dpsynth_large,
 }
-METHODS = ("dpsynth-table", "dpsynth-table-marginal", "aim", "mst", "ph")
+METHODS = (
+    "dpsynth-table",
+    "dpsynth-table-marginal",
+    "dpsynth-table-shaped",
+    "aim",
+    "mst",
+    "ph",
+)
 """The compared methods, in the results file's order (``dpsynth-large`` is the timing run)."""
 
 

@@ -36,6 +36,7 @@ from dpsynth.table_spec import (
     TableSpec,
     load_spec,
     n_cells,
+    parent_size,
     ph_parents,
     require_columns,
 )
@@ -195,8 +196,9 @@ def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarr
 
 
 def features(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
-    """n x k features of a predecessor on PUBLIC scales: (v - lo)/(hi - lo), 0/1 codes, or
-    one-hot on the public levels; a missing value enters as 0 (its indicator carries it)."""
+    """n x k features of a predecessor on PUBLIC scales: u = (v - lo)/(hi - lo) (and, design
+    "quadratic", 4 (u - 1/2)^2), 0/1 codes, or one-hot on the public levels; each in [0, 1];
+    a missing value enters as 0 (its indicator carries it)."""
     present = np.isfinite(values)
     if col.type == "categorical" and col.design == "number":  # the level, scaled by its range
         lv = np.asarray(col.levels, dtype=float)
@@ -208,7 +210,10 @@ def features(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
     if col.type == "binary":
         return np.where(present, values, 0.0)[:, None]
     lo, hi = col.bounds
-    return np.where(present, (values - lo) / (hi - lo), 0.0)[:, None]
+    u = np.where(present, (values - lo) / (hi - lo), 0.0)
+    if col.design == "quadratic":
+        return np.column_stack([u, np.where(present, 4.0 * (u - 0.5) ** 2, 0.0)])
+    return u[:, None]
 
 
 def _design(public: np.ndarray, parts: list[np.ndarray], rows: np.ndarray | None) -> Any:
@@ -330,7 +335,7 @@ def _fit_column(
     if col.bounds is not None:
         kw["bounds"] = col.bounds
     elif col.mechanism == "ph":
-        kw["bounds"] = (0, len(col.levels) * n_cells(parents) - 1)
+        kw["bounds"] = (0, len(col.levels) * n_cells(col, parents) - 1)
     rel = synthesize(
         outcome,
         mechanism=col.mechanism,
@@ -469,14 +474,22 @@ def _subset(take: np.ndarray | None) -> Any:
     return (lambda a: a) if take is None else (lambda a: a[take])
 
 
-def _parent_cells(parents: list[ConfidentialColumn], values: dict[str, np.ndarray]) -> np.ndarray:
-    """Each record's cell among the parents' public level combinations (mixed radix); a
-    missing level counts as the first (its indicator, also a parent, tells them apart)."""
+def _parent_cells(
+    col: ConfidentialColumn, parents: list[ConfidentialColumn], values: dict[str, np.ndarray]
+) -> np.ndarray:
+    """Each record's cell among the parents' public level and bin combinations (mixed radix;
+    a continuous or count parent on ``col.given_bins`` equal-width bins of its public bounds);
+    a missing value counts as the first (its indicator, if a parent, tells them apart)."""
     n = len(values[parents[0].name])
     cell = np.zeros(n, np.int64)
     for p in parents:
         v = values[p.name]
-        cell = cell * len(p.levels) + np.where(np.isfinite(v), v, 0).astype(np.int64)
+        size = parent_size(p, col.given_bins)
+        if p.levels is None:  # the public bin of a bounded value
+            lo, hi = p.bounds
+            v = np.floor((v - lo) / (hi - lo) * size)
+        code = np.clip(np.where(np.isfinite(v), v, 0), 0, size - 1).astype(np.int64)
+        cell = cell * size + code
     return cell
 
 
@@ -484,7 +497,8 @@ def _joint_cells(
     col: ConfidentialColumn, parents: list[ConfidentialColumn], real: dict, y: np.ndarray
 ) -> np.ndarray:
     """The outcome PH releases for a level column after others: parent cell x levels + level."""
-    return (_parent_cells(parents, real) * len(col.levels) + y.astype(np.int64)).astype(float)
+    cells = _parent_cells(col, parents, real)
+    return (cells * len(col.levels) + y.astype(np.int64)).astype(float)
 
 
 def _conditional_levels(
@@ -498,12 +512,12 @@ def _conditional_levels(
     """Set k's levels, each drawn from the PH sample's levels in the record's SYNTHETIC parent
     cell (the sample's overall levels where that cell is empty): post-processing of the
     ε_j-DP joint histogram sample."""
-    L, P = len(col.levels), n_cells(parents)
+    L, P = len(col.levels), n_cells(col, parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)
     cdf = np.cumsum(counts / counts.sum(axis=1, keepdims=True), axis=1)
-    cells = _parent_cells(parents, {p.name: state.synthetic[p.name][k] for p in parents})
+    cells = _parent_cells(col, parents, {p.name: state.synthetic[p.name][k] for p in parents})
     u = rng.random(len(cells))
     return np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
 
@@ -853,6 +867,8 @@ def _table_report(
             else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
             missingness_indicator_of=col.indicator_of,
         )
+        if any(p.levels is None for p in ph_parents(col, list(spec.order()[:j]))):
+            entry["given_bins"] = col.given_bins  # a continuous parent's public bins
         k = subsample_size(col, spec.fit_records, n)
         if k is not None:  # the fit's own epsilon, amplified to its part of the column's
             entry["fit_subsample"] = fit_subsample(k, n, col.fit_share * col.share * epsilon)

@@ -68,11 +68,28 @@ _CONF_KEYS = {
     "design",
     "calibrate_bins",
     "calibrate_share",
+    "given",
+    "given_bins",
 }
-DESIGNS = ("one-hot", "number")
-"""How a categorical predecessor enters its successors' designs: one 0/1 column per public
-level but the first, or (levels that are numbers) one column, the level scaled by the
-levels' range."""
+DESIGNS = {
+    "one-hot": ("binary", "categorical"),
+    "number": ("categorical",),
+    "linear": ("continuous", "count"),
+    "quadratic": ("continuous", "count"),
+}
+"""How a predecessor enters its successors' designs, and the column types each suits. A
+binary or categorical column: one 0/1 column per public level but the first ("one-hot", the
+default), or, levels that are numbers, one column, the level scaled by the levels' range
+("number"). A continuous or count column: its value scaled by its public bounds,
+u = (v - lo) / (hi - lo) ("linear", the default), or u and 4 (u - 1/2)^2 ("quadratic": a
+relation that rises and falls, as a wage with experience). Every feature lies in [0, 1] and
+is a function of the record's own value, so a record still changes its own row only."""
+GIVEN_BINS_DEFAULT = 10
+"""``given_bins`` unless the spec sets it: the equal-width public bins on which a continuous
+or count column named in a PH column's ``given`` enters its joint cells (the table
+verdict's ten bins, ``table_verdict.DEFAULT_BINS``)."""
+GIVEN_BINS = (2, 1000)
+"""The range of ``given_bins``."""
 CALIBRATE_SHARE = 0.3
 """The part of a calibrated column's share spent on its marginal histogram by default."""
 CALIBRATE_BINS_DEFAULT = 20
@@ -119,9 +136,11 @@ class ConfidentialColumn:
     clip: bool = False
     centring: str = "none"
     indicator_of: str | None = None  # set on a synthesized missingness indicator
-    design: str = "one-hot"  # a categorical column in its successors' designs (DESIGNS)
+    design: str = "one-hot"  # how it enters its successors' designs (DESIGNS)
     calibrate_bins: int | None = None  # a continuous model column's marginal histogram bins
     calibrate_share: float = 0.0  # the part of its share that histogram spends
+    given: tuple[str, ...] | None = None  # a PH level column's parents (None: every level one)
+    given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
 
     @property
     def fit_share(self) -> float:
@@ -131,8 +150,10 @@ class ConfidentialColumn:
     @property
     def n_features(self) -> int:
         """Columns this column adds to its successors' designs (one-hot but the first level,
-        or one number)."""
-        return len(self.levels) - 1 if self.type == "categorical" and self.design != "number" else 1
+        one number, or a bounded value and its centred square)."""
+        if self.type == "categorical" and self.design == "one-hot":
+            return len(self.levels) - 1
+        return 2 if self.design == "quadratic" else 1
 
 
 @dataclass(frozen=True)
@@ -233,6 +254,7 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     spec = TableSpec(public, conf, neighbours, reference, analysis, source, fit_records)
     order = spec.order()  # with the missingness indicators: a PH column's parents at run time
     for j, col in enumerate(order):
+        _check_given(col, order[:j])
         if col.mechanism == "ph" and j > 0:
             _check_conditional_ph(col, order[:j])
     return spec
@@ -244,15 +266,38 @@ given the discrete columns before it."""
 
 
 def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
-    """The columns a PH level column is drawn given: the binary and categorical ones before it."""
+    """The columns a PH level column is drawn given: those its ``given`` names, else the
+    binary and categorical ones before it (synthesis order)."""
     if col.mechanism != "ph" or col.levels is None:
         return []
+    if col.given is not None:
+        return [p for p in before if p.name in col.given]
     return [p for p in before if p.levels is not None]
 
 
-def n_cells(columns: Sequence[ConfidentialColumn]) -> int:
-    """The number of combinations of the columns' public levels."""
-    return math.prod(len(c.levels) for c in columns)
+def parent_size(parent: ConfidentialColumn, bins: int) -> int:
+    """How many cells a parent has: its public levels, or ``bins`` equal-width public bins."""
+    return len(parent.levels) if parent.levels is not None else bins
+
+
+def n_cells(col: ConfidentialColumn, parents: Sequence[ConfidentialColumn]) -> int:
+    """The number of combinations of the parents' public levels and bins (``col``'s
+    ``given_bins`` for a continuous or count parent)."""
+    return math.prod(parent_size(p, col.given_bins) for p in parents)
+
+
+def _check_given(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
+    """``given``: confidential columns before this one, each named once."""
+    if col.given is None:
+        return
+    names = [p.name for p in before]
+    for g in col.given:
+        if g not in names:
+            raise InputError(
+                "given",
+                f"column {col.name!r}: {g!r} is not a confidential column before it "
+                f"(before it: {', '.join(names) or 'none'})",
+            )
 
 
 def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
@@ -264,12 +309,12 @@ def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[Confidential
             f"column {col.name!r}: ph after other columns draws a level given the binary and "
             "categorical columns before it; a continuous or count column there needs a model",
         )
-    cells = len(col.levels) * n_cells(ph_parents(col, before))
+    cells = len(col.levels) * n_cells(col, ph_parents(col, before))
     if cells > MAX_PH_CELLS:
         raise InputError(
             "mechanism",
             f"column {col.name!r}: ph given the columns before it needs {cells:,} cells "
-            f"(at most {MAX_PH_CELLS:,}); put it earlier or give it a model",
+            f"(at most {MAX_PH_CELLS:,}); name fewer in given, put it earlier or give it a model",
         )
 
 
@@ -414,8 +459,9 @@ def _confidential(
         missing,
         _bool(entry.get("clip", clip), "clip"),
         _centring(entry, name, mechanism, reference, "calibrate_bins" in calibration),
-        design=_design_kind(entry.get("design", "one-hot"), name, kind, levels),
+        design=_design_kind(entry.get("design"), name, kind, levels),
         **calibration,
+        **_given(entry, name, mechanism, levels),
     )
 
 
@@ -452,9 +498,15 @@ def _calibration(
 
 
 def _design_kind(value: Any, name: str, kind: str, levels: tuple[Any, ...] | None) -> str:
-    """``design``: "number" only for a categorical column whose public levels are numbers."""
-    if value not in DESIGNS:
-        raise InputError("design", f"column {name!r}: must be one of {', '.join(DESIGNS)}")
+    """``design`` (DESIGNS): one the column's type suits; "number" only for public levels
+    that are numbers. Default: "one-hot" for a level column, "linear" otherwise."""
+    if value is None:
+        return "one-hot" if levels is not None else "linear"
+    suits = [d for d, kinds in DESIGNS.items() if kind in kinds]
+    if value not in suits:
+        raise InputError(
+            "design", f"column {name!r}: a {kind} column's is one of {', '.join(suits)}"
+        )
     if value == "number":
         numbers = levels is not None and all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in levels
@@ -466,6 +518,31 @@ def _design_kind(value: Any, name: str, kind: str, levels: tuple[Any, ...] | Non
                 "whose levels are numbers",
             )
     return value
+
+
+def _given(entry: Mapping[str, Any], name: str, mechanism: str, levels: Any) -> dict:
+    """``given`` (and ``given_bins``): the columns a PH level column is drawn given."""
+    given, bins = entry.get("given"), entry.get("given_bins")
+    if given is None:
+        if bins is not None:
+            raise InputError("given_bins", f"column {name!r}: needs given")
+        return {}
+    if mechanism != "ph" or levels is None:
+        raise InputError(
+            "given",
+            f"column {name!r}: only a ph level column is drawn given chosen columns "
+            "(a model column is a regression on every column before it)",
+        )
+    ok = isinstance(given, list) and all(isinstance(g, str) and g for g in given)
+    if not ok or len(set(given)) != len(given):
+        raise InputError("given", f"column {name!r}: must be a list of distinct column names")
+    lo, hi = GIVEN_BINS
+    bins = GIVEN_BINS_DEFAULT if bins is None else bins
+    if isinstance(bins, bool) or not isinstance(bins, int) or not lo <= bins <= hi:
+        raise InputError(
+            "given_bins", f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})"
+        )
+    return {"given": tuple(given), "given_bins": bins}
 
 
 def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tuple[str, str | None]:

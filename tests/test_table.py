@@ -41,6 +41,9 @@ def _spec(**changes):
     return spec
 
 
+GIVEN_COLUMN = {"name": "owner", "mechanism": "ph", "type": "binary", "levels": ["no", "yes"]}
+"""A PH level column after the base spec's two regressions (for ``given``)."""
+
 HOSTILE = [
     ("duplicate in the order", {"confidential": BASE["confidential"] * 2}, "confidential", "twice"),
     (
@@ -73,7 +76,18 @@ HOSTILE = [
     ("add-remove", {**BASE, "neighbours": "add-remove"}, "neighbours", "substitution"),
     ("no confidential", {"public": BASE["public"], "confidential": []}, "confidential", ""),
     ("analysis names no column", {**BASE, "analysis": {"formula": "spend ~ wage"}}, "analysis", ""),
-    ("design unknown", _spec(confidential__0__design="ordinal"), "design", "one-hot, number"),
+    ("design unknown", _spec(confidential__0__design="ordinal"), "design", "linear, quadratic"),
+    (
+        "design quadratic on a categorical column",
+        _spec(
+            confidential__1__model="categorical",
+            confidential__1__levels=["a", "b"],
+            confidential__1__bounds=None,
+            confidential__1__design="quadratic",
+        ),
+        "design",
+        "one-hot, number",
+    ),
     (
         "design number on text levels",
         _spec(
@@ -113,6 +127,30 @@ HOSTILE = [
         _spec(confidential__1__calibrate_bins=0, confidential__1__centring="marginal"),
         "centring",
         "needs calibrate_bins",
+    ),
+    ("given on a model column", _spec(confidential__1__given=["income"]), "given", "ph level"),
+    *[
+        (
+            f"given {case}",
+            {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, **change}]},
+            param,
+            words,
+        )
+        for case, change, param, words in [
+            ("names a public column", {"given": ["age"]}, "given", "before it: income, spend"),
+            ("names itself", {"given": ["owner"]}, "given", "'owner' is not"),
+            ("twice", {"given": ["income", "income"]}, "given", "distinct"),
+            ("not a list", {"given": "income"}, "given", "list"),
+            ("bins without given", {"given_bins": 5}, "given_bins", "needs given"),
+            ("bins one", {"given": ["income"], "given_bins": 1}, "given_bins", "2 to"),
+            ("bins text", {"given": ["income"], "given_bins": "ten"}, "given_bins", "'ten'"),
+        ]
+    ],
+    (
+        "given a column after it",
+        {**BASE, "confidential": [{**GIVEN_COLUMN, "given": ["income"]}, *BASE["confidential"]]},
+        "given",
+        "before it: none",
     ),
     (
         "calibrate_share without bins",
@@ -846,3 +884,80 @@ def test_ph_level_column_after_others_is_drawn_given_the_discrete_ones(tmp_path)
     assert set(syn["sector"]) <= {"a", "b", "c"}
     share_a = syn.groupby("employed")["sector"].apply(lambda s: (s == "a").mean())
     assert share_a[1] - share_a[0] > 0.3, share_a
+
+
+def test_quadratic_design_is_bounded_local_and_centred():
+    """design = "quadratic": u = (v - lo)/(hi - lo) and 4 (u - 1/2)^2, both in [0, 1], 0 where
+    missing; record r's value enters row r only (Proposition 1, step 1)."""
+    spec = _clean(_spec(confidential__0__design="quadratic"))
+    income = load_spec(spec).confidential[0]
+    assert income.design == "quadratic" and income.n_features == 2
+    assert load_spec(_clean(_spec())).confidential[0].design == "linear"  # the default
+    x = np.array([100.0, 25050.0, 50000.0, np.nan, 12575.0])
+    f = features(income, x)
+    np.testing.assert_allclose(f, [[0, 1], [0.5, 0], [1, 1], [0, 0], [0.25, 0.25]])
+    x2 = x.copy()
+    x2[1] = 100.0
+    assert np.flatnonzero((features(income, x2) != f).any(axis=1)).tolist() == [1]
+
+
+GIVEN_SPEC = """
+neighbours = "substitution"
+
+[[confidential]]
+name = "x"
+mechanism = "ph"
+bounds = [0, 10]
+
+[[confidential]]
+name = "flag"
+mechanism = "ph"
+type = "binary"
+levels = [0, 1]
+given = ["x"]
+given_bins = 5
+"""
+
+
+def test_parent_cells_bin_a_continuous_parent_on_public_bins():
+    """A continuous parent in ``given`` enters the joint cells on ``given_bins`` equal-width
+    bins of its PUBLIC bounds (the upper bound in the last bin; missing in the first)."""
+    from dpsynth.table import _parent_cells
+    from dpsynth.table_spec import n_cells, ph_parents
+
+    spec = load_spec(tomllib_loads(GIVEN_SPEC))
+    x, flag = spec.order()
+    parents = ph_parents(flag, [x])
+    assert parents == [x] and n_cells(flag, parents) == 5
+    v = np.array([0.0, 1.99, 2.0, 5.5, 9.99, 10.0, np.nan])
+    np.testing.assert_array_equal(_parent_cells(flag, parents, {"x": v}), [0, 0, 1, 2, 4, 4, 0])
+
+
+def tomllib_loads(text: str) -> dict:
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+def test_ph_level_column_given_a_continuous_column_keeps_a_u_shape(tmp_path):
+    """``given = ["x"]``: the flag is drawn in its record's SYNTHETIC x bin from the perturbed
+    joint histogram (5 x bins x 2 levels). In the data P(flag | x) is 0.9 in the outer
+    bins and 0.1 inside; at epsilon 10 per column (Laplace scale 0.2 on counts of about 400)
+    the synthetic outer-minus-inner gap must exceed 0.6 (sampling sd about 0.03). Without
+    ``given`` the flag would be independent of x (gap near 0)."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 10, 2000)
+    outer = (x < 2) | (x >= 8)
+    flag = rng.binomial(1, np.where(outer, 0.9, 0.1))
+    frame = pd.DataFrame({"x": x, "flag": flag})
+    spec = tmp_path / "given.toml"
+    spec.write_text(GIVEN_SPEC)
+    rel = synthesize_table(frame, spec, 20.0, allow_large_epsilon=True)
+    cols = {c["column"]: c for c in rel.report["confidential_columns"]}
+    assert cols["flag"]["predecessors"] == ["x"] and cols["flag"]["given_bins"] == 5
+    assert rel.report["guarantee"] == "DP" and rel.report["epsilon"] == 20.0
+    syn = rel.data
+    s_outer = (syn["x"] < 2) | (syn["x"] >= 8)
+    gap = syn.loc[s_outer, "flag"].mean() - syn.loc[~s_outer, "flag"].mean()
+    assert gap > 0.6, gap
+    assert frame.equals(pd.DataFrame({"x": x, "flag": flag}))  # input untouched
