@@ -248,6 +248,20 @@ def shaped_spec() -> dict[str, Any]:
     return raw
 
 
+def histogram_spec() -> dict[str, Any]:
+    """:func:`shaped_spec` with experience drawn by PH given schooling instead of a
+    regression: the perturbed histogram of (19 years of schooling x 14 public bins of
+    experience), each value drawn in its record's synthetic schooling, uniform in its bin
+    (experience is about age less schooling: its shape given schooling is what matters)."""
+    raw = shaped_spec()
+    for col in raw["confidential"]:
+        if col["name"] == "experience":
+            for key in ("model", "calibrate_bins"):
+                col.pop(key, None)
+            col.update(mechanism="ph", type="continuous", given=["education"], bins=SHAPE_BINS)
+    return raw
+
+
 def run_dpsynth_table(
     frame: pd.DataFrame, epsilon: float, seed: int, spec: Any = SPEC, reference: bool = True
 ) -> tuple[pd.DataFrame, str]:
@@ -297,17 +311,26 @@ def run_dpsynth_shaped(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[
     return run_dpsynth_table(frame, epsilon, seed, spec=shaped_spec(), reference=False)
 
 
+def run_dpsynth_histogram(
+    frame: pd.DataFrame, epsilon: float, seed: int
+) -> tuple[pd.DataFrame, str]:
+    """dpsynth's table with experience by PH given schooling (:func:`histogram_spec`)."""
+    return run_dpsynth_table(frame, epsilon, seed, spec=histogram_spec(), reference=False)
+
+
 RUNNERS = {
     "ph": run_ph,
     "dpsynth-table": run_dpsynth_table,
     "dpsynth-table-marginal": run_dpsynth_marginal,
     "dpsynth-table-shaped": run_dpsynth_shaped,
+    "dpsynth-table-histogram": run_dpsynth_histogram,
     "dpsynth-large": run_dpsynth_large,
 }
 METHODS = (
     "dpsynth-table",
     "dpsynth-table-marginal",
     "dpsynth-table-shaped",
+    "dpsynth-table-histogram",
     "aim",
     "mst",
     "ph",

@@ -36,6 +36,7 @@ from dpsynth.table_spec import (
     TableSpec,
     load_spec,
     n_cells,
+    own_size,
     parent_size,
     ph_parents,
     require_columns,
@@ -318,10 +319,7 @@ def _fit_column(
     kw: dict[str, Any] = {}
     parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
-        kw["integer"] = col.type != "continuous"
-        # values, or 0-based level codes (one unit bin per public level), or, after other
-        # columns, the joint cell of the discrete predecessors' levels and this level
-        outcome = y[rows] if not parents else _joint_cells(col, parents, state.real, y)
+        outcome, kw = _ph_inputs(col, parents, state.real, y)
     else:
         kw.update(model=column_model(col), X=X)
         kw.update(_reference_inputs(col, state, X is not None, sampler))
@@ -332,10 +330,8 @@ def _fit_column(
                 col, state.public, synthetic, targets[0], rng, sampler
             )
         outcome = _stan_outcome(col, y[rows])
-    if col.bounds is not None:
-        kw["bounds"] = col.bounds
-    elif col.mechanism == "ph":
-        kw["bounds"] = (0, len(col.levels) * n_cells(col, parents) - 1)
+        if col.bounds is not None:
+            kw["bounds"] = col.bounds
     rel = synthesize(
         outcome,
         mechanism=col.mechanism,
@@ -352,7 +348,7 @@ def _fit_column(
         sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
         if parents:
             rng = entropy.stream(col_seed, 2)
-            sets = [_conditional_levels(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
+            sets = [_conditional_values(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets), None
     sets = _column_sets(col, rel, state, m)
     if targets is not None:  # each set mapped by rank onto its histogram sample
@@ -493,12 +489,51 @@ def _parent_cells(
     return cell
 
 
-def _joint_cells(
+def _ph_inputs(
     col: ConfidentialColumn, parents: list[ConfidentialColumn], real: dict, y: np.ndarray
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """What PH releases for a column: its values (a continuous column, on its public bounds
+    and ``bins``), its 0-based level codes (one unit bin per public level), or, given
+    parents, each record's joint cell: parent cell x own cells + own cell (one unit bin per
+    public joint cell, :func:`_parent_cells`, :func:`_own_codes`)."""
+    if parents:
+        cells = _parent_cells(col, parents, real) * own_size(col) + _own_codes(col, y)
+        bounds = (0, own_size(col) * n_cells(col, parents) - 1)
+        return cells.astype(float), {"integer": True, "bounds": bounds}
+    kw: dict[str, Any] = {"integer": col.type != "continuous"}
+    if col.levels is not None:
+        kw["bounds"] = (0, len(col.levels) - 1)
+    else:
+        kw["bounds"] = col.bounds
+        if col.bins is not None:
+            kw["n_bins"] = col.bins
+    return y[np.isfinite(y)], kw
+
+
+def _own_codes(col: ConfidentialColumn, y: np.ndarray) -> np.ndarray:
+    """A PH column's own cell: its level code, or its public equal-width bin (``bins``)."""
+    if col.levels is not None:
+        return y.astype(np.int64)
+    lo, hi = col.bounds
+    k = own_size(col)
+    return np.clip(np.floor((y - lo) / (hi - lo) * k), 0, k - 1).astype(np.int64)
+
+
+def _conditional_values(
+    col: ConfidentialColumn,
+    parents: list[ConfidentialColumn],
+    state: _State,
+    joint: np.ndarray,
+    k: int,
+    rng: np.random.Generator,
 ) -> np.ndarray:
-    """The outcome PH releases for a level column after others: parent cell x levels + level."""
-    cells = _parent_cells(col, parents, real)
-    return (cells * len(col.levels) + y.astype(np.int64)).astype(float)
+    """Set k of a PH column drawn given parents: level codes, or values uniform within the
+    drawn public bin (post-processing, as the bin itself)."""
+    codes = _conditional_levels(col, parents, state, joint, k, rng)
+    if col.levels is not None:
+        return codes
+    lo, hi = col.bounds
+    return lo + (codes + rng.random(len(codes))) * (hi - lo) / own_size(col)
 
 
 def _conditional_levels(
@@ -512,7 +547,7 @@ def _conditional_levels(
     """Set k's levels, each drawn from the PH sample's levels in the record's SYNTHETIC parent
     cell (the sample's overall levels where that cell is empty): post-processing of the
     ε_j-DP joint histogram sample."""
-    L, P = len(col.levels), n_cells(col, parents)
+    L, P = own_size(col), n_cells(col, parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)
@@ -867,8 +902,11 @@ def _table_report(
             else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
             missingness_indicator_of=col.indicator_of,
         )
-        if any(p.levels is None for p in ph_parents(col, list(spec.order()[:j]))):
+        parents = ph_parents(col, list(spec.order()[:j]))
+        if any(p.levels is None for p in parents):
             entry["given_bins"] = col.given_bins  # a continuous parent's public bins
+        if parents and col.levels is None:
+            entry["bins"] = own_size(col)  # a continuous PH column's own public bins
         k = subsample_size(col, spec.fit_records, n)
         if k is not None:  # the fit's own epsilon, amplified to its part of the column's
             entry["fit_subsample"] = fit_subsample(k, n, col.fit_share * col.share * epsilon)

@@ -70,6 +70,7 @@ _CONF_KEYS = {
     "calibrate_share",
     "given",
     "given_bins",
+    "bins",
 }
 DESIGNS = {
     "one-hot": ("binary", "categorical"),
@@ -85,11 +86,12 @@ u = (v - lo) / (hi - lo) ("linear", the default), or u and 4 (u - 1/2)^2 ("quadr
 relation that rises and falls, as a wage with experience). Every feature lies in [0, 1] and
 is a function of the record's own value, so a record still changes its own row only."""
 GIVEN_BINS_DEFAULT = 10
-"""``given_bins`` unless the spec sets it: the equal-width public bins on which a continuous
-or count column named in a PH column's ``given`` enters its joint cells (the table
-verdict's ten bins, ``table_verdict.DEFAULT_BINS``)."""
+"""``given_bins`` (and a continuous PH column's own ``bins`` when it is drawn given others)
+unless the spec sets it: the equal-width public bins on which a continuous or count column
+enters a PH column's joint cells (the table verdict's ten bins,
+``table_verdict.DEFAULT_BINS``)."""
 GIVEN_BINS = (2, 1000)
-"""The range of ``given_bins``."""
+"""The range of ``given_bins`` and ``bins``."""
 CALIBRATE_SHARE = 0.3
 """The part of a calibrated column's share spent on its marginal histogram by default."""
 CALIBRATE_BINS_DEFAULT = 20
@@ -141,6 +143,7 @@ class ConfidentialColumn:
     calibrate_share: float = 0.0  # the part of its share that histogram spends
     given: tuple[str, ...] | None = None  # a PH level column's parents (None: every level one)
     given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
+    bins: int | None = None  # a continuous PH column's own public bins (None: PH's rule)
 
     @property
     def fit_share(self) -> float:
@@ -268,11 +271,18 @@ given the discrete columns before it."""
 def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
     """The columns a PH level column is drawn given: those its ``given`` names, else the
     binary and categorical ones before it (synthesis order)."""
-    if col.mechanism != "ph" or col.levels is None:
+    if col.mechanism != "ph":
         return []
     if col.given is not None:
         return [p for p in before if p.name in col.given]
-    return [p for p in before if p.levels is not None]
+    return [p for p in before if p.levels is not None] if col.levels is not None else []
+
+
+def own_size(col: ConfidentialColumn) -> int:
+    """A PH column's own cells in its joint cells: its public levels, or its ``bins``."""
+    if col.levels is not None:
+        return len(col.levels)
+    return col.bins or GIVEN_BINS_DEFAULT
 
 
 def parent_size(parent: ConfidentialColumn, bins: int) -> int:
@@ -302,14 +312,15 @@ def _check_given(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) 
 
 def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
     """PH after other columns: a level column, drawn given the discrete columns before it
-    (the perturbed histogram of their joint cells, then post-processing)."""
-    if col.levels is None:
+    or those its ``given`` names, or a continuous column with ``given`` (the perturbed
+    histogram of their joint cells, then post-processing)."""
+    if col.levels is None and (col.type != "continuous" or col.given is None):
         raise InputError(
             "mechanism",
-            f"column {col.name!r}: ph after other columns draws a level given the binary and "
-            "categorical columns before it; a continuous or count column there needs a model",
+            f"column {col.name!r}: ph after other columns draws a level given the columns "
+            "before it (a continuous column: with given); a count column there needs a model",
         )
-    cells = len(col.levels) * n_cells(col, ph_parents(col, before))
+    cells = own_size(col) * n_cells(col, ph_parents(col, before))
     if cells > MAX_PH_CELLS:
         raise InputError(
             "mechanism",
@@ -461,7 +472,7 @@ def _confidential(
         _centring(entry, name, mechanism, reference, "calibrate_bins" in calibration),
         design=_design_kind(entry.get("design"), name, kind, levels),
         **calibration,
-        **_given(entry, name, mechanism, levels),
+        **_given(entry, name, mechanism, kind),
     )
 
 
@@ -520,18 +531,20 @@ def _design_kind(value: Any, name: str, kind: str, levels: tuple[Any, ...] | Non
     return value
 
 
-def _given(entry: Mapping[str, Any], name: str, mechanism: str, levels: Any) -> dict:
-    """``given`` (and ``given_bins``): the columns a PH level column is drawn given."""
+def _given(entry: Mapping[str, Any], name: str, mechanism: str, kind: str) -> dict:
+    """``given`` (and ``given_bins``): the columns a PH column is drawn given; ``bins``: a
+    continuous PH column's own public bins."""
     given, bins = entry.get("given"), entry.get("given_bins")
+    out = _own_bins(entry.get("bins"), name, mechanism, kind)
     if given is None:
         if bins is not None:
             raise InputError("given_bins", f"column {name!r}: needs given")
-        return {}
-    if mechanism != "ph" or levels is None:
+        return out
+    if mechanism != "ph" or kind == "count":
         raise InputError(
             "given",
-            f"column {name!r}: only a ph level column is drawn given chosen columns "
-            "(a model column is a regression on every column before it)",
+            f"column {name!r}: only a ph level or continuous column is drawn given chosen "
+            "columns (a model column is a regression on every column before it)",
         )
     ok = isinstance(given, list) and all(isinstance(g, str) and g for g in given)
     if not ok or len(set(given)) != len(given):
@@ -542,7 +555,21 @@ def _given(entry: Mapping[str, Any], name: str, mechanism: str, levels: Any) -> 
         raise InputError(
             "given_bins", f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})"
         )
-    return {"given": tuple(given), "given_bins": bins}
+    return {**out, "given": tuple(given), "given_bins": bins}
+
+
+def _own_bins(bins: Any, name: str, mechanism: str, kind: str) -> dict:
+    """``bins``: a continuous PH column's own equal-width public bins."""
+    if bins is None:
+        return {}
+    if mechanism != "ph" or kind != "continuous":
+        raise InputError("bins", f"column {name!r}: only a continuous ph column has bins")
+    lo, hi = GIVEN_BINS
+    if isinstance(bins, bool) or not isinstance(bins, int) or not lo <= bins <= hi:
+        raise InputError(
+            "bins", f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})"
+        )
+    return {"bins": bins}
 
 
 def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tuple[str, str | None]:
