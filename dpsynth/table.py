@@ -482,9 +482,9 @@ def _parent_cells(
         v = values[p.name]
         size = parent_size(p, col.given_bins)
         if p.levels is None:  # the public bin of a bounded value
-            lo, hi = p.bounds
-            v = np.floor((v - lo) / (hi - lo) * size)
-        code = np.clip(np.where(np.isfinite(v), v, 0), 0, size - 1).astype(np.int64)
+            code = bin_codes(v, p.bounds, size)
+        else:
+            code = np.where(np.isfinite(v), v, 0).astype(np.int64)
         cell = cell * size + code
     return cell
 
@@ -514,9 +514,15 @@ def _own_codes(col: ConfidentialColumn, y: np.ndarray) -> np.ndarray:
     """A PH column's own cell: its level code, or its public equal-width bin (``bins``)."""
     if col.levels is not None:
         return y.astype(np.int64)
-    lo, hi = col.bounds
-    k = own_size(col)
-    return np.clip(np.floor((y - lo) / (hi - lo) * k), 0, k - 1).astype(np.int64)
+    return bin_codes(y, col.bounds, own_size(col))
+
+
+def bin_codes(values: np.ndarray, bounds: tuple[float, float], k: int) -> np.ndarray:
+    """0-based codes of ``values`` on k equal-width bins of the PUBLIC ``bounds`` (the upper
+    bound in the last bin; a missing value in the first)."""
+    lo, hi = bounds
+    codes = np.floor((values - lo) / (hi - lo) * k)
+    return np.clip(np.where(np.isfinite(codes), codes, 0), 0, k - 1).astype(np.int64)
 
 
 def _conditional_values(
@@ -527,25 +533,9 @@ def _conditional_values(
     k: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """Set k of a PH column drawn given parents: level codes, or values uniform within the
-    drawn public bin (post-processing, as the bin itself)."""
-    codes = _conditional_levels(col, parents, state, joint, k, rng)
-    if col.levels is not None:
-        return codes
-    lo, hi = col.bounds
-    return lo + (codes + rng.random(len(codes))) * (hi - lo) / own_size(col)
-
-
-def _conditional_levels(
-    col: ConfidentialColumn,
-    parents: list[ConfidentialColumn],
-    state: _State,
-    joint: np.ndarray,
-    k: int,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Set k's levels, each drawn from the PH sample's levels in the record's SYNTHETIC parent
-    cell (the sample's overall levels where that cell is empty): post-processing of the
+    """Set k's levels (or public bins), each drawn from the PH sample's own cells in the
+    record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty);
+    a continuous column's value uniform within its drawn bin: post-processing of the
     ε_j-DP joint histogram sample."""
     L, P = own_size(col), n_cells(col, parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
@@ -554,7 +544,11 @@ def _conditional_levels(
     cdf = np.cumsum(counts / counts.sum(axis=1, keepdims=True), axis=1)
     cells = _parent_cells(col, parents, {p.name: state.synthetic[p.name][k] for p in parents})
     u = rng.random(len(cells))
-    return np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
+    codes = np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
+    if col.levels is not None:
+        return codes
+    lo, hi = col.bounds
+    return lo + (codes + rng.random(len(codes))) * (hi - lo) / L
 
 
 def _column_sets(col: ConfidentialColumn, rel: Any, state: _State, m: int) -> list[np.ndarray]:

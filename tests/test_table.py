@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -946,18 +947,12 @@ def test_parent_cells_bin_a_continuous_parent_on_public_bins():
     from dpsynth.table import _parent_cells
     from dpsynth.table_spec import n_cells, ph_parents
 
-    spec = load_spec(tomllib_loads(GIVEN_SPEC))
+    spec = load_spec(tomllib.loads(GIVEN_SPEC))
     x, flag = spec.order()
     parents = ph_parents(flag, [x])
     assert parents == [x] and n_cells(flag, parents) == 5
     v = np.array([0.0, 1.99, 2.0, 5.5, 9.99, 10.0, np.nan])
     np.testing.assert_array_equal(_parent_cells(flag, parents, {"x": v}), [0, 0, 1, 2, 4, 4, 0])
-
-
-def tomllib_loads(text: str) -> dict:
-    import tomllib
-
-    return tomllib.loads(text)
 
 
 def test_ph_level_column_given_a_continuous_column_keeps_a_u_shape(tmp_path):
