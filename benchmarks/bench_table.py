@@ -248,18 +248,39 @@ def shaped_spec() -> dict[str, Any]:
     return raw
 
 
-def histogram_spec() -> dict[str, Any]:
-    """:func:`shaped_spec` with experience drawn by PH given schooling instead of a
-    regression: the perturbed histogram of (19 years of schooling x 14 public bins of
-    experience), each value drawn in its record's synthetic schooling, uniform in its bin
-    (experience is about age less schooling: its shape given schooling is what matters)."""
-    raw = shaped_spec()
+def reshape(raw: dict[str, Any]) -> dict[str, Any]:
+    """A spec with experience drawn by PH given schooling (the perturbed histogram of 19
+    years of schooling x :data:`SHAPE_BINS` public bins of experience, each value drawn in
+    its record's synthetic schooling, uniform in its bin: experience is about age less
+    schooling, and its shape given schooling is what matters), entering the wage's design
+    with ``design = "quadratic"``, and part-time work drawn given experience."""
     for col in raw["confidential"]:
         if col["name"] == "experience":
             for key in ("model", "calibrate_bins"):
                 col.pop(key, None)
             col.update(mechanism="ph", type="continuous", given=["education"], bins=SHAPE_BINS)
+            col["design"] = "quadratic"
+        if col["name"] == "parttime":
+            col.update(given=["experience"], given_bins=SHAPE_BINS)
     return raw
+
+
+def reference_histogram_spec() -> dict[str, Any]:
+    """The committed spec (the 1985 reference centres the wage's regression) reshaped as in
+    :func:`reshape`, the wage calibrated on :data:`CALIBRATE_BINS` public bins."""
+    import tomllib
+
+    raw = reshape(tomllib.loads(SPEC.read_text(encoding="utf-8")))
+    for col in raw["confidential"]:
+        if col["name"] == "lwage":
+            col["calibrate_bins"] = CALIBRATE_BINS
+    return raw
+
+
+def histogram_spec() -> dict[str, Any]:
+    """:func:`marginal_spec` reshaped (:func:`reshape`): experience by PH given schooling
+    instead of a regression, no reference file."""
+    return reshape(marginal_spec())
 
 
 def run_dpsynth_table(
@@ -318,12 +339,20 @@ def run_dpsynth_histogram(
     return run_dpsynth_table(frame, epsilon, seed, spec=histogram_spec(), reference=False)
 
 
+def run_dpsynth_reference_histogram(
+    frame: pd.DataFrame, epsilon: float, seed: int
+) -> tuple[pd.DataFrame, str]:
+    """dpsynth's table reshaped, its wage centred at the 1985 reference and calibrated."""
+    return run_dpsynth_table(frame, epsilon, seed, spec=reference_histogram_spec())
+
+
 RUNNERS = {
     "ph": run_ph,
     "dpsynth-table": run_dpsynth_table,
     "dpsynth-table-marginal": run_dpsynth_marginal,
     "dpsynth-table-shaped": run_dpsynth_shaped,
     "dpsynth-table-histogram": run_dpsynth_histogram,
+    "dpsynth-table-histogram-ref": run_dpsynth_reference_histogram,
     "dpsynth-large": run_dpsynth_large,
 }
 METHODS = (
@@ -331,6 +360,7 @@ METHODS = (
     "dpsynth-table-marginal",
     "dpsynth-table-shaped",
     "dpsynth-table-histogram",
+    "dpsynth-table-histogram-ref",
     "aim",
     "mst",
     "ph",
