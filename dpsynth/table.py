@@ -778,15 +778,18 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
     except ImportError:
         return {"verdict": "unavailable", "reason": "dpsynth.table_verdict is not installed"}
     columns: dict[str, dict[str, Any]] = {}
+    order = spec.order()
     for c in [*spec.public, *spec.confidential]:
         if c.type in ("continuous", "count") and c.bounds is None:
             continue  # a public column without public bounds has no public bins
+        conf = isinstance(c, ConfidentialColumn) and c.mechanism == "ph"
         columns[c.name] = {
             "type": c.type,
             "bounds": c.bounds,
             "levels": c.levels,
             "public": isinstance(c, PublicColumn),
             "mechanism": getattr(c, "mechanism", None),
+            "given": [p.name for p in ph_parents(c, order[: order.index(c)])] if conf else None,
         }
     analysis = None if spec.analysis is None else spec.analysis.formula
     try:

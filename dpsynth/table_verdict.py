@@ -120,6 +120,7 @@ class ColumnInfo:
     bins: int = DEFAULT_BINS
     public: bool = False
     mechanism: str | None = None  # how a synthesized column was made (for the next step)
+    given: tuple[str, ...] | None = None  # a PH column's parents (for the next step)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -156,6 +157,7 @@ def describe(columns: Sequence[ColumnInfo] | Mapping[str, Mapping[str, Any]]) ->
                     int(d.get("bins", DEFAULT_BINS)),
                     bool(d.get("public", False)),
                     d.get("mechanism"),
+                    None if d.get("given") is None else tuple(d["given"]),
                 )
             )
         return out
@@ -560,6 +562,25 @@ def table_verdict(
     }
 
 
+def _ignored_parent(
+    columns: Sequence[ColumnInfo], later: str, other: str, public: set[str]
+) -> str | None:
+    """A PH column drawn given parents that leave out the other column of its worst pair:
+    name it among them (PH never reads the public columns: a model does)."""
+    col = next((c for c in columns if c.name == later), None)
+    if col is None or col.mechanism != "ph" or col.given is None or other in col.given:
+        return None
+    if other in public:
+        return (
+            f"give {later!r} a model: a ph column is drawn given confidential columns only, "
+            f"never the public {other!r}"
+        )
+    return (
+        f"draw {later!r} given {other!r} too (add it to its given; a continuous column enters "
+        f"on public bins): its ph draw ignores {other!r}"
+    )
+
+
 def _ph_advice(columns: Sequence[ColumnInfo], names: Sequence[str]) -> str | None:
     """A level column behind the worst figure fitted by a censored model: PH is the move
     (a censored logistic or categorical fit at a small share of epsilon is nearly flat)."""
@@ -614,6 +635,9 @@ def next_step(
         )
     later = max((n for n in names if n not in public), key=order.index, default=names[-1])
     other = [n for n in names if n != later]
+    ignored = _ignored_parent(columns, later, other[0], public)
+    if ignored:
+        return ignored
     lead = (
         "the propensity model tells the tables apart; its worst pair is "
         if figure == "pmse_ratio"

@@ -250,3 +250,22 @@ def test_a_censored_level_column_behind_the_worst_figure_is_sent_to_ph():
         v = tv.table_verdict(conf, syn, spec)
         assert v["verdict"] == "poor" and "b" in v["driven_by"]["columns"]
         assert expected in v["next_step"], v["next_step"]
+
+
+def test_a_ph_column_that_ignores_its_worst_partner_is_told_to_name_it():
+    """The shuffled z (a PH column) drives the verdict through its pair with x. Drawn given
+    b only, the next step names x for its given; given x, the share advice; with x public,
+    a model (PH never reads public columns)."""
+    conf = _table(4)
+    syn = conf.copy()
+    syn["z"] = np.random.default_rng(5).permutation(syn["z"].to_numpy())
+    z = {"type": "continuous", "bounds": (0, 100), "mechanism": "ph"}
+    cases = [
+        ({"z": {**z, "given": ["b"]}}, "draw 'z' given 'x' too"),
+        ({"z": {**z, "given": ["x"]}}, "raise the share of epsilon of 'z'"),
+        ({"x": {**SPEC["x"], "public": True}, "z": {**z, "given": []}}, "give 'z' a model"),
+    ]
+    for change, expected in cases:
+        v = tv.table_verdict(conf, syn, {**SPEC, **change})
+        assert v["verdict"] == "poor" and v["driven_by"]["columns"] == ["x", "z"], v["driven_by"]
+        assert expected in v["next_step"], v["next_step"]
