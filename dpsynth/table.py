@@ -3,12 +3,14 @@
 Column j (in the spec's synthesis order) is one existing dpsynth release
 (:func:`dpsynth.release.synthesize`: Censor_uw, Censor_w with reference weights, or PH) at
 budget eps_j = share_j * epsilon; a model column is fitted as a regression on the public
-columns and the confidential columns before it (a PH level column after others releases
-the histogram of its joint cells with the discrete predecessors, :func:`_joint_cells`). Its published values are drawn from the
-retained draws of that fit at the design built from the public columns and the
-**synthetic** values of its predecessors (:func:`draws_at_design`: post-processing).
-Predecessors enter the design scaled by their public bounds, (v - lo) / (hi - lo), and
-categorical ones one-hot on their public levels, so record i's values enter row i of each
+columns and the confidential columns before it (a PH column after others releases the
+histogram of its joint cells with its parents, :func:`_ph_inputs`: the discrete
+predecessors, or those its ``given`` names, a continuous one on public bins). A model
+column's published values are drawn from the retained draws of that fit at the design
+built from the public columns and the **synthetic** values of its predecessors
+(:func:`draws_at_design`: post-processing). Predecessors enter the design scaled by their
+public bounds, (v - lo) / (hi - lo) (and its centred square with ``design = "quadratic"``),
+and categorical ones one-hot on their public levels, so record i's values enter row i of each
 design only: one record changes one clamped term per column (censoring paper, Censor_uw,
 Eq. 3.5; the book page "A whole table", Proposition 1). Total epsilon = sum_j eps_j
 (sequential composition), m sets cost m times (inside each column's release).

@@ -265,7 +265,7 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
 
 MAX_PH_CELLS = 100_000
 """At most this many cells (predecessor level combinations x levels) for a PH column drawn
-given the discrete columns before it."""
+given its parents (the discrete columns before it, or those its ``given`` names)."""
 
 
 def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
