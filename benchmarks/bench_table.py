@@ -471,10 +471,12 @@ def time_large(args: argparse.Namespace, version: str) -> None:
         writer.writerow({**rec, "rows": LARGE_ROWS, "columns": 8, "versions": version})
 
 
-def versions(opendp_python: str) -> str:
-    """dpsynth's commit, OpenDP and mbi of the benchmark environment, numpy."""
+def versions(opendp_python: str, dpsynth_path: str | None = None) -> str:
+    """dpsynth's commit (of ``dpsynth_path``, the library the children import, where given),
+    OpenDP and mbi of the benchmark environment, numpy."""
+    repo = dpsynth_path or str(HERE)
     commit = subprocess.run(
-        ["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ["git", "-C", repo, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     probe = "import importlib.metadata as m; print(m.version('opendp'), m.version('mbi'))"
     try:
@@ -670,7 +672,7 @@ def main() -> None:
         help="time dpsynth's table on 10^5 rows x 8 columns (first epsilon)",
     )
     args = parser.parse_args()
-    args.versions = versions(args.opendp_python)
+    args.versions = versions(args.opendp_python, args.dpsynth_path)
     if args.time_large:
         time_large(args, args.versions)
         return
