@@ -235,11 +235,15 @@ equal-width bins of experience's bounds (5 years each, as the scoring bins)."""
 
 
 def shaped_spec() -> dict[str, Any]:
-    """:func:`marginal_spec` with the two shape options a curator who knows wage data would
-    set: experience enters its successors with ``design = "quadratic"`` (wages rise and fall
-    with it) and the part-time flag is drawn ``given = ["experience"]`` (part-time work is
+    """:func:`marginal_spec` with the two shape options (:func:`shape`)."""
+    return shape(marginal_spec())
+
+
+def shape(raw: dict[str, Any]) -> dict[str, Any]:
+    """The two shape options a curator who knows wage data would set: experience enters its
+    successors with ``design = "quadratic"`` (wages rise and fall with it) and the part-time
+    flag is drawn ``given = ["experience"]`` on :data:`SHAPE_BINS` bins (part-time work is
     most common among the youngest and the oldest) instead of given the level columns."""
-    raw = marginal_spec()
     for col in raw["confidential"]:
         if col["name"] == "experience":
             col["design"] = "quadratic"
@@ -249,19 +253,15 @@ def shaped_spec() -> dict[str, Any]:
 
 
 def reshape(raw: dict[str, Any]) -> dict[str, Any]:
-    """A spec with experience drawn by PH given schooling (the perturbed histogram of 19
-    years of schooling x :data:`SHAPE_BINS` public bins of experience, each value drawn in
-    its record's synthetic schooling, uniform in its bin: experience is about age less
-    schooling, and its shape given schooling is what matters), entering the wage's design
-    with ``design = "quadratic"``, and part-time work drawn given experience."""
-    for col in raw["confidential"]:
+    """:func:`shape`, and experience drawn by PH given schooling (the perturbed histogram of
+    19 years of schooling x :data:`SHAPE_BINS` public bins of experience, each value drawn
+    in its record's synthetic schooling, uniform in its bin: experience is about age less
+    schooling, and its shape given schooling is what matters) instead of a regression."""
+    for col in shape(raw)["confidential"]:
         if col["name"] == "experience":
             for key in ("model", "calibrate_bins"):
                 col.pop(key, None)
             col.update(mechanism="ph", type="continuous", given=["education"], bins=SHAPE_BINS)
-            col["design"] = "quadratic"
-        if col["name"] == "parttime":
-            col.update(given=["experience"], given_bins=SHAPE_BINS)
     return raw
 
 

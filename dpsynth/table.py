@@ -886,9 +886,11 @@ def _table_report(
     from dpsynth.io import provenance as _provenance
 
     columns = []
-    for j, col in enumerate(spec.order()):
+    order = spec.order()
+    for j, col in enumerate(order):
         rep = releases[col.name].report
         entry = {k: rep[k] for k in _COLUMN_REPORT_KEYS if k in rep}
+        parents = ph_parents(col, order[:j])
         entry.update(
             column=col.name,
             type=col.type,
@@ -896,12 +898,11 @@ def _table_report(
             epsilon_allocated=col.share * epsilon,
             bounds=None if col.bounds is None else list(col.bounds),
             levels=None if col.levels is None else list(col.levels),
-            predecessors=[c.name for c in spec.order()[:j]]
+            predecessors=[c.name for c in order[:j]]
             if col.mechanism != "ph"
-            else [p.name for p in ph_parents(col, list(spec.order()[:j]))],
+            else [p.name for p in parents],
             missingness_indicator_of=col.indicator_of,
         )
-        parents = ph_parents(col, list(spec.order()[:j]))
         if any(p.levels is None for p in parents):
             entry["given_bins"] = col.given_bins  # a continuous parent's public bins
         if parents and col.levels is None:

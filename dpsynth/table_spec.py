@@ -141,7 +141,7 @@ class ConfidentialColumn:
     design: str = "one-hot"  # how it enters its successors' designs (DESIGNS)
     calibrate_bins: int | None = None  # a continuous model column's marginal histogram bins
     calibrate_share: float = 0.0  # the part of its share that histogram spends
-    given: tuple[str, ...] | None = None  # a PH level column's parents (None: every level one)
+    given: tuple[str, ...] | None = None  # a PH column's parents (None: the level ones before)
     given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
     bins: int | None = None  # a continuous PH column's own public bins (None: PH's rule)
 
@@ -269,8 +269,8 @@ given its parents (the discrete columns before it, or those its ``given`` names)
 
 
 def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
-    """The columns a PH level column is drawn given: those its ``given`` names, else the
-    binary and categorical ones before it (synthesis order)."""
+    """The columns a PH column is drawn given: those its ``given`` names, else (a level
+    column) the binary and categorical ones before it, in synthesis order."""
     if col.mechanism != "ph":
         return []
     if col.given is not None:
@@ -549,12 +549,7 @@ def _given(entry: Mapping[str, Any], name: str, mechanism: str, kind: str) -> di
     ok = isinstance(given, list) and all(isinstance(g, str) and g for g in given)
     if not ok or len(set(given)) != len(given):
         raise InputError("given", f"column {name!r}: must be a list of distinct column names")
-    lo, hi = GIVEN_BINS
-    bins = GIVEN_BINS_DEFAULT if bins is None else bins
-    if isinstance(bins, bool) or not isinstance(bins, int) or not lo <= bins <= hi:
-        raise InputError(
-            "given_bins", f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})"
-        )
+    bins = _bin_count(GIVEN_BINS_DEFAULT if bins is None else bins, "given_bins", name)
     return {**out, "given": tuple(given), "given_bins": bins}
 
 
@@ -564,12 +559,17 @@ def _own_bins(bins: Any, name: str, mechanism: str, kind: str) -> dict:
         return {}
     if mechanism != "ph" or kind != "continuous":
         raise InputError("bins", f"column {name!r}: only a continuous ph column has bins")
+    return {"bins": _bin_count(bins, "bins", name)}
+
+
+def _bin_count(value: Any, key: str, name: str) -> int:
+    """``given_bins`` or ``bins``: a whole number of public bins in :data:`GIVEN_BINS`."""
     lo, hi = GIVEN_BINS
-    if isinstance(bins, bool) or not isinstance(bins, int) or not lo <= bins <= hi:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise InputError(
-            "bins", f"column {name!r}: must be an integer from {lo} to {hi} (got {bins!r})"
+            key, f"column {name!r}: must be an integer from {lo} to {hi} (got {value!r})"
         )
-    return {"bins": bins}
+    return value
 
 
 def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tuple[str, str | None]:
