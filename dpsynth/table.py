@@ -322,6 +322,8 @@ def _fit_column(
     parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
         outcome, kw = _ph_inputs(col, parents, state.real, y)
+        if parents:  # a large joint sample: the conditional draw then adds little noise
+            kw["n_synthetic"] = ph_joint_draws(n)
     else:
         kw.update(model=column_model(col), X=X)
         kw.update(_reference_inputs(col, state, X is not None, sampler))
@@ -512,6 +514,19 @@ def _ph_inputs(
     return y[np.isfinite(y)], kw
 
 
+PH_JOINT_DRAWS = 20
+"""A PH column given parents draws its joint-cell sample at this many cells per record (at
+most :data:`PH_JOINT_DRAWS_CAP`, at least n; a public number): each record's own cell is
+then drawn from the sample's cells in its synthetic parent cell, so this second draw adds
+little to the noise (with a sample of n it doubled the sampling variance: double sampling)."""
+PH_JOINT_DRAWS_CAP = 2_000_000
+
+
+def ph_joint_draws(n: int) -> int:
+    """The size of a PH column's joint-cell sample (:data:`PH_JOINT_DRAWS`): public, from n."""
+    return max(n, min(PH_JOINT_DRAWS * n, PH_JOINT_DRAWS_CAP))
+
+
 def _own_codes(col: ConfidentialColumn, y: np.ndarray) -> np.ndarray:
     """A PH column's own cell: its level code, or its public equal-width bin (``bins``)."""
     if col.levels is not None:
@@ -536,7 +551,8 @@ def _conditional_values(
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Set k's levels (or public bins), each drawn from the PH sample's own cells in the
-    record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty);
+    record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty; the
+    sample has :func:`ph_joint_draws` cells, so this draw adds little noise);
     a continuous column's value uniform within its drawn bin: post-processing of the
     ε_j-DP joint histogram sample."""
     L, P = own_size(col), n_cells(col, parents)
