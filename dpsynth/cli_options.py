@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsynth import registry
-from dpsynth.registry import Mechanism
+from dpsynth.registry import PH_CONSISTENCY, Mechanism
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": (
@@ -332,6 +332,11 @@ OPTIONS: tuple[Option, ...] = (
            group=_TUNING, valid=(1, 10_000_000)),
     Option("--integer", _SYN, "PH for counts: one bin per integer in --bounds, integer output",
            "integer", _TUNE, action="store_true", group=_TUNING),
+    Option("--consistency", _SYN,
+           "PH: noisy counts made non-negative by clamping negatives to 0 (clamp, default: "
+           "the censoring paper's supplement) or by the nearest non-negative counts summing "
+           "to n (simplex: better where most bins are empty)",
+           "consistency", _TUNE, choices=PH_CONSISTENCY, group=_TUNING),
     # the sampler (mechanisms.Sampler)
     Option("--chains", _SYN_PLAN, "default 2 (see the book's choices)", "chains", _SAMPLER,
            type=int, default=2, group=_MCMC, valid=(1, 64)),

@@ -27,6 +27,7 @@ from dpsynth.privacy import (
     require_generator,
     secure_generator,
 )
+from dpsynth.registry import PH_CONSISTENCY
 
 # ----------------------------------------------------------------------------- bin edges
 
@@ -82,6 +83,7 @@ def perturbed_histogram(
     n_synthetic: int | None = None,
     integer: bool = False,
     bin_rule: str = "sqrt",
+    consistency: str = "clamp",
 ) -> np.ndarray:
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
 
@@ -91,8 +93,9 @@ def perturbed_histogram(
     :func:`ph_bins`); with ``integer`` (counts) one unit bin per integer in
     [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
     sensitivity/epsilon (sensitivity 2 under substitution, a record moves between bins;
-    1 under add/remove), negative counts are set to 0, and each synthetic value is drawn
-    in a bin chosen with probability proportional to its noisy count (uniformly within
+    1 under add/remove), then made non-negative by ``consistency`` (:func:`consistent_counts`:
+    "clamp", the supplement's negatives set to 0, or "simplex"), and each synthetic value is
+    drawn in a bin chosen with probability proportional to its count (uniformly within
     the bin; all bins equally if every noisy count is 0). Each of the m sets is a fresh
     ``epsilon``-DP release. N is n under substitution and the public ``n_synthetic``
     under add/remove (where n is private). ``rng`` None draws OpenDP noise from the OS.
@@ -102,6 +105,7 @@ def perturbed_histogram(
     lo, hi = errors.require_bounds("bounds", *bounds)
     epsilon = errors.require_finite_positive("epsilon", epsilon)
     m = errors.require_m(m)
+    errors.require_choice("consistency", consistency, PH_CONSISTENCY)
     sens = histogram_sensitivity(neighbours)
     x = np.asarray(y, dtype=float).ravel()
     if x.size == 0:
@@ -137,7 +141,8 @@ def perturbed_histogram(
     gen = secure_generator() if rng is None else require_generator(rng)
     sets = []
     for _ in range(m):
-        noisy = np.maximum(laplace_mechanism(counts, sens, epsilon, gen), 0.0)
+        noisy = laplace_mechanism(counts, sens, epsilon, gen)
+        noisy = consistent_counts(noisy, consistency)
         p = noisy / noisy.sum() if noisy.sum() > 0 else np.full(k, 1.0 / k)
         bins = gen.choice(k, size=n_out, p=p)
         if integer:
@@ -145,6 +150,29 @@ def perturbed_histogram(
         else:
             sets.append(gen.uniform(edges[bins], edges[bins + 1]))
     return np.vstack(sets)
+
+
+def consistent_counts(noisy: np.ndarray, consistency: str) -> np.ndarray:
+    """Non-negative counts from Laplace-noised ones (post-processing: no data read).
+
+    "clamp": negatives set to 0 (the censoring paper's supplement S1). "simplex": the
+    nearest counts in Euclidean distance that are non-negative and keep the noisy counts'
+    total: every count lowered by one common amount, negatives set to 0 (the sort-based
+    projection of Duchi et al. 2008; "Norm-Sub" of Wang et al. 2020, there with a known
+    total; the noisy total needs no public count). Clamping adds about half a noise scale to
+    every empty bin; the projection takes that back, which matters where most bins are empty
+    or small (a joint histogram of many cells). All zeros if the noisy total is not positive.
+    """
+    if consistency == "clamp":
+        return np.maximum(noisy, 0.0)
+    total = float(np.sum(noisy))
+    if total <= 0:
+        return np.zeros_like(noisy)
+    u = np.sort(noisy)[::-1]
+    excess = np.cumsum(u) - total
+    rank = np.arange(1, u.size + 1)
+    kept = np.flatnonzero(u - excess / rank > 0)[-1]
+    return np.maximum(noisy - excess[kept] / (kept + 1), 0.0)
 
 
 PH_BIN_RULES = ("sqrt", "log")

@@ -100,6 +100,7 @@ PUBLIC_TUNING = frozenset(
         "target_lipschitz",
         "n_bins",
         "integer",
+        "consistency",
         "centring",
         "truncation",
     }

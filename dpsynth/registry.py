@@ -111,6 +111,9 @@ _WEIGHTS = frozenset({"c", "g", "reweight", "k"})
 POSTERIOR_RUNNER = "posterior"
 """The runner of the mechanisms made by a (pseudo) posterior fit."""
 _ALL_OUTCOMES = ("continuous", "count")
+PH_CONSISTENCY = ("clamp", "simplex")
+"""PH's ``consistency`` option, how its noisy counts are made non-negative (the first is the
+default: the censoring paper's; ``histogram.consistent_counts``)."""
 
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
@@ -167,7 +170,7 @@ MECHANISMS: dict[str, Mechanism] = {
         ),
         Mechanism(
             "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
-            histogram_map, "laplace_scale", frozenset({"n_bins", "integer"}),
+            histogram_map, "laplace_scale", frozenset({"n_bins", "integer", "consistency"}),
             ("continuous", "count"), "histogram",
             table=True,
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",

@@ -702,6 +702,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
     """The perturbed histogram's release (censoring paper, supplement S1)."""
     n_bins = req.tuning.get("n_bins")
     integer = bool(req.tuning.get("integer", False))
+    consistency = req.tuning.get("consistency", "clamp")
     rng = req.noise_rng()
     sets = perturbed_histogram(
         req.y,
@@ -713,6 +714,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         neighbours=req.neighbours,
         n_synthetic=req.n_synthetic,
         integer=integer,
+        consistency=consistency,
     )
     for j in range(1, req.m + 1):
         what = f"synthetic set {j}/{req.m}: Laplace-noised histogram"
@@ -727,6 +729,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         neighbours=req.neighbours,
         n_synthetic=req.n_synthetic,
         integer=integer,
+        consistency=consistency,
     )
     k = n_bins if n_bins is not None else ph_bins(sets.shape[1], req.bounds, integer)
     internal = {
@@ -734,6 +737,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         "n_bins": int(k),
         "bounds": list(req.bounds),
         "integer": integer,
+        "consistency": consistency,
     }
     report = _strict_report(req, None, internal, rng, int(sets.shape[1]), [])
     return RunnerOutput(synthetic_frame(sets, req.column, integer), report, {EXTRA_SETS: extra})

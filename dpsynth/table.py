@@ -493,6 +493,12 @@ def _parent_cells(
     return cell
 
 
+TABLE_PH = {"consistency": "simplex"}
+"""A table's PH columns make their noisy counts non-negative by the simplex projection
+(:func:`dpsynth.histogram.consistent_counts`), not by clamping: a joint histogram's cells
+are mostly small, and clamping would add about half a noise scale to each empty one."""
+
+
 def _ph_inputs(
     col: ConfidentialColumn, parents: list[ConfidentialColumn], real: dict, y: np.ndarray
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -503,8 +509,8 @@ def _ph_inputs(
     if parents:
         cells = _parent_cells(col, parents, real) * own_size(col) + _own_codes(col, y)
         bounds = (0, own_size(col) * n_cells(col, parents) - 1)
-        return cells.astype(float), {"integer": True, "bounds": bounds}
-    kw: dict[str, Any] = {"integer": col.type != "continuous"}
+        return cells.astype(float), {"integer": True, "bounds": bounds, **TABLE_PH}
+    kw: dict[str, Any] = {"integer": col.type != "continuous", **TABLE_PH}
     if col.levels is not None:
         kw["bounds"] = (0, len(col.levels) - 1)
     else:

@@ -104,6 +104,8 @@ def test_ph_counts_with_integer_bins(tmp_path, capsys, strict_json):
             "--mechanism",
             "ph",
             "--integer",
+            "--consistency",
+            "simplex",
             "--bounds",
             "0",
             "7",
@@ -122,6 +124,12 @@ def test_ph_counts_with_integer_bins(tmp_path, capsys, strict_json):
     assert syn.dtype.kind == "i" and syn.between(0, 7).all() and len(syn) == 150
     bound = strict_json(rep.read_text())["internal_bound"]
     assert bound["n_bins"] == 8 and bound["integer"] is True
+    assert bound["consistency"] == "simplex"
+    args = ["synthesize", str(inp), "--column", "n", "--mechanism", "ph", "--bounds", "0", "7"]
+    args += ["--epsilon", "1", "--out", str(tmp_path / "x.csv"), "--consistency", "round"]
+    code, _, err = _run(args, capsys)
+    assert code == 2 and "--consistency" in err and "simplex" in err
+    assert not (tmp_path / "x.csv").exists()
 
 
 def test_sbs_end_to_end(tmp_path, capsys, strict_json):

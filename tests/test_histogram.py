@@ -205,3 +205,45 @@ def test_add_remove_bins_and_output_size_depend_only_on_public_numbers():
         reports.append(rel.report["internal_bound"])
     assert reports[0]["n_bins"] == reports[1]["n_bins"] == 20
     assert reports[0]["count_sensitivity_l1"] == 1.0
+
+
+def test_simplex_consistency_is_the_projection_keeping_the_noisy_total():
+    """consistency "simplex": a known answer, then on 200 seeded vectors the projection's
+    optimality conditions: non-negative, the noisy total kept, every positive count lowered
+    by one common amount tau and every zeroed count at most tau."""
+    v = np.array([5.0, -2.0, 3.0, 0.5, -1.0])  # total 5.5: lower by 1.25
+    np.testing.assert_allclose(histogram.consistent_counts(v, "simplex"), [3.75, 0, 1.75, 0, 0])
+    np.testing.assert_allclose(histogram.consistent_counts(v, "clamp"), [5, 0, 3, 0.5, 0])
+    assert not histogram.consistent_counts(-np.ones(3), "simplex").any()  # total <= 0
+    rng = np.random.default_rng(4)
+    for _ in range(200):
+        noisy = rng.laplace(rng.uniform(0, 20), rng.uniform(0.5, 30), rng.integers(1, 300))
+        if noisy.sum() <= 0:
+            continue
+        out = histogram.consistent_counts(noisy, "simplex")
+        assert (out >= 0).all() and np.isclose(out.sum(), noisy.sum())
+        tau = (noisy - out)[out > 0]
+        assert np.allclose(tau, tau[0]) and (noisy[out == 0] <= tau[0] + 1e-9).all()
+
+
+def test_simplex_consistency_beats_clamping_on_a_sparse_histogram():
+    """On 200 unit bins of which 20 hold the 2,000 records, at epsilon 0.2 (Laplace scale
+    10), clamping gives every empty bin about half a scale (180 bins x 5: about 900
+    spurious records of 2,000); the projection takes most of it back. Mean TVD of the
+    synthetic sample to the data over 20 seeded releases: simplex at most 0.6 x clamp's
+    (seeded trial: 0.16 against 0.32)."""
+    x = np.repeat(np.arange(0, 200, 10), 100).astype(float)
+    truth = np.bincount(x.astype(int), minlength=200) / x.size
+    tvd = {}
+    for how in ("clamp", "simplex"):
+        rng = np.random.default_rng(9)
+        sets = perturbed_histogram(
+            x, (0, 199), 0.2, rng, integer=True, m=20, consistency=how
+        )  # fmt: skip
+        tvd[how] = np.mean(
+            [0.5 * np.abs(np.bincount(s.astype(int), minlength=200) / s.size - truth).sum()
+             for s in sets]
+        )  # fmt: skip
+    assert tvd["simplex"] < 0.6 * tvd["clamp"], tvd
+    with pytest.raises(InputError, match="consistency"):
+        perturbed_histogram(x, (0, 199), 1.0, np.random.default_rng(1), consistency="round")
