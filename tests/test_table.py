@@ -104,6 +104,7 @@ HOSTILE = [
     ("fit_records zero", {**BASE, "fit_records": 0}, "fit_records", "at least 100"),
     ("fit_records fraction", {**BASE, "fit_records": 0.5}, "fit_records", "whole number"),
     ("fit_records true", {**BASE, "fit_records": True}, "fit_records", "got True"),
+    ("fit_records text", {**BASE, "fit_records": "most"}, "fit_records", 'or "all"'),
     ("calibrate_bins one", _spec(confidential__1__calibrate_bins=1), "calibrate_bins", "2 to"),
     ("calibrate_bins true", _spec(confidential__1__calibrate_bins=True), "calibrate_bins", "True"),
     ("calibrate_bins float", _spec(confidential__1__calibrate_bins=2.5), "calibrate_bins", "2.5"),
@@ -478,6 +479,21 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
     assert len(rel.results["spend"].fit.alpha) == 120  # one weight per record fitted
     assert rel.data["spend"].notna().sum() == 400
     assert rel.data["spend"].between(10, 20000).all()
+
+
+def test_fit_records_defaults_to_2000_and_all_takes_every_record():
+    """A spec without ``fit_records`` fits its model columns to a random 2,000 records of a
+    larger table (none of a table of 2,000 or fewer); ``"all"`` fits every record."""
+    from dpsynth.table import subsample_size
+    from dpsynth.table_spec import FIT_RECORDS_DEFAULT
+
+    spec = parse_spec(_clean(_spec()))
+    assert spec.fit_records == FIT_RECORDS_DEFAULT == 2000
+    col = spec.confidential[1]
+    assert subsample_size(col, spec.fit_records, 28_155) == 2000
+    assert subsample_size(col, spec.fit_records, 2000) is None
+    every = parse_spec({**_clean(_spec()), "fit_records": "all"})
+    assert every.fit_records is None and subsample_size(col, None, 28_155) is None
 
 
 def test_calibration_defaults_by_model_and_reference():
