@@ -307,7 +307,7 @@ class Synthesizer:
         key = (tag, alpha.tobytes(), censor_bound, centre_key)
         if key in self._fits:
             return self._fits[key]
-        self._say(f"fitting {fit_description(tag)} of {self.data_label} ({self.n:,} records)")
+        self._say(f"fitting {fit_description(tag)} of {self.data_label}")  # no count: confidential
         mirror = self.model.record_log_lik
         data = stan_data(
             self.model,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -455,3 +456,20 @@ def test_pystan_release_leaves_no_socket_in_the_temp_folder(tmp_path, monkeypatc
         sampler=Sampler(chains=2, iter_warmup=50, iter_sampling=50, backend="pystan"),
     )
     assert sorted(p.name for p in Path(folder).iterdir()) == []
+
+
+def test_progress_never_prints_the_confidential_count_of_records_kept(capsys):
+    """With drop_missing the number of records kept (137 of 150) is confidential: the
+    progress lines on the terminal name the fit but not the count."""
+    y = np.random.default_rng(5).beta(2, 5, 150)
+    y[:13] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        synthesize(
+            y, mechanism="censor-uw", epsilon=2.0, bounds=(0, 1), drop_missing=True,
+            n_synthetic=150, progress=True, seed=3, allow_unconverged=True,
+        )  # fmt: skip
+    err = capsys.readouterr().err
+    assert "fitting" in err
+    public = [ln for ln in err.splitlines() if "CONFIDENTIAL" not in ln]
+    assert not [ln for ln in public if "137" in ln], public
