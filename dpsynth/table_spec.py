@@ -42,7 +42,10 @@ MODEL_TYPES = {
 MISSING_SUFFIX = "_missing"
 """A confidential column ``c`` with ``missing = "indicator"`` gets the binary column
 ``c_missing`` (1 = missing), synthesized right before ``c``."""
-INDICATOR_MODEL = "logistic"
+INDICATOR_MECHANISM = "ph"
+"""A missingness indicator is drawn by PH given the level columns before it. A censored
+logistic fit at an indicator's half share amplified the majority: on carData::SLID at
+epsilon 1 (8 columns), 97 synthetic wages of 7,425 records against 4,147 in the data."""
 
 _TOP_KEYS = {
     "neighbours",
@@ -212,8 +215,8 @@ def indicator_column(col: ConfidentialColumn) -> ConfidentialColumn:
     return ConfidentialColumn(
         name=col.name + MISSING_SUFFIX,
         type="binary",
-        model=INDICATOR_MODEL,
-        mechanism="censor-uw",
+        model=None,
+        mechanism=INDICATOR_MECHANISM,
         share=col.share / 2,
         levels=(0, 1),
         indicator_of=col.name,
