@@ -32,6 +32,7 @@ from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_ep
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
+    MISSING_LEVEL,
     MISSING_SUFFIX,
     ConfidentialColumn,
     PublicColumn,
@@ -56,7 +57,9 @@ PUBLIC_COPIED = (
 MISSING_MEANING = (
     'a confidential column with missing values (missing = "indicator") gets a 0/1 column '
     "NAME_missing (1 = missing), synthesized right before it; its values are fitted on the "
-    "records that have them and drawn for the synthetic records whose indicator is 0"
+    "records that have them and drawn for the synthetic records whose indicator is 0; a "
+    'binary or categorical ph column with missing = "level" counts missing as one more '
+    f"public level, {MISSING_LEVEL!r}, written back as missing"
 )
 
 
@@ -180,14 +183,17 @@ def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarr
         return frame[col.indicator_of].isna().to_numpy().astype(float), 0
     s = frame[col.name]
     missing = s.isna().to_numpy()
-    if missing.any() and col.missing != "indicator":
+    if missing.any() and col.missing == "refuse":
         raise InputError(
             "missing",
             f"column {col.name!r} has {int(missing.sum())} missing value(s) (first at record "
-            f'{int(np.flatnonzero(missing)[0]) + 1}); set missing = "indicator" in the spec',
+            f'{int(np.flatnonzero(missing)[0]) + 1}); set missing = "indicator" in the spec '
+            '(or "level" for a ph binary or categorical column)',
         )
     if col.levels is not None:
-        codes = level_codes(s, col.levels, col.name).astype(float)
+        codes = level_codes(s, col.public_levels, col.name).astype(float)
+        if col.missing == "level":  # the last level stands for missing
+            return np.where(missing, len(col.levels) - 1, codes), 0
         return np.where(missing, np.nan, codes), 0
     values = _numeric(s, col.name)
     lo, hi = col.bounds
@@ -810,7 +816,7 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
         columns[c.name] = {
             "type": c.type,
             "bounds": c.bounds,
-            "levels": c.levels,
+            "levels": getattr(c, "public_levels", c.levels),
             "public": isinstance(c, PublicColumn),
             "mechanism": getattr(c, "mechanism", None),
             "given": [p.name for p in ph_parents(c, order[: order.index(c)])] if conf else None,
@@ -866,6 +872,8 @@ def _published_frame(frame: pd.DataFrame, spec: TableSpec, state: _State, m: int
 def _decoded(col: ConfidentialColumn, values: np.ndarray) -> pd.Series:
     if col.levels is not None:
         codes = np.where(np.isfinite(values), values, -1).astype(np.int64)
+        if col.missing == "level":  # its last level is written back as missing
+            codes = np.where(codes == len(col.levels) - 1, -1, codes)
         levels = np.asarray(col.levels, dtype=object)
         return pd.Series(np.where(codes >= 0, levels[np.maximum(codes, 0)], None), dtype=object)
     if col.type == "count":

@@ -26,7 +26,13 @@ from dpsynth.errors import InputError
 
 COLUMN_TYPES = registry.OUTCOMES
 TABLE_MECHANISMS = registry.table_names()
-MISSING = ("refuse", "indicator")
+MISSING = ("refuse", "indicator", "level")
+"""How a confidential column's missing values are handled: refused (the default); a
+missingness indicator synthesized before the column (``"indicator"``); or, for a binary or
+categorical PH column, one more public level (``"level"``, :data:`MISSING_LEVEL`)."""
+MISSING_LEVEL = "<missing>"
+"""The public level a ``missing = "level"`` column's missing values take inside a release
+(last among its levels; written back as missing)."""
 CENTRINGS = ("none", "saturated", "reference", "marginal")
 TABLE_NEIGHBOURS = ("substitution",)
 MODEL_TYPES = {
@@ -161,6 +167,13 @@ class ConfidentialColumn:
     def fit_share(self) -> float:
         """The part of the column's epsilon its model's fit spends (the rest calibrates)."""
         return 1.0 - self.calibrate_share
+
+    @property
+    def public_levels(self) -> tuple[Any, ...] | None:
+        """The spec's levels (without :data:`MISSING_LEVEL`, which stands for missing)."""
+        if self.missing == "level" and self.levels is not None:
+            return self.levels[:-1]
+        return self.levels
 
     @property
     def n_features(self) -> int:
@@ -471,7 +484,13 @@ def _confidential(
     if missing not in MISSING:
         raise InputError("missing", f"column {name!r}: must be one of {', '.join(MISSING)}")
     if missing == "indicator" and mechanism == "ph":
-        raise InputError("missing", f"column {name!r}: a ph column cannot follow its indicator")
+        raise InputError(
+            "missing",
+            f"column {name!r}: a ph column cannot follow its indicator (a binary or categorical "
+            'one may take missing = "level")',
+        )
+    if missing == "level":
+        kind, levels = _missing_level(entry, name, kind, levels, mechanism)
     calibration = _calibration(entry, name, kind, mechanism, model)
     return ConfidentialColumn(
         name,
@@ -488,6 +507,24 @@ def _confidential(
         **calibration,
         **_given(entry, name, mechanism, kind),
     )
+
+
+def _missing_level(
+    entry: Mapping[str, Any], name: str, kind: str, levels: Any, mechanism: str
+) -> tuple[str, tuple[Any, ...]]:
+    """``missing = "level"``: a PH binary or categorical column with :data:`MISSING_LEVEL`
+    as one more public level (a binary one becomes categorical: three cells)."""
+    if mechanism != "ph" or kind not in ("binary", "categorical"):
+        raise InputError(
+            "missing",
+            f'column {name!r}: missing = "level" is for a ph binary or categorical column '
+            '(another column takes missing = "indicator")',
+        )
+    if entry.get("design") == "number":
+        raise InputError("design", f'column {name!r}: a missing level has no number: use "one-hot"')
+    if MISSING_LEVEL in [str(v) for v in levels]:
+        raise InputError("levels", f"column {name!r}: {MISSING_LEVEL!r} is the missing level")
+    return "categorical", (*levels, MISSING_LEVEL)
 
 
 def _calibration(
