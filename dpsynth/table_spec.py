@@ -29,7 +29,7 @@ TABLE_MECHANISMS = registry.table_names()
 MISSING = ("refuse", "indicator", "level")
 """How a confidential column's missing values are handled: refused (the default); a
 missingness indicator synthesized before the column (``"indicator"``); or, for a binary or
-categorical PH column, one more public level (``"level"``, :data:`MISSING_LEVEL`)."""
+categorical PH column, one more public level (``"level"``, ``MISSING_LEVEL``)."""
 MISSING_LEVEL = "<missing>"
 """The public level a ``missing = "level"`` column's missing values take inside a release
 (last among its levels; written back as missing)."""
@@ -170,7 +170,7 @@ class ConfidentialColumn:
 
     @property
     def public_levels(self) -> tuple[Any, ...] | None:
-        """The spec's levels (without :data:`MISSING_LEVEL`, which stands for missing)."""
+        """The spec's levels (without ``MISSING_LEVEL``, which stands for missing)."""
         if self.missing == "level" and self.levels is not None:
             return self.levels[:-1]
         return self.levels
@@ -512,7 +512,7 @@ def _confidential(
 def _missing_level(
     entry: Mapping[str, Any], name: str, kind: str, levels: Any, mechanism: str
 ) -> tuple[str, tuple[Any, ...]]:
-    """``missing = "level"``: a PH binary or categorical column with :data:`MISSING_LEVEL`
+    """``missing = "level"``: a PH binary or categorical column with ``MISSING_LEVEL``
     as one more public level (a binary one becomes categorical: three cells)."""
     if mechanism != "ph" or kind not in ("binary", "categorical"):
         raise InputError(
