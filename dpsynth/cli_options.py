@@ -334,8 +334,8 @@ OPTIONS: tuple[Option, ...] = (
            "integer", _TUNE, action="store_true", group=_TUNING),
     Option("--consistency", _SYN,
            "PH: noisy counts made non-negative by clamping negatives to 0 (clamp, default: "
-           "the censoring paper's supplement) or by the nearest non-negative counts summing "
-           "to n (simplex: better where most bins are empty)",
+           "the censoring paper's supplement) or by the nearest non-negative counts keeping "
+           "the noisy total (simplex: better where most bins are empty)",
            "consistency", _TUNE, choices=PH_CONSISTENCY, group=_TUNING),
     # the sampler (mechanisms.Sampler)
     Option("--chains", _SYN_PLAN, "default 2 (see the book's choices)", "chains", _SAMPLER,
