@@ -56,6 +56,11 @@ def add_table_commands(sub: Any) -> None:
     s.add_argument(
         "--diagnostics", metavar="DIAG.json", help="CONFIDENTIAL diagnostics (never publish)"
     )
+    s.add_argument(
+        "--allow-unconverged",
+        action="store_true",
+        help="release even if a column's MCMC diagnostics fail (no DP guarantee then)",
+    )
     s.add_argument("--budget-file", default=None, help="the dataset's privacy-budget ledger")
     s.add_argument("--budget-total", type=float, default=None, help="cap of a new budget file")
     s.set_defaults(func=synthesize_table_command)
@@ -78,6 +83,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--iter-warmup", type=int, default=1000, help="per chain (default 1000)")
     p.add_argument("--iter-sampling", type=int, default=2000, help="per chain (default 2000)")
+    p.add_argument(
+        "--adapt-delta", type=float, default=0.8, help="Stan's step-size target (default 0.8)"
+    )
     p.add_argument("--allow-large-epsilon", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
@@ -98,6 +106,8 @@ def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str |
     check_ranges(args, "synthesize")  # the option table's ranges (chains, iterations, m)
     if args.m < 1:
         raise InputError("--m", f"must be a positive integer (got {args.m})")
+    if not 0.5 <= args.adapt_delta < 1:  # as dpsynth.mechanisms.Sampler, before any charge
+        raise InputError("--adapt-delta", f"must lie in [0.5, 1) (got {args.adapt_delta!r})")
     require_epsilon("--epsilon", args.epsilon)
     checked = check_output_paths(args.input, outputs)
     try:
@@ -122,7 +132,13 @@ def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str |
 def _sampler(args: argparse.Namespace) -> Any:
     from dpsynth.mechanisms import Sampler
 
-    return Sampler(args.chains, args.iter_warmup, args.iter_sampling, quiet=True)
+    try:
+        return Sampler(
+            args.chains, args.iter_warmup, args.iter_sampling, adapt_delta=args.adapt_delta,
+            quiet=True,
+        )  # fmt: skip
+    except InputError as exc:
+        raise _as_flags(exc) from None
 
 
 def _run(args: argparse.Namespace, spec: TableSpec, frame: Any, charge: Any) -> Any:
@@ -142,6 +158,7 @@ def _run(args: argparse.Namespace, spec: TableSpec, frame: Any, charge: Any) -> 
                 allow_large_epsilon=args.allow_large_epsilon,
                 budget_file=charge,
                 progress=not args.quiet,
+                allow_unconverged=getattr(args, "allow_unconverged", False),
             )
         except InputError as exc:
             raise _as_flags(exc) from None
@@ -182,7 +199,10 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
 
 
 def _print_table_verdict(verdict: dict[str, Any]) -> None:
-    """The table verdict on stderr, under the CONFIDENTIAL banner (never in a public file)."""
+    """The table verdict on stderr, under the CONFIDENTIAL banner (never in a public file);
+    first, for a table without a DP guarantee, the NOT DP line."""
+    if verdict.get("not_dp"):
+        print(f"[dpsynth] {verdict['not_dp']}", file=sys.stderr)
     print(
         "[dpsynth] CONFIDENTIAL (from the confidential data, no noise): table verdict "
         f"{verdict.get('verdict', 'unavailable')}",

@@ -600,6 +600,28 @@ MODELS: dict[str, Model] = {
         centred=True,
         saturated=negbin_saturated_log_lik,
     ),
+    # A table's count columns (dpsynth's programs): the same likelihoods with independent
+    # weakly informative priors (the programs' headers), for a weak censored likelihood.
+    "poisson-regression": Model(
+        "poisson-regression",
+        STAN_DIR / "poisson_regression.stan",
+        "count",
+        True,
+        _poisson_ll,
+        _poisson_sim,
+        centred=True,
+        saturated=poisson_saturated_log_lik,
+    ),
+    "negbin-regression": Model(
+        "negbin-regression",
+        STAN_DIR / "negbin_regression.stan",
+        "count",
+        True,
+        _negbin_ll,
+        _negbin_sim,
+        centred=True,
+        saturated=negbin_saturated_log_lik,
+    ),
     "beta-regression": Model(
         "beta-regression",
         STAN_DIR / "beta_regression.stan",
@@ -646,7 +668,7 @@ MODELS: dict[str, Model] = {
 
 def get_model(model: str | Model) -> Model:
     """Look a model up by name (a key of :data:`MODELS`: ``beta``, ``poisson``, ``negbin``,
-    ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
+    ``poisson-regression``, ``negbin-regression``, ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
     ``gamma-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
     if isinstance(model, Model):
         return model

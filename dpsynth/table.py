@@ -19,6 +19,7 @@ Eq. 3.5; the book page "A whole table", Proposition 1). Total epsilon = sum_j ep
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_ep
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
+    CALIBRATE_BINS_DEFAULT,
     MISSING_LEVEL,
     MISSING_SUFFIX,
     ConfidentialColumn,
@@ -312,7 +314,7 @@ def _fit_column(
     n = state.public.shape[0]
     col_seed = None if seed is None else _column_seed(seed, j)
     marg, targets = None, None
-    if col.calibrate_bins is not None:  # first: a marginal centring reads it
+    if col.calibrate_share > 0:  # first: a marginal centring reads it
         marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
         targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
     k = subsample_size(col, state.fit_records, n)
@@ -361,7 +363,7 @@ def _fit_column(
             sets = [_conditional_values(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets), None
     sets = _column_sets(col, rel, state, m)
-    if targets is not None:  # each set mapped by rank onto its histogram sample
+    if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
     return rel, sets, marg
@@ -375,9 +377,10 @@ def _marginal_histogram(
     m: int,
     run: dict[str, bool],
 ) -> Any:
-    """A calibrated column's perturbed histogram of its marginal on ``calibrate_bins``
-    public bins (epsilon on every record with a value), m samples of n values each (n the
-    table's public record count, never the count of values)."""
+    """A model column's perturbed histogram of its marginal on its public cells
+    (:func:`marginal_cells`; epsilon on every record with a value), m samples of n values
+    each (n the table's public record count, never the count of values): a calibrated
+    column's target, and a marginal centring's pseudo-data."""
     from dpsynth.release import synthesize
 
     y = state.real[col.name]
@@ -386,14 +389,30 @@ def _marginal_histogram(
         mechanism="ph",
         epsilon=epsilon,
         m=m,
-        bounds=col.bounds,
-        n_bins=col.calibrate_bins,
+        **marginal_cells(col),
         n_synthetic=state.public.shape[0],
         seed=None if col_seed is None else _column_seed(col_seed, 4),
         column=col.name,
         allow_large_epsilon=True,  # the table's total was checked
         **run,
     )
+
+
+MARGINAL_UNIT_BINS = 200
+"""A count column's marginal histogram has one bin per integer of its public bounds when
+they hold at most this many, else ``calibrate_bins`` (default 20) equal-width bins."""
+
+
+def marginal_cells(col: ConfidentialColumn) -> dict[str, Any]:
+    """The public cells of a column's marginal histogram, as :func:`dpsynth.release.
+    synthesize` arguments: one per level (codes), one per integer of a count's bounds (up to
+    :data:`MARGINAL_UNIT_BINS`), else ``calibrate_bins`` equal-width bins of the bounds."""
+    if col.levels is not None:
+        return {"integer": True, "bounds": (0, len(col.levels) - 1)}
+    lo, hi = col.bounds
+    if col.type == "count" and hi - lo < MARGINAL_UNIT_BINS:
+        return {"integer": True, "bounds": (int(lo), int(hi))}
+    return {"bounds": col.bounds, "n_bins": col.calibrate_bins or CALIBRATE_BINS_DEFAULT}
 
 
 MARGINAL_CENTRE_ROWS = 2000
@@ -422,6 +441,8 @@ def _marginal_centre(
         rows = np.flatnonzero(values[col.name + MISSING_SUFFIX] == 0)
     rows = np.sort(rng.permutation(rows)[:MARGINAL_CENTRE_ROWS])
     y = rng.choice(sample, size=rows.size, replace=False)
+    if col.type != "continuous":  # codes, or a count's equal-width bin values rounded
+        y = np.rint(y)
     parts = [features(p, v[rows]) for p, v in synthetic]
     X = _design(public[rows], parts, None)
     return reference_point(
@@ -771,6 +792,7 @@ def _release_table(
             stacklevel=3,
         )
     for j, col in enumerate(spec.order()):
+        _announce(col, j, len(spec.order()), col.share * epsilon, run)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KnownSeedWarning)
             try:
@@ -788,9 +810,17 @@ def _release_table(
     report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
     diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
-    diagnostics["verdict"] = table_verdict_of(frame, first, spec)
+    diagnostics["verdict"] = _with_guarantee(table_verdict_of(frame, first, spec), report)
     results = {k: r.confidential for k, r in releases.items()}
     return TableRelease(data, report, diagnostics, results)
+
+
+def _announce(col: ConfidentialColumn, j: int, k: int, eps_j: float, run: dict) -> None:
+    """A progress line per column: its name, mechanism and epsilon (all public, the spec's)."""
+    if run.get("progress"):
+        how = col.mechanism if col.model is None else f"{col.model}, {col.mechanism}"
+        print(f"[dpsynth] column {j + 1}/{k} {col.name!r} ({how}; epsilon {eps_j:.4g})",
+              file=sys.stderr, flush=True)  # fmt: skip
 
 
 def _set_column() -> str:
@@ -830,10 +860,36 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
         return {"verdict": "unavailable", "reason": str(exc)}
 
 
+def _with_guarantee(verdict: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """The table verdict with the table's guarantee; without DP, the NOT DP line (a release
+    without a guarantee never reads as publishable, whatever its figures)."""
+    from dpsynth.curator import not_dp_line
+
+    guarantee = report["guarantee"]
+    verdict = {**verdict, "guarantee": guarantee, "dp": guarantee == "DP"}
+    if guarantee != "DP":
+        verdict["not_dp"] = not_dp_line(guarantee)
+    return verdict
+
+
+TABLE_CONVERGENCE_ADVICE = (
+    "give the column a larger share or the table a larger epsilon, a public reference "
+    "(reference = ... in the spec), longer or more chains (iter_warmup, iter_sampling, "
+    "chains), a higher step-size target (adapt_delta), another model (model in the spec) or "
+    'mechanism = "ph" for a level column; or pass allow_unconverged=True to release the '
+    "table without a guarantee"
+)
+"""What a table's refused (unconverged) column may try: the table's own knobs, which the
+one-column advice (its flags) does not name."""
+
+
 def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
-    """A column's refusal as the table's, naming the column (once)."""
+    """A column's refusal as the table's, naming the column (once); an unconverged fit's
+    advice in the table's terms (:data:`TABLE_CONVERGENCE_ADVICE`)."""
     text = str(exc)
     body = text[len(exc.param) + 2 :] if text.startswith(f"{exc.param}: ") else text
+    if exc.param == "sampler" and "]: " in body:
+        body = body[: body.index("]: ") + 3] + TABLE_CONVERGENCE_ADVICE
     if f"column {col.name!r}" in body:
         return InputError(exc.param, body)
     return InputError(exc.param, f"column {col.name!r}: {body}")
@@ -987,6 +1043,14 @@ CALIBRATION_MEANING = (
 )
 
 
+CENTRING_MEANING = (
+    "the column's censored fit was centred at its model fitted to a sample of a "
+    "Laplace-perturbed histogram of its marginal on public cells (epsilon on all records with "
+    "a value) beside the public and synthetic columns: public inputs only; the column's "
+    "epsilon is the fit's plus the histogram's"
+)
+
+
 def _calibration_entry(
     col: ConfidentialColumn, marg: Any, entry: dict[str, Any], eps_j: float
 ) -> dict[str, Any]:
@@ -998,22 +1062,31 @@ def _calibration_entry(
         for key in ("total", "spent", "remaining")
     }
     ledger["spends"] = [*fit_ledger.get("spends", []), *marg_ledger.get("spends", [])]
+    cells = marginal_cells(col)
     calibration = {
         "mechanism": "ph",
-        "bins": col.calibrate_bins,
+        "bins": cells.get("n_bins") or int(cells["bounds"][1] - cells["bounds"][0]) + 1,
         "epsilon": col.calibrate_share * eps_j,
         "epsilon_of_the_fit": col.fit_share * eps_j,
-        "meaning": CALIBRATION_MEANING,
+        "used_for": _marginal_uses(col),
+        "meaning": CALIBRATION_MEANING if col.calibrate_bins is not None else CENTRING_MEANING,
     }
     return {"calibration": calibration, "ledger": ledger}
+
+
+def _marginal_uses(col: ConfidentialColumn) -> list[str]:
+    """What a column's marginal histogram served: calibration (rank map), centring, or both."""
+    uses = ["calibration"] if col.calibrate_bins is not None else []
+    return [*uses, "centring"] if col.centring == "marginal" else uses
 
 
 _TABLE_MEANING = (
     "epsilon-DP for the whole table under substitution of one record: each confidential "
     "column is an epsilon_j-DP censored posterior draw (or a Laplace histogram) whose design "
     "holds record i's values in row i only, scaled by public bounds (a column with "
-    "fit_subsample: its fit on a random subsample, amplified; a calibrated column: its fit "
-    "and a Laplace histogram of its marginal, their epsilons summing to epsilon_j); synthesizing "
+    "fit_subsample: its fit on a random subsample, amplified; a column with a marginal "
+    "histogram (calibration or a marginal centring): its fit and a Laplace histogram of its "
+    "marginal, their epsilons summing to epsilon_j); synthesizing "
     "from the synthetic predecessors is post-processing; the epsilons add up (book: A "
     "whole table)"
 )
