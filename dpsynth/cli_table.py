@@ -19,7 +19,7 @@ from typing import Any
 from dpsynth.cli import check_input_file, check_output_paths, check_ranges
 from dpsynth.cli_files import read_csv
 from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
-from dpsynth.table_spec import TableSpec, load_spec, require_columns
+from dpsynth.table_spec import TABLE_ADAPT_DELTA, TableSpec, load_spec, require_columns
 
 TABLE_FLAGS = {
     "epsilon": "--epsilon",
@@ -84,7 +84,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--iter-warmup", type=int, default=1000, help="per chain (default 1000)")
     p.add_argument("--iter-sampling", type=int, default=2000, help="per chain (default 2000)")
     p.add_argument(
-        "--adapt-delta", type=float, default=0.8, help="Stan's step-size target (default 0.8)"
+        "--adapt-delta",
+        type=float,
+        default=TABLE_ADAPT_DELTA,
+        help=f"Stan's step-size target (default {TABLE_ADAPT_DELTA})",
     )
     p.add_argument("--allow-large-epsilon", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -193,6 +196,9 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
     if not args.quiet:
         _print_table_verdict(release.diagnostics.get("verdict", {}))
         rep = release.report
+        if rep.get("input_columns_not_released"):
+            left = ", ".join(rep["input_columns_not_released"])
+            print(f"[dpsynth] not in the spec, so not released: {left}", file=sys.stderr)
         print(f"[dpsynth] guarantee: {rep['guarantee']}; epsilon {rep['epsilon']}", file=sys.stderr)
         print(f"[dpsynth] wrote {', '.join(str(p) for p in checked.values())}", file=sys.stderr)
     return 0

@@ -36,6 +36,7 @@ from dpsynth.table_spec import (
     CALIBRATE_BINS_DEFAULT,
     MISSING_LEVEL,
     MISSING_SUFFIX,
+    TABLE_ADAPT_DELTA,
     ConfidentialColumn,
     PublicColumn,
     TableSpec,
@@ -47,8 +48,9 @@ from dpsynth.table_spec import (
     require_columns,
 )
 
-TABLE_SAMPLER = Sampler()
-"""A table's default MCMC settings: the library's 2 x (1000 + 2000). Fewer draws
+TABLE_SAMPLER = Sampler(adapt_delta=TABLE_ADAPT_DELTA)
+"""A table's default MCMC settings: the library's 2 x (1000 + 2000) at a step-size target of
+0.95 (``table_spec.TABLE_ADAPT_DELTA``). Fewer draws
 (2 x (500 + 1000)) failed the convergence policy (max R-hat 1.01-1.02) on a 300-record test
 table with three public columns, and every column must pass it."""
 
@@ -247,6 +249,7 @@ def draws_at_design(
     designs: list[np.ndarray | None],
     seed: int,
     bounds: tuple[float, float] | None,
+    shares: list[np.ndarray] | None = None,
 ) -> list[np.ndarray]:
     """Synthetic set k from retained draw k of a column's fit, at the NEW public design
     ``designs[k]`` (the public columns and the synthetic predecessors): post-processing.
@@ -254,7 +257,9 @@ def draws_at_design(
     The draws are the ones :meth:`dpsynth.mechanisms.Synthesizer.synthesize` publishes for
     ``seed`` (same picks, same generator), so at the fitted design it returns the same
     records. Records come from the draw and public inputs only (numpy ``Model.simulate``),
-    on the outcome's scale, inside the public bounds.
+    on the outcome's scale, inside the public bounds. ``shares`` (a level column's, from its
+    perturbed marginal histogram): set k's draw first gets the intercepts whose mean level
+    probabilities at ``designs[k]`` are ``shares[k]`` (:func:`calibrated_intercepts`).
     """
     draws = result.fit.stan_fit.draws
     S = result.fit.stan_fit.n_draws
@@ -266,11 +271,44 @@ def draws_at_design(
         Xd = design_matrix(n, X)
         data = {"n": n, "K": Xd.shape[1], "X": Xd}
         draw = {k: v[int(s)] for k, v in draws.items()}
+        if shares is not None:
+            draw = {**draw, "beta": calibrated_intercepts(draw["beta"], Xd, shares[len(out)])}
         y = np.asarray(model.simulate(draw, data, n, rng), dtype=float)
         out.append(
             clip_to_public_bounds(np.asarray(model.from_stan_scale(y, bounds), float), bounds)
         )
     return out
+
+
+def calibrated_intercepts(beta: np.ndarray, X: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """A level model's coefficients with the intercepts (row 0; ``X``'s first column is 1)
+    moved so that the mean level probabilities over the rows of X equal ``shares`` (levels
+    in order; each kept at least 1e-6): the slopes, so the dependence on the design, stay.
+    Logistic (beta of K): the shift solving mean expit(X beta + c) = shares[1] by bisection;
+    categorical (beta K x (L - 1), level 1 the reference): iterative proportional fitting of
+    the L - 1 intercepts. Post-processing of a draw and public shares (dpsynth's choice: a
+    censored level fit at a small bound favours the majority level, its slopes less so)."""
+    from scipy.special import expit, softmax
+
+    q = np.clip(np.asarray(shares, float), 1e-6, None)
+    q = q / q.sum()
+    beta = np.array(beta, dtype=float)
+    if beta.ndim == 1:  # logistic: one intercept, monotone in it
+        lo, hi = -40.0, 40.0
+        eta = X @ beta
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if expit(eta + mid).mean() < q[1] else (lo, mid)
+        beta[0] += (lo + hi) / 2
+        return beta
+    for _ in range(200):  # categorical: rake the non-reference intercepts
+        eta = np.column_stack([np.zeros(X.shape[0]), X @ beta])
+        mean = softmax(eta, axis=1).mean(axis=0)
+        step = np.log(q[1:] / mean[1:]) - np.log(q[0] / mean[0])
+        beta[0] += step
+        if np.max(np.abs(step)) < 1e-8:
+            break
+    return beta
 
 
 def _stan_outcome(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:
@@ -362,7 +400,7 @@ def _fit_column(
             rng = entropy.stream(col_seed, 2)
             sets = [_conditional_values(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
         return rel, list(sets), None
-    sets = _column_sets(col, rel, state, m)
+    sets = _column_sets(col, rel, state, m, targets)
     if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
@@ -602,9 +640,12 @@ def _conditional_values(
     return lo + (codes + rng.random(len(codes))) * (hi - lo) / L
 
 
-def _column_sets(col: ConfidentialColumn, rel: Any, state: _State, m: int) -> list[np.ndarray]:
+def _column_sets(
+    col: ConfidentialColumn, rel: Any, state: _State, m: int, targets: np.ndarray | None
+) -> list[np.ndarray]:
     """m sets of a fitted column at the synthetic predecessors (NaN where the synthetic
-    indicator says missing)."""
+    indicator says missing); a level column with a marginal histogram (``targets``: its m
+    samples of codes) drawn at intercepts calibrated to the histogram's shares."""
     n = state.public.shape[0]
     designs, keep = [], []
     for k in range(m):
@@ -617,7 +658,12 @@ def _column_sets(col: ConfidentialColumn, rel: Any, state: _State, m: int) -> li
     if designs[0] is None:  # intercept-only: n records per set
         designs = [np.empty((int(r.sum()), 0)).view(PublicDesign) for r in keep]
     model = column_model(col)
-    drawn = draws_at_design(model, rel.confidential, designs, rel.diagnostics["seed"], col.bounds)
+    shares = None
+    if col.levels is not None and targets is not None:
+        k = len(col.levels)
+        shares = [np.bincount(t.astype(np.int64), minlength=k) / t.size for t in targets]
+    seed = rel.diagnostics["seed"]
+    drawn = draws_at_design(model, rel.confidential, designs, seed, col.bounds, shares)
     out = []
     for rows, y in zip(keep, drawn, strict=True):
         full = np.full(n, np.nan)
@@ -808,6 +854,7 @@ def _release_table(
         state.done.append(col)
     data = _published_frame(frame, spec, state, m)
     report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
+    report["input_columns_not_released"] = [str(c) for c in frame.columns if c not in spec.columns]
     diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
     diagnostics["verdict"] = _with_guarantee(table_verdict_of(frame, first, spec), report)
@@ -1043,6 +1090,21 @@ CALIBRATION_MEANING = (
 )
 
 
+LEVEL_CALIBRATION_MEANING = (
+    "the column's level model was centred at its fit to a sample of a Laplace-perturbed "
+    "histogram of its levels (public inputs only), and each synthetic set was drawn at "
+    "intercepts moved so that its mean level probabilities equal that histogram's shares (the "
+    "model's slopes, the histogram's marginal); the column's epsilon is the fit's plus the "
+    "histogram's"
+)
+
+
+def _marginal_meaning(col: ConfidentialColumn) -> str:
+    if col.levels is not None:
+        return LEVEL_CALIBRATION_MEANING
+    return CALIBRATION_MEANING if col.calibrate_bins is not None else CENTRING_MEANING
+
+
 CENTRING_MEANING = (
     "the column's censored fit was centred at its model fitted to a sample of a "
     "Laplace-perturbed histogram of its marginal on public cells (epsilon on all records with "
@@ -1069,14 +1131,15 @@ def _calibration_entry(
         "epsilon": col.calibrate_share * eps_j,
         "epsilon_of_the_fit": col.fit_share * eps_j,
         "used_for": _marginal_uses(col),
-        "meaning": CALIBRATION_MEANING if col.calibrate_bins is not None else CENTRING_MEANING,
+        "meaning": _marginal_meaning(col),
     }
     return {"calibration": calibration, "ledger": ledger}
 
 
 def _marginal_uses(col: ConfidentialColumn) -> list[str]:
-    """What a column's marginal histogram served: calibration (rank map), centring, or both."""
-    uses = ["calibration"] if col.calibrate_bins is not None else []
+    """What a column's marginal histogram served: calibration (rank map; a level column's
+    intercepts), centring, or both."""
+    uses = ["calibration"] if col.calibrate_bins is not None or col.levels is not None else []
     return [*uses, "centring"] if col.centring == "marginal" else uses
 
 
