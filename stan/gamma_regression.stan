@@ -40,7 +40,9 @@ parameters {
 }
 model {
   beta[1] ~ normal(-2, 3);
-  beta[2:K] ~ normal(0, 2.5);
+  if (K > 1) {
+    beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
+  }
   shape ~ gamma(2, 0.5);
   target += dpsynth_centred_target(gamma_regression_record_log_lik(y, log_y, X, beta, shape),
                                    centre, alpha, censor, M);

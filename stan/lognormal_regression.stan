@@ -36,7 +36,9 @@ parameters {
 }
 model {
   beta[1] ~ normal(-2, 3);
-  beta[2:K] ~ normal(0, 2.5);
+  if (K > 1) {
+    beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
+  }
   sigma ~ normal(0, 2);
   target += dpsynth_centred_target(lognormal_regression_record_log_lik(log_y, X, beta, sigma),
                                    centre, alpha, censor, M);

@@ -73,7 +73,9 @@ parameters {
 }
 model {
   beta[1] ~ normal(0, 5);
-  beta[2:K] ~ normal(0, 2.5);
+  if (K > 1) {
+    beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
+  }
   phi ~ gamma(2, 0.1);
   if (censor == 1 && grouped == 1) {
     target += dot_product(count_g, dpsynth_centred_contrib(

@@ -53,7 +53,9 @@ parameters {
 }
 model {
   beta[1] ~ normal(0, 5);
-  beta[2:K] ~ normal(0, 2.5);
+  if (K > 1) {
+    beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
+  }
   if (censor == 1 && grouped == 1) {
     target += dot_product(count_g, dpsynth_centred_contrib(
                 poisson_record_log_lik(y_g, lgamma_y1_g, X_g, beta),

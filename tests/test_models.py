@@ -589,3 +589,17 @@ def _check_blocked_sum(name, weights):
         # the grid of bounds goes from all records clamped to none
         assert max(clamped_shares) > 0.99 and min(clamped_shares) == 0.0
         assert any(0.2 < s < 0.8 for s in clamped_shares)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n, m in MODELS.items() if m.covariates])
+def test_every_regression_fits_an_intercept_only_design(name):
+    """A regression with no covariates (K = 1: a table's first column without public
+    columns) samples: the programs' slope priors must not index beta[2:K] when K = 1
+    (lognormal- and gamma-regression failed there until they guarded it)."""
+    rng = np.random.default_rng(5)
+    model = get_model(name)
+    y, _ = _data(name, rng)
+    data = stan_data(model, model.to_stan_scale(y), np.ones(len(y)), X=None)
+    fit = engine.fit(model.stan_file, data, seed=2, chains=1, iter_warmup=100, iter_sampling=50)
+    assert fit.draws["beta"].shape == (50, 1)
