@@ -600,28 +600,6 @@ MODELS: dict[str, Model] = {
         centred=True,
         saturated=negbin_saturated_log_lik,
     ),
-    # A table's count columns (dpsynth's programs): the same likelihoods with independent
-    # weakly informative priors (the programs' headers), for a weak censored likelihood.
-    "poisson-regression": Model(
-        "poisson-regression",
-        STAN_DIR / "poisson_regression.stan",
-        "count",
-        True,
-        _poisson_ll,
-        _poisson_sim,
-        centred=True,
-        saturated=poisson_saturated_log_lik,
-    ),
-    "negbin-regression": Model(
-        "negbin-regression",
-        STAN_DIR / "negbin_regression.stan",
-        "count",
-        True,
-        _negbin_ll,
-        _negbin_sim,
-        centred=True,
-        saturated=negbin_saturated_log_lik,
-    ),
     "beta-regression": Model(
         "beta-regression",
         STAN_DIR / "beta_regression.stan",
@@ -664,6 +642,15 @@ MODELS: dict[str, Model] = {
         centred=True,
     ),
 }
+
+
+# A table's count columns (dpsynth's programs): the papers' count likelihoods, mirrors and
+# simulators with independent weakly informative priors (the programs' headers), for a weak
+# censored likelihood.
+for _name in ("poisson", "negbin"):
+    MODELS[f"{_name}-regression"] = replace(
+        MODELS[_name], name=f"{_name}-regression", stan_file=STAN_DIR / f"{_name}_regression.stan"
+    )
 
 
 def get_model(model: str | Model) -> Model:
