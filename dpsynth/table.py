@@ -442,9 +442,9 @@ they hold at most this many, else ``calibrate_bins`` (default 20) equal-width bi
 
 
 def marginal_cells(col: ConfidentialColumn) -> dict[str, Any]:
-    """The public cells of a column's marginal histogram, as :func:`dpsynth.release.
-    synthesize` arguments: one per level (codes), one per integer of a count's bounds (up to
-    :data:`MARGINAL_UNIT_BINS`), else ``calibrate_bins`` equal-width bins of the bounds."""
+    """The public cells of a column's marginal histogram, as keyword arguments of
+    :func:`dpsynth.release.synthesize`: one per level (codes), one per integer of a count's
+    bounds (up to :data:`MARGINAL_UNIT_BINS`), else ``calibrate_bins`` equal-width bins."""
     if col.levels is not None:
         return {"integer": True, "bounds": (0, len(col.levels) - 1)}
     lo, hi = col.bounds
