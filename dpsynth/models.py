@@ -644,25 +644,31 @@ MODELS: dict[str, Model] = {
 }
 
 
-# A table's count columns (dpsynth's programs): the papers' count likelihoods, mirrors and
-# simulators with independent weakly informative priors (the programs' headers), for a weak
-# censored likelihood.
-for _name in ("poisson", "negbin"):
-    MODELS[f"{_name}-regression"] = replace(
-        MODELS[_name], name=f"{_name}-regression", stan_file=STAN_DIR / f"{_name}_regression.stan"
+TABLE_COUNT_MODELS: dict[str, Model] = {
+    f"{name}-regression": replace(
+        MODELS[name], name=f"{name}-regression", stan_file=STAN_DIR / f"{name}_regression.stan"
     )
+    for name in ("poisson", "negbin")
+}
+"""A table's count-column models, found by :func:`get_model` beside :data:`MODELS`
+(``poisson-regression``, ``negbin-regression``): the papers' count likelihoods, mirrors and
+simulators in dpsynth's programs with independent weakly informative priors (the programs'
+headers), for a column's weak censored likelihood. Not one-column ``--model`` choices."""
 
 
 def get_model(model: str | Model) -> Model:
     """Look a model up by name (a key of :data:`MODELS`: ``beta``, ``poisson``, ``negbin``,
-    ``poisson-regression``, ``negbin-regression``, ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
-    ``gamma-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
+    ``beta-regression``, ``lognormal``, ``gamma``, ``lognormal-regression``,
+    ``gamma-regression``; of :data:`TABLE_COUNT_MODELS`: ``poisson-regression``,
+    ``negbin-regression``; or of :data:`OUTCOME_MODELS`: ``logistic``, ``categorical``)."""
     if isinstance(model, Model):
         return model
     if model in OUTCOME_MODELS:  # binary and categorical outcomes, below
         return OUTCOME_MODELS[model]
+    if model in TABLE_COUNT_MODELS:
+        return TABLE_COUNT_MODELS[model]
     if model not in MODELS:
-        names = ", ".join([*MODELS, *OUTCOME_MODELS])
+        names = ", ".join([*MODELS, *TABLE_COUNT_MODELS, *OUTCOME_MODELS])
         raise InputError("model", f"unknown model {model!r}; choose one of {names}")
     return MODELS[model]
 
@@ -858,7 +864,7 @@ def require_reference_levels(
 
 
 def compile_all(
-    models: tuple[str, ...] = tuple(MODELS), workers: int = 2, heartbeat: float = 30.0
+    models: tuple[str, ...] | None = None, workers: int = 2, heartbeat: float = 30.0
 ) -> None:
     """Compile the shipped programs once, ``workers`` at a time, each in its own process.
 
@@ -875,6 +881,8 @@ def compile_all(
     def say(text: str) -> None:
         print(f"[dpsynth] {text}", file=sys.stderr, flush=True)
 
+    if models is None:  # every shipped program but the level models (compiled on first use)
+        models = (*MODELS, *TABLE_COUNT_MODELS)
     pending, total, done = list(models), len(models), 0
     running: dict[str, tuple[subprocess.Popen, float]] = {}
     start = last_beat = time.monotonic()
@@ -907,7 +915,7 @@ def compile_all(
 def _compile_one(name: str) -> None:
     from dpsynth import engine
 
-    engine.compile_program(MODELS[name].stan_file)
+    engine.compile_program(get_model(name).stan_file)
 
 
 # --- outcomes on public levels: binary and categorical ----------------------------

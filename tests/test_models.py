@@ -16,7 +16,18 @@ from scipy.special import expit
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models import MODELS, Model, check_outcome, get_model, record_centre, stan_data
+from dpsynth.models import (
+    MODELS,
+    TABLE_COUNT_MODELS,
+    Model,
+    check_outcome,
+    get_model,
+    record_centre,
+    stan_data,
+)
+
+SHIPPED = {**MODELS, **TABLE_COUNT_MODELS}
+"""Every shipped program with a numpy mirror but the level models (tests/test_models_outcomes.py)."""
 
 USER_PROGRAM = Path(__file__).parent / "stan" / "normal_known_sd.stan"
 KS_ALPHA = 0.001  # every distributional test: fixed seed, reject at p < 0.001
@@ -46,7 +57,7 @@ def _output(fit, name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(SHIPPED))
 def test_mirror_matches_stan_record_log_lik(name):
     rng = np.random.default_rng(4)
     model = get_model(name)
@@ -181,19 +192,19 @@ def test_stan_data_switches():
 
 
 def test_program_hash():
-    for model in MODELS.values():
+    for model in SHIPPED.values():
         code = engine.program_code(model.stan_file)
         assert "#include" not in code.split("functions {", 1)[1].split("}", 1)[0]
         assert model.program_hash() == hashlib.sha256(code.encode()).hexdigest()
-    hashes = {m.program_hash() for m in MODELS.values()}
-    assert len(hashes) == len(MODELS)
+    hashes = {m.program_hash() for m in SHIPPED.values()}
+    assert len(hashes) == len(SHIPPED)
 
 
 def test_programs_follow_the_naming_convention():
     """Every program declares the convention's switches and outputs, and defines its
     per-record log-likelihood once as a function used by the model block and the
     generated quantities."""
-    for path in [m.stan_file for m in MODELS.values()] + [USER_PROGRAM]:
+    for path in [m.stan_file for m in SHIPPED.values()] + [USER_PROGRAM]:
         text = path.read_text()
         for decl in (
             "int<lower=0, upper=1> want_contrib;",
@@ -350,7 +361,7 @@ def test_simulate_input_checks():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(SHIPPED))
 def test_simulate_matches_stan_y_rep(name):
     """At one posterior draw of a small fit, Stan's y_rep (one engine.generate call) and
     numpy's simulate (many repetitions) pass a two-sample KS test at alpha = 0.001."""
@@ -464,7 +475,7 @@ def _centring_for(model, data):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(SHIPPED))
 def test_centred_contrib_matches_numpy_clamp(name):
     """Stan's ``contrib`` = clip(alpha (ll - c), -M, M) and ``contrib_uncensored`` =
     alpha (ll - c) at every retained draw, to 1e-8; ``record_log_lik`` stays the raw ll."""
@@ -487,7 +498,7 @@ def test_centred_contrib_matches_numpy_clamp(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(SHIPPED))
 def test_zero_centre_is_the_uncentred_program(name):
     """centre = 0 is the paper's program exactly: Stan's contrib equals the uncentred clamp
     of its own record_log_lik bit for bit, and the log density (minus the prior) equals
@@ -592,7 +603,7 @@ def _check_blocked_sum(name, weights):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [n for n, m in MODELS.items() if m.covariates])
+@pytest.mark.parametrize("name", [n for n, m in SHIPPED.items() if m.covariates])
 def test_every_regression_fits_an_intercept_only_design(name):
     """A regression with no covariates (K = 1: a table's first column without public
     columns) samples: the programs' slope priors must not index beta[2:K] when K = 1
