@@ -1180,4 +1180,10 @@ def _table_diagnostics(
     return {"confidential": CONFIDENTIAL_BANNER, "seed": seed, "columns": columns}
 
 
-__all__ = ["TABLE_SAMPLER", "TableRelease", "draws_at_design", "synthesize_table"]
+__all__ = [
+    "TABLE_SAMPLER",
+    "TableRelease",
+    "calibrated_intercepts",
+    "draws_at_design",
+    "synthesize_table",
+]
