@@ -18,7 +18,12 @@ from typing import Any
 
 from dpsynth.cli import check_input_file, check_output_paths, check_ranges
 from dpsynth.cli_files import read_csv
-from dpsynth.errors import InputError, require_epsilon, require_sane_epsilon
+from dpsynth.errors import (
+    InputError,
+    require_adapt_delta,
+    require_epsilon,
+    require_sane_epsilon,
+)
 from dpsynth.table_spec import TABLE_ADAPT_DELTA, TableSpec, load_spec, require_columns
 
 TABLE_FLAGS = {
@@ -109,8 +114,7 @@ def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str |
     check_ranges(args, "synthesize")  # the option table's ranges (chains, iterations, m)
     if args.m < 1:
         raise InputError("--m", f"must be a positive integer (got {args.m})")
-    if not 0.5 <= args.adapt_delta < 1:  # as dpsynth.mechanisms.Sampler, before any charge
-        raise InputError("--adapt-delta", f"must lie in [0.5, 1) (got {args.adapt_delta!r})")
+    require_adapt_delta("--adapt-delta", args.adapt_delta)  # the Sampler's rule, before any charge
     require_epsilon("--epsilon", args.epsilon)
     checked = check_output_paths(args.input, outputs)
     try:
@@ -135,13 +139,9 @@ def _checked(args: argparse.Namespace, data_label: str, outputs: dict[str, str |
 def _sampler(args: argparse.Namespace) -> Any:
     from dpsynth.mechanisms import Sampler
 
-    try:
-        return Sampler(
-            args.chains, args.iter_warmup, args.iter_sampling, adapt_delta=args.adapt_delta,
-            quiet=True,
-        )  # fmt: skip
-    except InputError as exc:
-        raise _as_flags(exc) from None
+    return Sampler(
+        args.chains, args.iter_warmup, args.iter_sampling, adapt_delta=args.adapt_delta, quiet=True
+    )
 
 
 def _run(args: argparse.Namespace, spec: TableSpec, frame: Any, charge: Any) -> Any:

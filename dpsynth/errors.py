@@ -46,6 +46,13 @@ record: e^20 is about 4.9e8, so above 20 the guarantee protects nothing worth th
 """
 
 
+def require_adapt_delta(param: str, value: float) -> None:
+    """Stan's step-size target must lie in [0.5, 1) (one rule for the library's
+    :class:`~dpsynth.mechanisms.Sampler` and the CLI's check before any budget charge)."""
+    if not 0.5 <= float(value) < 1:
+        raise InputError(param, f"must lie in [0.5, 1) (got {value!r})")
+
+
 def require_sane_epsilon(param: str, epsilon: float, allow_large: bool) -> None:
     """Refuse a total epsilon above :data:`EPSILON_SANITY_LIMIT` unless explicitly allowed."""
     if epsilon > EPSILON_SANITY_LIMIT and not allow_large:

@@ -40,7 +40,13 @@ from typing import Any
 import numpy as np
 
 from dpsynth import engine, entropy, privacy, registry, synthesis, weights
-from dpsynth.errors import InputError, require_bounds, require_choice, require_m
+from dpsynth.errors import (
+    InputError,
+    require_adapt_delta,
+    require_bounds,
+    require_choice,
+    require_m,
+)
 from dpsynth.models import (
     LinearForm,
     Model,
@@ -73,8 +79,7 @@ class Sampler:
     adapt_delta: float = 0.8
 
     def __post_init__(self) -> None:
-        if not 0.5 <= float(self.adapt_delta) < 1:
-            raise InputError("adapt_delta", f"must lie in [0.5, 1) (got {self.adapt_delta!r})")
+        require_adapt_delta("adapt_delta", self.adapt_delta)
 
 
 # Weights and centres are rounded to this many decimals before a fit (:func:`stable_input`).
