@@ -829,3 +829,13 @@ def test_stan_messages_are_counted_by_phase():
         and "none during sampling" in only_warmup
     )
     assert message_phase_line({"before sampling": 0, "sampling": 0}) is None
+
+
+def test_progress_refresh_keeps_httpstan_responsive():
+    # 20 progress messages per chain, never more often than Stan's default 100 iterations:
+    # httpstan's reader starves its event loop while messages keep arriving
+    progress_refresh = pystan_backend.progress_refresh
+    assert progress_refresh(2000) == 100
+    assert progress_refresh(10) == 100
+    assert progress_refresh(1_000_100) == 50_005
+    assert all(progress_refresh(n) * 20 <= max(n, 2000) for n in (1, 2000, 10**5, 10**7))

@@ -92,6 +92,7 @@ def sample(run: Run) -> Sample:
         num_warmup=iter_warmup,
         num_samples=iter_sampling,
         delta=adapt_delta,
+        refresh=progress_refresh(iter_warmup + iter_sampling),
     )
     draws = {
         name: _chains_stacked(out[name], dims, chains)
@@ -101,6 +102,19 @@ def sample(run: Run) -> Sample:
     params = parameters_block_names(code, out.param_names)
     texts = [text for chain in messages for text in chain]
     return Sample(draws, params, chain_arrays(draws, chains), divergences, exception_lines(texts))
+
+
+def progress_refresh(iterations: int) -> int:
+    """Iterations between Stan's progress messages: 20 per chain, never more often than
+    every 100 iterations (Stan's default).
+
+    httpstan reads a chain's messages in a loop that yields to its event loop only when
+    no message arrived for 0.01 s: a message every 100 iterations of a fast program kept
+    it busy, so the next chain's request, and every progress poll, waited until the
+    chain ended (1,000,000 warm-up iterations of a one-parameter program: no progress
+    line until the end, and the chains ran one after the other).
+    """
+    return max(100, int(iterations) // 20)
 
 
 def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.ndarray:
