@@ -24,7 +24,13 @@ from dpsynth.errors import (
     require_epsilon,
     require_sane_epsilon,
 )
-from dpsynth.table_spec import TABLE_ADAPT_DELTA, TableSpec, load_spec, require_columns
+from dpsynth.table_spec import (
+    TABLE_ADAPT_DELTA,
+    TABLE_ITER_SAMPLING,
+    TableSpec,
+    load_spec,
+    require_columns,
+)
 
 TABLE_FLAGS = {
     "epsilon": "--epsilon",
@@ -87,7 +93,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="research runs only: NOT private")
     p.add_argument("--chains", type=int, default=2)
     p.add_argument("--iter-warmup", type=int, default=1000, help="per chain (default 1000)")
-    p.add_argument("--iter-sampling", type=int, default=2000, help="per chain (default 2000)")
+    p.add_argument(
+        "--iter-sampling",
+        type=int,
+        default=TABLE_ITER_SAMPLING,
+        help=f"per chain (default {TABLE_ITER_SAMPLING})",
+    )
     p.add_argument(
         "--adapt-delta",
         type=float,

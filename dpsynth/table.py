@@ -37,6 +37,7 @@ from dpsynth.table_spec import (
     MISSING_LEVEL,
     MISSING_SUFFIX,
     TABLE_ADAPT_DELTA,
+    TABLE_ITER_SAMPLING,
     ConfidentialColumn,
     PublicColumn,
     TableSpec,
@@ -48,11 +49,11 @@ from dpsynth.table_spec import (
     require_columns,
 )
 
-TABLE_SAMPLER = Sampler(adapt_delta=TABLE_ADAPT_DELTA)
-"""A table's default MCMC settings: the library's 2 x (1000 + 2000) at a step-size target of
-0.95 (``table_spec.TABLE_ADAPT_DELTA``). Fewer draws
-(2 x (500 + 1000)) failed the convergence policy (max R-hat 1.01-1.02) on a 300-record test
-table with three public columns, and every column must pass it."""
+TABLE_SAMPLER = Sampler(iter_sampling=TABLE_ITER_SAMPLING, adapt_delta=TABLE_ADAPT_DELTA)
+"""A table's default MCMC settings: 2 x (1000 + 4000) (``table_spec.TABLE_ITER_SAMPLING``)
+at a step-size target of 0.95 (``table_spec.TABLE_ADAPT_DELTA``). Every column must pass
+the convergence policy; fewer draws (2 x (500 + 1000)) failed it (max R-hat 1.01-1.02) on
+a 300-record test table with three public columns."""
 
 PUBLIC_COPIED = (
     "public columns are copied verbatim from the input (they are public: no privacy is "

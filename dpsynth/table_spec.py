@@ -152,6 +152,14 @@ TABLE_ADAPT_DELTA = 0.95
 censored likelihood has kinks where records meet the bound, and a table refuses every
 column with a single divergent transition. At 0.8 a centred logistic column (1,200 records,
 epsilon 0.35) had one (``tests/test_table.py``)."""
+TABLE_ITER_SAMPLING = 4000
+"""A table's default draws per chain (2 chains after 1,000 warm-up iterations; the library's
+one-column default is 2,000). A table refuses every column whose largest R-hat exceeds 1.01,
+and a column's regression can have 25 parameters (a public year one-hot, the columns
+before it): chains that have converged still scatter above 1.01, the more so the more
+parameters and the fewer draws. ``benchmarks/investigations/rhat_many_parameters.py``
+measures it on stationary (converged) chains; with 2,000 draws carData::GSSvocab's
+education column was refused at epsilon 6 (max R-hat 1.01, a scatter)."""
 FIT_RECORDS_DEFAULT = 2000
 """``fit_records`` when the spec omits it: a model column of a table with more records is
 fitted to a random 2,000 of them (a table of at most 2,000 fits every record). A censored

@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from dpsynth.studies.results import _plain
+from dpsynth.io import jsonable
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "results" / "investigations"
@@ -31,7 +31,9 @@ def write(name: str, values: Mapping[str, Any], settings: Mapping[str, Any], sta
     from dpsynth import __version__
 
     OUT.mkdir(parents=True, exist_ok=True)
-    frame = pd.DataFrame({"quantity": list(values), "value": [_plain(v) for v in values.values()]})
+    frame = pd.DataFrame(
+        {"quantity": list(values), "value": [jsonable(v) for v in values.values()]}
+    )
     path = OUT / f"{name}.csv"
     frame.to_csv(path, index=False, float_format="%.10g", lineterminator="\n")
     meta = {
@@ -41,7 +43,7 @@ def write(name: str, values: Mapping[str, Any], settings: Mapping[str, Any], sta
         "machine": f"{platform.machine()}, {_cores()} cores",
         "python": sys.version.split()[0],
         "dpsynth": __version__,
-        "settings": _plain(dict(settings)),
+        "settings": jsonable(dict(settings)),
     }
     (OUT / f"{name}.json").write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     print(frame.to_string(index=False))
