@@ -189,13 +189,14 @@ def run_ph(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame
 
 
 CPS_SAMPLER_SETTINGS = {"chains": 2, "iter_warmup": 2000, "iter_sampling": 4000}
-"""The CPS regressions' MCMC settings: twice the table's default 2 x (1000 + 2000), with
-which the experience column at epsilon 3 missed the convergence policy (max R-hat > 1.01)."""
+"""The CPS regressions' MCMC settings, fixed for the committed rows: 2 x (2000 + 4000).
+With the table's default of the time, 2 x (1000 + 2000), the experience column at epsilon 3
+missed the convergence policy (max R-hat > 1.01)."""
 LARGE_SAMPLER_SETTINGS = {"adapt_delta": 0.99}
 """The weeks-worked regression's MCMC: the table's default sampler
 (``dpsynth.table.TABLE_SAMPLER``; its draws per chain were 2,000 in the rows before
-2026-11-27, 4,000 since) with adapt_delta 0.99 (0.8 left 8 and 18 divergent transitions at epsilon 1 and 6, and the
-release refused them)."""
+2026-11-27, 4,000 since) with adapt_delta 0.99 (0.8 left 8 and 18 divergent transitions
+at epsilon 1 and 6, and the release refused them)."""
 
 
 def _sampler(settings: dict[str, Any]) -> Any:
