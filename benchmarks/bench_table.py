@@ -286,9 +286,15 @@ def histogram_spec() -> dict[str, Any]:
 
 
 def run_dpsynth_table(
-    frame: pd.DataFrame, epsilon: float, seed: int, spec: Any = SPEC, reference: bool = True
+    frame: pd.DataFrame,
+    epsilon: float,
+    seed: int,
+    spec: Any = SPEC,
+    reference: bool = True,
+    **options: Any,
 ) -> tuple[pd.DataFrame, str]:
-    """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec."""
+    """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec
+    (``options``: more keyword arguments of :func:`dpsynth.table.synthesize_table`)."""
     import warnings
 
     from dpsynth.table import synthesize_table
@@ -302,6 +308,7 @@ def run_dpsynth_table(
             seed=seed,
             reference=cps1985_reference() if reference else None,
             sampler=_sampler(CPS_SAMPLER_SETTINGS),
+            **options,
         )
     synth = release.data
     synth["education"] = synth["education"].astype(int)  # the spec's levels are the years

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -50,23 +49,11 @@ def ols(frame: pd.DataFrame) -> tuple[float, float]:
 
 def one_run(frame: pd.DataFrame, epsilon: float, k: int | str, seed: int) -> dict[str, float]:
     """One seeded table of the histogram spec with ``fit_records = k``; its figures."""
-    from dpsynth.table import synthesize_table
-
     raw = bt.histogram_spec()
     raw["fit_records"] = k
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the known-seed warning: a research run
-        release = synthesize_table(
-            frame,
-            raw,
-            epsilon,
-            seed=seed,
-            sampler=bt._sampler(bt.CPS_SAMPLER_SETTINGS),
-            allow_large_epsilon=epsilon > 20,
-        )
-    syn = release.data
-    syn["education"] = syn["education"].astype(int)
-    syn = syn[list(bt.DOMAIN)]
+    syn, _ = bt.run_dpsynth_table(
+        frame, epsilon, seed, raw, reference=False, allow_large_epsilon=epsilon > 20
+    )
     scores = bt.score(frame, syn, bt.ANALYSIS)
     r2, school = ols(bt.coded(syn))
     _, school_conf = ols(bt.coded(frame))
