@@ -285,6 +285,16 @@ def histogram_spec() -> dict[str, Any]:
     return reshape(marginal_spec())
 
 
+def unmatched_histogram_spec() -> dict[str, Any]:
+    """:func:`histogram_spec` with the wage's ``calibrate_dispersion`` off: the spec as it
+    ran before the matched precision existed (its rows were taken then)."""
+    raw = histogram_spec()
+    for col in raw["confidential"]:
+        if col["name"] == "lwage":
+            col["calibrate_dispersion"] = False
+    return raw
+
+
 def run_dpsynth_table(
     frame: pd.DataFrame,
     epsilon: float,
@@ -348,6 +358,13 @@ def run_dpsynth_histogram(
     return run_dpsynth_table(frame, epsilon, seed, spec=histogram_spec(), reference=False)
 
 
+def run_dpsynth_histogram_unmatched(
+    frame: pd.DataFrame, epsilon: float, seed: int
+) -> tuple[pd.DataFrame, str]:
+    """dpsynth's table of :func:`unmatched_histogram_spec` (the wage's own precision)."""
+    return run_dpsynth_table(frame, epsilon, seed, unmatched_histogram_spec(), reference=False)
+
+
 def run_dpsynth_reference_histogram(
     frame: pd.DataFrame, epsilon: float, seed: int
 ) -> tuple[pd.DataFrame, str]:
@@ -361,6 +378,7 @@ RUNNERS = {
     "dpsynth-table-marginal": run_dpsynth_marginal,
     "dpsynth-table-shaped": run_dpsynth_shaped,
     "dpsynth-table-histogram": run_dpsynth_histogram,
+    "dpsynth-table-histogram-unmatched": run_dpsynth_histogram_unmatched,
     "dpsynth-table-histogram-ref": run_dpsynth_reference_histogram,
     "dpsynth-large": run_dpsynth_large,
 }
@@ -369,6 +387,7 @@ METHODS = (
     "dpsynth-table-marginal",
     "dpsynth-table-shaped",
     "dpsynth-table-histogram",
+    "dpsynth-table-histogram-unmatched",
     "dpsynth-table-histogram-ref",
     "aim",
     "mst",

@@ -251,6 +251,7 @@ def draws_at_design(
     seed: int,
     bounds: tuple[float, float] | None,
     shares: list[np.ndarray] | None = None,
+    variances: list[float] | None = None,
 ) -> list[np.ndarray]:
     """Synthetic set k from retained draw k of a column's fit, at the NEW public design
     ``designs[k]`` (the public columns and the synthetic predecessors): post-processing.
@@ -261,6 +262,8 @@ def draws_at_design(
     on the outcome's scale, inside the public bounds. ``shares`` (a level column's, from its
     perturbed marginal histogram): set k's draw first gets the intercepts whose mean level
     probabilities at ``designs[k]`` are ``shares[k]`` (:func:`calibrated_intercepts`).
+    ``variances`` (a beta regression's, on the Stan scale, from the same histogram): set k's
+    draw gets the precision of :func:`matched_kappa`.
     """
     draws = result.fit.stan_fit.draws
     S = result.fit.stan_fit.n_draws
@@ -274,11 +277,34 @@ def draws_at_design(
         draw = {k: v[int(s)] for k, v in draws.items()}
         if shares is not None:
             draw = {**draw, "beta": calibrated_intercepts(draw["beta"], Xd, shares[len(out)])}
+        if variances is not None:
+            kappa = matched_kappa(draw["beta"], Xd, variances[len(out)], draw["kappa"])
+            draw = {**draw, "kappa": kappa}
         y = np.asarray(model.simulate(draw, data, n, rng), dtype=float)
         out.append(
             clip_to_public_bounds(np.asarray(model.from_stan_scale(y, bounds), float), bounds)
         )
     return out
+
+
+def matched_kappa(beta: np.ndarray, X: np.ndarray, variance: float, kappa: float) -> float:
+    """A beta regression's precision whose synthetic values at the design X have the
+    variance ``variance`` (on the Stan scale): with mu = expit(X beta), the mixture's
+    variance is Var(mu) + mean(mu (1 - mu)) / (1 + kappa), solved for kappa (at least
+    :data:`MIN_MATCHED_KAPPA`). Where the means alone vary more than ``variance``, the draw's
+    ``kappa`` is kept. Post-processing of a draw and a perturbed histogram (dpsynth's choice,
+    :data:`dpsynth.table_spec.DISPERSION_MATCHED_MODELS`)."""
+    from scipy.special import expit
+
+    mu = expit(np.asarray(X, float) @ np.asarray(beta, float))
+    spread = float(mu.var())
+    if not variance > spread:
+        return float(kappa)
+    return max(float(np.mean(mu * (1 - mu))) / (variance - spread) - 1.0, MIN_MATCHED_KAPPA)
+
+
+MIN_MATCHED_KAPPA = 1e-3
+"""The smallest precision :func:`matched_kappa` returns (a beta distribution needs > 0)."""
 
 
 def calibrated_intercepts(beta: np.ndarray, X: np.ndarray, shares: np.ndarray) -> np.ndarray:
@@ -663,8 +689,11 @@ def _column_sets(
     if col.levels is not None and targets is not None:
         k = len(col.levels)
         shares = [np.bincount(t.astype(np.int64), minlength=k) / t.size for t in targets]
+    variances = None
+    if col.calibrate_dispersion and targets is not None:
+        variances = [float(np.var(model.to_stan_scale(t, col.bounds))) for t in targets]
     seed = rel.diagnostics["seed"]
-    drawn = draws_at_design(model, rel.confidential, designs, seed, col.bounds, shares)
+    drawn = draws_at_design(model, rel.confidential, designs, seed, col.bounds, shares, variances)
     out = []
     for rows, y in zip(keep, drawn, strict=True):
         full = np.full(n, np.nan)
@@ -1091,6 +1120,13 @@ CALIBRATION_MEANING = (
 )
 
 
+DISPERSION_MEANING = (
+    "before the rank map, each synthetic set was drawn with the model's coefficients and the "
+    "precision whose values at the set's design have the histogram sample's variance "
+    "(calibrate_dispersion; post-processing)"
+)
+
+
 LEVEL_CALIBRATION_MEANING = (
     "the column's level model was centred at its fit to a sample of a Laplace-perturbed "
     "histogram of its levels (public inputs only), and each synthetic set was drawn at "
@@ -1134,6 +1170,8 @@ def _calibration_entry(
         "used_for": _marginal_uses(col),
         "meaning": _marginal_meaning(col),
     }
+    if col.calibrate_dispersion:
+        calibration["dispersion"] = DISPERSION_MEANING
     return {"calibration": calibration, "ledger": ledger}
 
 

@@ -115,6 +115,28 @@ HOSTILE = [
     ("calibrate_bins true", _spec(confidential__1__calibrate_bins=True), "calibrate_bins", "True"),
     ("calibrate_bins float", _spec(confidential__1__calibrate_bins=2.5), "calibrate_bins", "2.5"),
     (
+        "calibrate_dispersion on a log-normal column",
+        _spec(confidential__1__calibrate_bins=20, confidential__1__calibrate_dispersion=False),
+        "calibrate_dispersion",
+        "only a calibrated beta-regression",
+    ),
+    (
+        "calibrate_dispersion without calibration",
+        _spec(
+            confidential__1__model="beta-regression",
+            confidential__1__calibrate_bins=0,
+            confidential__1__calibrate_dispersion=True,
+        ),
+        "calibrate_dispersion",
+        "needs calibrate_bins",
+    ),
+    (
+        "calibrate_dispersion text",
+        _spec(confidential__1__model="beta-regression", confidential__1__calibrate_dispersion="y"),
+        "calibrate_dispersion",
+        "true or false",
+    ),
+    (
         "calibrate_bins on a ph column",
         _spec(
             confidential__0__mechanism="ph",
@@ -563,6 +585,11 @@ def test_calibration_defaults_by_model_and_reference():
         None, 0.3, "marginal")  # fmt: skip
     assert (spend.calibrate_bins, spend.calibrate_share, spend.centring) == (20, 0.3, "marginal")
     assert spend.fit_share == pytest.approx(0.7)
+    assert (spend.calibrate_dispersion, visits.calibrate_dispersion) == (True, False)
+    kept = _spec(
+        confidential__1__model="beta-regression", confidential__1__calibrate_dispersion=False
+    )
+    assert not parse_spec(_clean(kept)).confidential[1].calibrate_dispersion
     with_ref = parse_spec({**_clean(copy.deepcopy(spec)), "reference": "public.csv"})
     assert [c.centring for c in with_ref.confidential] == ["reference", "reference"]
     with_ref = parse_spec({**COUNT_LEVEL_SPEC, "reference": "public.csv"})
@@ -579,6 +606,23 @@ def test_calibration_defaults_by_model_and_reference():
                                     confidential__1__calibrate_bins=0,
                                     confidential__1__centring="none")))  # fmt: skip
     assert (paper.confidential[1].calibrate_share, paper.confidential[1].fit_share) == (0, 1.0)
+
+
+def test_matched_kappa_gives_the_synthetic_values_the_target_variance():
+    """Known answer: Beta(mu kappa, (1 - mu) kappa) draws at the returned kappa have the
+    target variance (200,000 draws: sd of the sample variance about 0.3%, tolerance 2%);
+    where the means alone vary more than the target, the draw's kappa is kept."""
+    from dpsynth.table import matched_kappa
+
+    rng = np.random.default_rng(7)
+    X = np.column_stack([np.ones(200_000), rng.uniform(size=200_000)])
+    beta = np.array([-1.0, 2.0])
+    mu = 1 / (1 + np.exp(-X @ beta))
+    for target in (0.02, 0.05, 0.1):
+        kappa = matched_kappa(beta, X, target, 50.0)
+        y = rng.beta(mu * kappa, (1 - mu) * kappa)
+        assert y.var() == pytest.approx(target, rel=0.02), (target, kappa)
+    assert matched_kappa(beta, X, 0.5 * mu.var(), 50.0) == 50.0
 
 
 def test_rank_mapped_keeps_the_order_and_takes_the_target_marginal():
@@ -1191,6 +1235,7 @@ def test_missingness_indicator_is_a_ph_column_given_the_level_columns(tmp_path):
         rel = synthesize_table(frame, spec, 6.0, seed=3, allow_large_epsilon=True)
     cols = {c["column"]: c for c in rel.report["confidential_columns"]}
     assert cols["val_missing"]["predecessors"] == ["grp"]
+    assert "precision" in cols["val"]["calibration"]["dispersion"]  # calibrate_dispersion
     real = frame["val"].isna().groupby(frame["grp"]).mean()
     syn = rel.data["val"].isna().groupby(rel.data["grp"]).mean()
     assert (syn - real).abs().max() < 0.08, (syn, real)

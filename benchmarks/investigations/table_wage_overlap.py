@@ -8,13 +8,15 @@ the noise of a posterior drawn from a 2,000-record subsample (wider than the ful
 estimate), or a bias of the censored fit. This script separates them with seeded research
 runs (never a release): the same spec at epsilon 6 with 2,000 records (two seeds) and with
 8,000, and at epsilon 1,000 (``allow_large_epsilon``: the censoring bound is then so large
-that no record is censored, which leaves the subsample's noise alone). For each run: the
+that no record is censored, which leaves the subsample's noise alone), all with the wage's
+``calibrate_dispersion`` off, as before it existed; then at epsilon 6 with it on (the
+default since). For each run: the
 mean coefficient-interval overlap (``dpsynth.table_verdict``), the R^2 of the analysis' OLS
 fit on the synthetic table, and its schooling coefficient over the confidential one.
 
     .venv/bin/python benchmarks/investigations/table_wage_overlap.py [--all]
 
-About 20 min on 2 cores (``--all`` adds a fit to every record at epsilon 6: 30 min more).
+About 25 min on 2 cores (``--all`` adds a fit to every record at epsilon 6: 30 min more).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from _record import write
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_table as bt  # noqa: E402
 
-RUNS = (("eps6_k2000_seed1", 6.0, 2000, 1), ("eps6_k2000_seed2", 6.0, 2000, 2))
-RUNS += (("eps6_k8000_seed1", 6.0, 8000, 1), ("eps1000_k2000_seed1", 1000.0, 2000, 1))
-ALL_RUN = ("eps6_kall_seed1", 6.0, "all", 1)
+RUNS = (("eps6_k2000_seed1", 6.0, 2000, 1, False), ("eps6_k2000_seed2", 6.0, 2000, 2, False))
+RUNS += (("eps6_k8000_seed1", 6.0, 8000, 1, False), ("eps1000_k2000_seed1", 1000.0, 2000, 1, False))
+RUNS += (("matched_eps6_k2000_seed1", 6.0, 2000, 1, True),)
+RUNS += (("matched_eps6_k2000_seed2", 6.0, 2000, 2, True),)
+ALL_RUN = ("eps6_kall_seed1", 6.0, "all", 1, False)
 
 
 def ols(frame: pd.DataFrame) -> tuple[float, float]:
@@ -47,10 +51,16 @@ def ols(frame: pd.DataFrame) -> tuple[float, float]:
     return float(1 - resid.var() / y.var()), float(coef[list(x.columns).index("education")])
 
 
-def one_run(frame: pd.DataFrame, epsilon: float, k: int | str, seed: int) -> dict[str, float]:
-    """One seeded table of the histogram spec with ``fit_records = k``; its figures."""
+def one_run(
+    frame: pd.DataFrame, epsilon: float, k: int | str, seed: int, matched: bool
+) -> dict[str, float]:
+    """One seeded table of the histogram spec with ``fit_records = k`` and the wage's
+    ``calibrate_dispersion`` set to ``matched``; its figures."""
     raw = bt.histogram_spec()
     raw["fit_records"] = k
+    for col in raw["confidential"]:
+        if col["name"] == "lwage":
+            col["calibrate_dispersion"] = matched
     syn, _ = bt.run_dpsynth_table(
         frame, epsilon, seed, raw, reference=False, allow_large_epsilon=epsilon > 20
     )
@@ -67,8 +77,8 @@ def main() -> None:
     start = time.perf_counter()
     frame = bt.cps1988()
     values: dict[str, float] = {"confidential_r2": ols(bt.coded(frame))[0]}
-    for name, epsilon, k, seed in RUNS + ((ALL_RUN,) if args.all else ()):
-        for key, value in one_run(frame, epsilon, k, seed).items():
+    for name, epsilon, k, seed, matched in RUNS + ((ALL_RUN,) if args.all else ()):
+        for key, value in one_run(frame, epsilon, k, seed, matched).items():
             values[f"{name}_{key}"] = value
         print(f"{name}: done ({time.perf_counter() - start:.0f} s)", flush=True)
     settings = {"spec": "bench_table.histogram_spec", "sampler": bt.CPS_SAMPLER_SETTINGS}
