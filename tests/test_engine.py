@@ -667,6 +667,19 @@ def _gone(pid):
         return True
 
 
+def _wait_for_arguments(pid: int, word: str, timeout: float = 30.0) -> None:
+    """Wait until ``/proc/<pid>/cmdline`` shows ``word``. Popen returns once exec is past its
+    point of no return, and the kernel sets up the new arguments a moment later: a sweep in
+    that moment can see none and kill nothing (the likely cause of one CI failure here)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            if word.encode() in fh.read():
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid}'s arguments never showed {word!r}")
+
+
 @_LINUX_PROC
 def test_stale_run_folders_are_swept_and_their_processes_killed(tmp_path, monkeypatch):
     import fcntl
@@ -689,6 +702,7 @@ def test_stale_run_folders_are_swept_and_their_processes_killed(tmp_path, monkey
         [sys.executable, "-c", "import time; time.sleep(60)", f"file={folders['dead']}/data.json"]
     )
     try:
+        _wait_for_arguments(chain.pid, folders["dead"].name)
         assert cmdstanpy_backend._sweep_stale_runs() == 2
         chain.wait(timeout=10)
     finally:
