@@ -291,9 +291,9 @@ def matched_kappa(beta: np.ndarray, X: np.ndarray, variance: float, kappa: float
     """A beta regression's precision whose synthetic values at the design X have the
     variance ``variance`` (on the Stan scale): with mu = expit(X beta), the mixture's
     variance is Var(mu) + mean(mu (1 - mu)) / (1 + kappa), solved for kappa (at least
-    :data:`MIN_MATCHED_KAPPA`). Where the means alone vary more than ``variance``, the draw's
+    ``MIN_MATCHED_KAPPA``). Where the means alone vary more than ``variance``, the draw's
     ``kappa`` is kept. Post-processing of a draw and a perturbed histogram (dpsynth's choice,
-    :data:`dpsynth.table_spec.DISPERSION_MATCHED_MODELS`)."""
+    ``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
     from scipy.special import expit
 
     mu = expit(np.asarray(X, float) @ np.asarray(beta, float))
@@ -1224,5 +1224,6 @@ __all__ = [
     "TableRelease",
     "calibrated_intercepts",
     "draws_at_design",
+    "matched_kappa",
     "synthesize_table",
 ]
