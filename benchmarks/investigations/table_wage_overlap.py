@@ -56,11 +56,8 @@ def one_run(
 ) -> dict[str, float]:
     """One seeded table of the histogram spec with ``fit_records = k`` and the wage's
     ``calibrate_dispersion`` set to ``matched``; its figures."""
-    raw = bt.histogram_spec()
+    raw = bt.histogram_spec() if matched else bt.unmatched_histogram_spec()
     raw["fit_records"] = k
-    for col in raw["confidential"]:
-        if col["name"] == "lwage":
-            col["calibrate_dispersion"] = matched
     syn, _ = bt.run_dpsynth_table(
         frame, epsilon, seed, raw, reference=False, allow_large_epsilon=epsilon > 20
     )
