@@ -36,6 +36,7 @@ from dpsynth.table_spec import (
     CALIBRATE_BINS_DEFAULT,
     MISSING_LEVEL,
     MISSING_SUFFIX,
+    PH_CALIBRATION,
     TABLE_ADAPT_DELTA,
     TABLE_ITER_SAMPLING,
     ConfidentialColumn,
@@ -380,7 +381,8 @@ def _fit_column(
     col_seed = None if seed is None else _column_seed(seed, j)
     marg, targets = None, None
     if col.calibrate_share > 0:  # first: a marginal centring reads it
-        marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
+        make = _own_histogram if col.mechanism == "ph" else _marginal_histogram
+        marg = make(col, col_seed, state, col.calibrate_share * epsilon, m, run)
         targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
     k = subsample_size(col, state.fit_records, n)
     sub = _subset(_fit_rows(k, n, col_seed))
@@ -425,8 +427,12 @@ def _fit_column(
         sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
         if parents:
             rng = entropy.stream(col_seed, 2)
-            sets = [_conditional_values(col, parents, state, s, k, rng) for k, s in enumerate(sets)]
-        return rel, list(sets), None
+            own = [None] * m if targets is None else list(targets)
+            sets = [
+                _conditional_values(col, parents, state, s, k, rng, own[k])
+                for k, s in enumerate(sets)
+            ]
+        return rel, list(sets), marg
     sets = _column_sets(col, rel, state, m, targets)
     if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(col_seed, 5)
@@ -459,6 +465,36 @@ def _marginal_histogram(
         seed=None if col_seed is None else _column_seed(col_seed, 4),
         column=col.name,
         allow_large_epsilon=True,  # the table's total was checked
+        **run,
+    )
+
+
+def _own_histogram(
+    col: ConfidentialColumn,
+    col_seed: int | None,
+    state: _State,
+    epsilon: float,
+    m: int,
+    run: dict[str, bool],
+) -> Any:
+    """A PH column's perturbed histogram of its own cells (its levels or public bins, as in
+    its joint cells), m samples of :func:`ph_joint_draws` cells each: the marginal that a
+    calibrated PH column given parents is raked to (``table_spec.PH_CALIBRATION``)."""
+    from dpsynth.release import synthesize
+
+    n = state.public.shape[0]
+    return synthesize(
+        _own_codes(col, state.real[col.name]).astype(float),
+        mechanism="ph",
+        epsilon=epsilon,
+        m=m,
+        integer=True,
+        bounds=(0, own_size(col) - 1),
+        n_synthetic=ph_joint_draws(n),
+        seed=None if col_seed is None else _column_seed(col_seed, 4),
+        column=col.name,
+        allow_large_epsilon=True,  # the table's total was checked
+        **TABLE_PH,
         **run,
     )
 
@@ -647,24 +683,63 @@ def _conditional_values(
     joint: np.ndarray,
     k: int,
     rng: np.random.Generator,
+    own: np.ndarray | None = None,
 ) -> np.ndarray:
     """Set k's levels (or public bins), each drawn from the PH sample's own cells in the
     record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty; the
-    sample has :func:`ph_joint_draws` cells, so this draw adds little noise);
+    sample has :func:`ph_joint_draws` cells, so this draw adds little noise), the shares
+    raked to a calibrated marginal where ``own`` (the own histogram's sample) is given;
     a continuous column's value uniform within its drawn bin: post-processing of the
-    ε_j-DP joint histogram sample."""
+    ε_j-DP joint histogram sample (and the own histogram's)."""
     L, P = own_size(col), n_cells(col, parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)
-    cdf = np.cumsum(counts / counts.sum(axis=1, keepdims=True), axis=1)
+    shares = counts / counts.sum(axis=1, keepdims=True)
     cells = _parent_cells(col, parents, {p.name: state.synthetic[p.name][k] for p in parents})
+    if own is not None:
+        q = np.bincount(cells, minlength=P) / len(cells)
+        mine = np.bincount(own.astype(np.int64), minlength=L) / own.size
+        weight = ph_calibration_weight(P, col.calibrate_share)
+        shares = raked(shares, q, weight * mine + (1 - weight) * (q @ shares))
+    cdf = np.cumsum(shares, axis=1)
     u = rng.random(len(cells))
     codes = np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
     if col.levels is not None:
         return codes
     lo, hi = col.bounds
     return lo + (codes + rng.random(len(codes))) * (hi - lo) / L
+
+
+def ph_calibration_weight(parent_cells: int, share: float) -> float:
+    """The weight of a calibrated PH column's own histogram in its marginal
+    (``table_spec.PH_CALIBRATION``): inverse noise variances, the joint's marginal summing
+    ``parent_cells`` cells' noise at 1 - ``share`` of the column's epsilon, the own
+    histogram one cell's at ``share``. Public: from the spec alone."""
+    joint = parent_cells / (1.0 - share) ** 2
+    return joint / (joint + 1.0 / share**2)
+
+
+RAKE_ITERATIONS = 200
+"""Sweeps of iterative proportional fitting in :func:`raked` (a two-way table converges
+geometrically; a public number, not a tolerance read from the data)."""
+
+
+def raked(shares: np.ndarray, q: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Conditional shares (parent cells x own cells, rows summing to 1) raked by iterative
+    proportional fitting (Deming and Stephan 1940) so that the parent cells' weights ``q``
+    give the own marginal ``target``: each row keeps its weight, zeros stay zero. A row of
+    weight 0 keeps its shares. Post-processing of its three (DP or synthetic) inputs."""
+    joint = q[:, None] * shares
+    for _ in range(RAKE_ITERATIONS):
+        mass = joint.sum(axis=0)
+        joint *= np.divide(target, mass, out=np.zeros_like(mass), where=mass > 0)[None, :]
+        rows = joint.sum(axis=1)
+        joint *= np.divide(q, rows, out=np.zeros_like(rows), where=rows > 0)[:, None]
+    out = shares.copy()
+    live = joint.sum(axis=1) > 0
+    out[live] = joint[live] / joint[live].sum(axis=1, keepdims=True)
+    return out
 
 
 def _column_sets(
@@ -1074,7 +1149,8 @@ def _table_report(
         if k is not None:  # the fit's own epsilon, amplified to its part of the column's
             entry["fit_subsample"] = fit_subsample(k, n, col.fit_share * col.share * epsilon)
         if col.name in marginals:
-            entry.update(_calibration_entry(col, marginals[col.name], entry, col.share * epsilon))
+            marg = marginals[col.name]
+            entry.update(_calibration_entry(col, marg, entry, col.share * epsilon, parents))
         if (k is not None or col.name in marginals) and entry.get("epsilon") is not None:
             entry.update(epsilon=col.share * epsilon, epsilon_per_set=col.share * epsilon / m)
         columns.append(entry)
@@ -1137,6 +1213,8 @@ LEVEL_CALIBRATION_MEANING = (
 
 
 def _marginal_meaning(col: ConfidentialColumn) -> str:
+    if col.mechanism == "ph":
+        return PH_CALIBRATION
     if col.levels is not None:
         return LEVEL_CALIBRATION_MEANING
     return CALIBRATION_MEANING if col.calibrate_bins is not None else CENTRING_MEANING
@@ -1151,34 +1229,51 @@ CENTRING_MEANING = (
 
 
 def _calibration_entry(
-    col: ConfidentialColumn, marg: Any, entry: dict[str, Any], eps_j: float
+    col: ConfidentialColumn,
+    marg: Any,
+    entry: dict[str, Any],
+    eps_j: float,
+    parents: list[ConfidentialColumn],
 ) -> dict[str, Any]:
     """A calibrated column's report additions: the histogram's bins and epsilon, its ledger
-    spends after the fit's."""
+    spends after the fit's (a PH column's: after its joint histogram's)."""
     fit_ledger, marg_ledger = entry.get("ledger") or {}, marg.report.get("ledger") or {}
     ledger = {
         key: math.fsum([fit_ledger.get(key, 0.0), marg_ledger.get(key, 0.0)])
         for key in ("total", "spent", "remaining")
     }
     ledger["spends"] = [*fit_ledger.get("spends", []), *marg_ledger.get("spends", [])]
-    cells = marginal_cells(col)
     calibration = {
         "mechanism": "ph",
-        "bins": cells.get("n_bins") or int(cells["bounds"][1] - cells["bounds"][0]) + 1,
+        "bins": _histogram_bins(col),
         "epsilon": col.calibrate_share * eps_j,
         "epsilon_of_the_fit": col.fit_share * eps_j,
         "used_for": _marginal_uses(col),
         "meaning": _marginal_meaning(col),
     }
+    if col.mechanism == "ph":  # public: the spec's share and the parents' cells
+        calibration["weight_on_own_histogram"] = ph_calibration_weight(
+            n_cells(col, parents), col.calibrate_share
+        )
     if col.calibrate_dispersion:
         calibration["dispersion"] = DISPERSION_MEANING
     return {"calibration": calibration, "ledger": ledger}
 
 
+def _histogram_bins(col: ConfidentialColumn) -> int:
+    """The cells of a column's marginal histogram: a PH column's own cells, else
+    :func:`marginal_cells`."""
+    if col.mechanism == "ph":
+        return own_size(col)
+    cells = marginal_cells(col)
+    return cells.get("n_bins") or int(cells["bounds"][1] - cells["bounds"][0]) + 1
+
+
 def _marginal_uses(col: ConfidentialColumn) -> list[str]:
     """What a column's marginal histogram served: calibration (rank map; a level column's
-    intercepts), centring, or both."""
-    uses = ["calibration"] if col.calibrate_bins is not None or col.levels is not None else []
+    intercepts; a PH column's raking), centring, or both."""
+    calibrated = col.calibrate_bins is not None or col.levels is not None or col.mechanism == "ph"
+    uses = ["calibration"] if calibrated else []
     return [*uses, "centring"] if col.centring == "marginal" else uses
 
 
@@ -1187,8 +1282,8 @@ _TABLE_MEANING = (
     "column is an epsilon_j-DP censored posterior draw (or a Laplace histogram) whose design "
     "holds record i's values in row i only, scaled by public bounds (a column with "
     "fit_subsample: its fit on a random subsample, amplified; a column with a marginal "
-    "histogram (calibration or a marginal centring): its fit and a Laplace histogram of its "
-    "marginal, their epsilons summing to epsilon_j); synthesizing "
+    "histogram (calibration or a marginal centring): its fit, or its joint histogram, and a "
+    "Laplace histogram of its marginal, their epsilons summing to epsilon_j); synthesizing "
     "from the synthetic predecessors is post-processing; the epsilons add up (book: A "
     "whole table)"
 )
@@ -1225,5 +1320,7 @@ __all__ = [
     "calibrated_intercepts",
     "draws_at_design",
     "matched_kappa",
+    "ph_calibration_weight",
+    "raked",
     "synthesize_table",
 ]

@@ -208,7 +208,25 @@ HOSTILE = [
             confidential__1__centring="none",
         ),  # fmt: skip
         "calibrate_share",
-        'needs calibrate_bins or centring = "marginal"',
+        'needs calibrate_bins, centring = "marginal" or a ph mechanism',
+    ),
+    (
+        "calibrate_share on a ph column without parents",
+        {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, "calibrate_share": 0.5}]},
+        "calibrate_share",
+        "'owner': a ph column is calibrated only when drawn given others",
+    ),
+    (
+        "calibrate_share zero on a ph column",
+        {
+            **BASE,
+            "confidential": [
+                *BASE["confidential"],
+                {**GIVEN_COLUMN, "given": ["income"], "calibrate_share": 0},
+            ],
+        },
+        "calibrate_share",
+        "between 0 and 1",
     ),
     (
         "calibrate_share one",
@@ -1193,6 +1211,110 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
     k = np.arange(n + 1)
     expected = sum(0.5 * (stats.binom.pmf(k, n, p) * np.abs(k - n * p)).sum() / n for p in real)
     assert np.mean(tvd) / expected < 1.18, (np.mean(tvd), expected)
+
+
+def test_raked_shares_hit_the_target_marginal_and_keep_each_row():
+    """Iterative proportional fitting: the parent cells' weights q give the target marginal
+    (to 1e-9), rows still sum to 1, a zero share stays zero, a row of weight 0 is left as it
+    is, and shares that already give the target are unchanged."""
+    from dpsynth.table import raked
+
+    rng = np.random.default_rng(3)
+    shares = rng.dirichlet(np.ones(4), size=5)
+    shares[1, 2] = 0.0
+    shares[1] /= shares[1].sum()
+    q = np.array([0.3, 0.2, 0.0, 0.4, 0.1])
+    target = np.array([0.1, 0.2, 0.3, 0.4])
+    out = raked(shares, q, target)
+    assert np.allclose(out.sum(axis=1), 1.0)
+    assert np.allclose(q @ out, target, atol=1e-9)
+    assert out[1, 2] == 0.0 and np.array_equal(out[2], shares[2])
+    assert np.allclose(raked(shares, q, q @ shares), shares)
+
+
+def test_ph_calibration_weight_is_the_inverse_noise_variance_weight():
+    """The own histogram's weight: the joint's marginal sums P cells' Laplace noise at
+    1 - c of the column's epsilon (variance P / (1 - c)^2 in units of one cell's at epsilon_j),
+    the own histogram one cell's at c (1 / c^2). P = 16, c = 1/2: 64 / (64 + 4)."""
+    from dpsynth.table import ph_calibration_weight
+
+    assert ph_calibration_weight(16, 0.5) == pytest.approx(64 / 68)
+    assert ph_calibration_weight(1, 0.5) == pytest.approx(0.5)
+    assert ph_calibration_weight(4, 0.2) == pytest.approx((4 / 0.64) / (4 / 0.64 + 25))
+    assert ph_calibration_weight(100, 0.3) > ph_calibration_weight(10, 0.3)
+
+
+CALIBRATED_PH_SPEC = """
+neighbours = "substitution"
+
+[[confidential]]
+name = "a"
+mechanism = "ph"
+type = "categorical"
+levels = ["x", "y", "z"]
+
+[[confidential]]
+name = "c"
+mechanism = "ph"
+type = "categorical"
+levels = ["k", "l", "m", "n"]
+
+[[confidential]]
+name = "b"
+mechanism = "ph"
+type = "categorical"
+levels = ["p", "q", "r", "s", "t", "u"]
+"""
+
+
+def _calibrated_ph_frame(n: int = 4000) -> pd.DataFrame:
+    """a (3 levels) and c (4 levels) independent, b (6 levels) depending on a."""
+    rng = np.random.default_rng(21)
+    a = rng.choice(["x", "y", "z"], n, p=[0.5, 0.3, 0.2])
+    c = rng.choice(["k", "l", "m", "n"], n)
+    pb = {"x": [0.5, 0.2, 0.1, 0.1, 0.05, 0.05], "y": [0.1, 0.5, 0.2, 0.1, 0.05, 0.05]}
+    pb["z"] = [1 / 6] * 6
+    b = np.array([rng.choice(list("pqrstu"), p=pb[v]) for v in a])
+    return pd.DataFrame({"a": a, "c": c, "b": b})
+
+
+def test_calibrated_ph_given_parents_has_a_closer_marginal_and_reports_its_parts():
+    """b drawn given a and c (12 parent cells) with calibrate_share 0.5: its own marginal
+    is the inverse-variance blend of its own histogram and the joint's (weight 0.96 on its
+    own), each set raked to it. Over 20 sets at epsilon 0.1 per set and column (Laplace
+    scale 20 on counts of 4,000 records), b's mean one-way TVD was 0.56-0.67 x the
+    uncalibrated draw's at seeds 1-8 (0.59 at seed 5); at most 0.8 x asked. The report's parts add up to the column's epsilon,
+    and a's and b's dependence is kept (P(b = p | a = x) within 0.1 of the data's)."""
+    from dpsynth.table import ph_calibration_weight
+
+    frame = _calibrated_ph_frame()
+    plain = tomllib.loads(CALIBRATED_PH_SPEC)
+    calibrated = copy.deepcopy(plain)
+    calibrated["confidential"][2]["calibrate_share"] = 0.5
+    real = frame["b"].value_counts(normalize=True)
+    mean_tvd, rels = [], []
+    for spec in (plain, calibrated):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rel = synthesize_table(frame, spec, 6.0, m=20, seed=5)
+        tvd = [
+            0.5 * g.value_counts(normalize=True).sub(real, fill_value=0).abs().sum()
+            for _, g in rel.data.groupby("synthetic_set")["b"]
+        ]
+        mean_tvd.append(np.mean(tvd))
+        rels.append(rel)
+    assert mean_tvd[1] / mean_tvd[0] < 0.8, mean_tvd
+    b = rels[1].report["confidential_columns"][2]
+    cal = b["calibration"]
+    assert (cal["bins"], cal["used_for"]) == (6, ["calibration"])
+    assert cal["epsilon"] == pytest.approx(1.0) and cal["epsilon_of_the_fit"] == pytest.approx(1.0)
+    assert cal["weight_on_own_histogram"] == pytest.approx(ph_calibration_weight(12, 0.5))
+    assert b["epsilon_allocated"] == pytest.approx(2.0)
+    assert b["ledger"]["total"] == pytest.approx(2.0)
+    assert rels[1].report["if_unseeded"] == {"guarantee": "DP", "epsilon": 6.0}
+    first = rels[1].data[rels[1].data["synthetic_set"] == 1]
+    kept = (first.loc[first["a"] == "x", "b"] == "p").mean()
+    assert abs(kept - (frame.loc[frame["a"] == "x", "b"] == "p").mean()) < 0.1
 
 
 INDICATOR_SPEC = """
