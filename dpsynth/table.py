@@ -1002,6 +1002,7 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
             "public": isinstance(c, PublicColumn),
             "mechanism": getattr(c, "mechanism", None),
             "given": [p.name for p in ph_parents(c, order[: order.index(c)])] if conf else None,
+            "calibrated": conf and c.calibrate_share > 0,
         }
     analysis = None if spec.analysis is None else spec.analysis.formula
     try:

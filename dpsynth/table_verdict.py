@@ -121,6 +121,7 @@ class ColumnInfo:
     public: bool = False
     mechanism: str | None = None  # how a synthesized column was made (for the next step)
     given: tuple[str, ...] | None = None  # a PH column's parents (for the next step)
+    calibrated: bool = False  # a PH column given parents with calibrate_share (next step)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -158,6 +159,7 @@ def describe(columns: Sequence[ColumnInfo] | Mapping[str, Mapping[str, Any]]) ->
                     bool(d.get("public", False)),
                     d.get("mechanism"),
                     None if d.get("given") is None else tuple(d["given"]),
+                    bool(d.get("calibrated", False)),
                 )
             )
         return out
@@ -619,6 +621,13 @@ def next_step(
     if advice:
         return advice
     if figure in ("one_way_tvd", "max_ecdf", "mean_error"):
+        col = next((c for c in columns if c.name == names[0]), None)
+        if col is not None and col.mechanism == "ph" and col.given and not col.calibrated:
+            return (
+                f"give {names[0]!r} a calibrate_share (drawn given {', '.join(col.given)}, "
+                "its marginal sums the noise of every parent cell; a histogram of its own "
+                "cells takes most of it back), or raise its share of epsilon"
+            )
         return (
             f"raise the share of epsilon of {names[0]!r} (its own distribution drove the "
             "verdict), or give its model a public reference for centring"

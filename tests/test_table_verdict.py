@@ -252,6 +252,25 @@ def test_a_censored_level_column_behind_the_worst_figure_is_sent_to_ph():
         assert expected in v["next_step"], v["next_step"]
 
 
+def test_a_ph_column_given_parents_behind_a_one_way_figure_is_told_to_calibrate():
+    """z (a PH column) drawn from a shifted marginal drives the verdict by its one-way TVD.
+    Drawn given b, uncalibrated: the next step is calibrate_share; calibrated already, or
+    drawn alone (no parents), the share advice."""
+    conf = _table(4)
+    syn = conf.copy()
+    syn["z"] = np.clip(syn["z"] + 40, 0, 100)
+    z = {"type": "continuous", "bounds": (0, 100), "mechanism": "ph"}
+    cases = [
+        ({**z, "given": ["b"]}, "give 'z' a calibrate_share (drawn given b"),
+        ({**z, "given": ["b"], "calibrated": True}, "raise the share of epsilon of 'z'"),
+        ({**z, "given": []}, "raise the share of epsilon of 'z'"),
+    ]
+    for change, expected in cases:
+        v = tv.table_verdict(conf, syn, {**SPEC, "z": change})
+        assert v["verdict"] == "poor" and v["driven_by"]["figure"] == "one_way_tvd", v
+        assert v["driven_by"]["columns"] == ["z"] and expected in v["next_step"], v["next_step"]
+
+
 def test_a_ph_column_that_ignores_its_worst_partner_is_told_to_name_it():
     """The shuffled z (a PH column) drives the verdict through its pair with x. Drawn given
     b only, the next step names x for its given; given x, the share advice; with x public,
