@@ -56,7 +56,9 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "book/glossary.md": {},
     "book/choices.md": {
-        "0.5": "the data-generating Beta(0.5, 3) (the paper's setting)",
+        "0.5": "the data-generating Beta(0.5, 3) (the paper's setting); a calibrate_share "
+        "the PH-calibration investigation sets",
+        "0.3": "a calibrate_share the PH-calibration investigation sets (a setting)",
         "0.0057": "the paper's Table 2 avg-ECDF of PH, quoted as such",
         "0.131": "the paper's Table 2 max-ECDF of PH, quoted as such",
         "5.24": "the paper's Table 2 Weighted epsilon, quoted as the tuning's target",
