@@ -381,8 +381,7 @@ def _fit_column(
     col_seed = None if seed is None else _column_seed(seed, j)
     marg, targets = None, None
     if col.calibrate_share > 0:  # first: a marginal centring reads it
-        make = _own_histogram if col.mechanism == "ph" else _marginal_histogram
-        marg = make(col, col_seed, state, col.calibrate_share * epsilon, m, run)
+        marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
         targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
     k = subsample_size(col, state.fit_records, n)
     sub = _subset(_fit_rows(k, n, col_seed))
@@ -448,53 +447,31 @@ def _marginal_histogram(
     m: int,
     run: dict[str, bool],
 ) -> Any:
-    """A model column's perturbed histogram of its marginal on its public cells
-    (:func:`marginal_cells`; epsilon on every record with a value), m samples of n values
+    """A column's perturbed histogram of its marginal, m samples. A model column's: on its
+    public cells (:func:`marginal_cells`; epsilon on every record with a value), n values
     each (n the table's public record count, never the count of values): a calibrated
-    column's target, and a marginal centring's pseudo-data."""
-    from dpsynth.release import synthesize
-
-    y = state.real[col.name]
-    return synthesize(
-        y[np.isfinite(y)],
-        mechanism="ph",
-        epsilon=epsilon,
-        m=m,
-        **marginal_cells(col),
-        n_synthetic=state.public.shape[0],
-        seed=None if col_seed is None else _column_seed(col_seed, 4),
-        column=col.name,
-        allow_large_epsilon=True,  # the table's total was checked
-        **run,
-    )
-
-
-def _own_histogram(
-    col: ConfidentialColumn,
-    col_seed: int | None,
-    state: _State,
-    epsilon: float,
-    m: int,
-    run: dict[str, bool],
-) -> Any:
-    """A PH column's perturbed histogram of its own cells (its levels or public bins, as in
-    its joint cells), m samples of :func:`ph_joint_draws` cells each: the marginal that a
-    calibrated PH column given parents is raked to (``table_spec.PH_CALIBRATION``)."""
+    column's target, and a marginal centring's pseudo-data. A PH column's given parents: on
+    its own cells (its levels or public bins, as in its joint cells), :func:`ph_joint_draws`
+    cells each: the marginal its draw is raked to (``table_spec.PH_CALIBRATION``)."""
     from dpsynth.release import synthesize
 
     n = state.public.shape[0]
+    y = state.real[col.name]
+    if col.mechanism == "ph":
+        values = _own_codes(col, y).astype(float)
+        cells = {"integer": True, "bounds": (0, own_size(col) - 1), **TABLE_PH}
+        cells["n_synthetic"] = ph_joint_draws(n)
+    else:
+        values, cells = y[np.isfinite(y)], {**marginal_cells(col), "n_synthetic": n}
     return synthesize(
-        _own_codes(col, state.real[col.name]).astype(float),
+        values,
         mechanism="ph",
         epsilon=epsilon,
         m=m,
-        integer=True,
-        bounds=(0, own_size(col) - 1),
-        n_synthetic=ph_joint_draws(n),
         seed=None if col_seed is None else _column_seed(col_seed, 4),
         column=col.name,
         allow_large_epsilon=True,  # the table's total was checked
-        **TABLE_PH,
+        **cells,
         **run,
     )
 

@@ -1244,27 +1244,14 @@ def test_ph_calibration_weight_is_the_inverse_noise_variance_weight():
     assert ph_calibration_weight(100, 0.3) > ph_calibration_weight(10, 0.3)
 
 
-CALIBRATED_PH_SPEC = """
-neighbours = "substitution"
-
-[[confidential]]
-name = "a"
-mechanism = "ph"
-type = "categorical"
-levels = ["x", "y", "z"]
-
-[[confidential]]
-name = "c"
-mechanism = "ph"
-type = "categorical"
-levels = ["k", "l", "m", "n"]
-
-[[confidential]]
-name = "b"
-mechanism = "ph"
-type = "categorical"
-levels = ["p", "q", "r", "s", "t", "u"]
-"""
+CALIBRATED_PH_SPEC = {
+    "neighbours": "substitution",
+    "confidential": [
+        {"name": name, "mechanism": "ph", "type": "categorical", "levels": list(levels)}
+        for name, levels in (("a", "xyz"), ("c", "klmn"), ("b", "pqrstu"))
+    ],
+}
+"""b drawn by PH given the level columns before it, a and c (12 parent cells)."""
 
 
 def _calibrated_ph_frame(n: int = 4000) -> pd.DataFrame:
@@ -1288,7 +1275,7 @@ def test_calibrated_ph_given_parents_has_a_closer_marginal_and_reports_its_parts
     from dpsynth.table import ph_calibration_weight
 
     frame = _calibrated_ph_frame()
-    plain = tomllib.loads(CALIBRATED_PH_SPEC)
+    plain = copy.deepcopy(CALIBRATED_PH_SPEC)
     calibrated = copy.deepcopy(plain)
     calibrated["confidential"][2]["calibrate_share"] = 0.5
     real = frame["b"].value_counts(normalize=True)
