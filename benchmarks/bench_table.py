@@ -693,7 +693,9 @@ def summary(results: pd.DataFrame) -> pd.DataFrame:
     numeric = list(dict.fromkeys(cont + cols))
     ok[numeric] = ok[numeric].astype(float)
     ok["tvd_numeric"] = ok[cont].mean(axis=1)
-    table = ok.groupby(["method", "epsilon"])[["tvd_numeric", *cols]].median()
+    ok["tvd_continuous"] = ok[["tvd_lwage", "tvd_experience"]].mean(axis=1)
+    figures = ["tvd_continuous", "tvd_numeric", *cols]
+    table = ok.groupby(["method", "epsilon"])[figures].median()
     runs = results.groupby(["method", "epsilon"]).size()
     table = table.reindex(runs.index)
     table["runs_ok"] = ok.groupby(["method", "epsilon"]).size().reindex(runs.index).fillna(0)
