@@ -236,6 +236,14 @@ SHAPE_BINS = 14
 equal-width bins of experience's bounds (5 years each, as the scoring bins)."""
 
 
+def with_keys(raw: dict[str, Any], names: tuple[str, ...], **keys: Any) -> dict[str, Any]:
+    """``raw`` with ``keys`` set on each confidential column ``names`` lists (in place)."""
+    for col in raw["confidential"]:
+        if col["name"] in names:
+            col.update(keys)
+    return raw
+
+
 def shaped_spec() -> dict[str, Any]:
     """:func:`marginal_spec` with the two shape options (:func:`shape`)."""
     return shape(marginal_spec())
@@ -246,12 +254,8 @@ def shape(raw: dict[str, Any]) -> dict[str, Any]:
     successors with ``design = "quadratic"`` (wages rise and fall with it) and the part-time
     flag is drawn ``given = ["experience"]`` on :data:`SHAPE_BINS` bins (part-time work is
     most common among the youngest and the oldest) instead of given the level columns."""
-    for col in raw["confidential"]:
-        if col["name"] == "experience":
-            col["design"] = "quadratic"
-        if col["name"] == "parttime":
-            col.update(given=["experience"], given_bins=SHAPE_BINS)
-    return raw
+    with_keys(raw, ("experience",), design="quadratic")
+    return with_keys(raw, ("parttime",), given=["experience"], given_bins=SHAPE_BINS)
 
 
 def reshape(raw: dict[str, Any]) -> dict[str, Any]:
@@ -273,10 +277,7 @@ def reference_histogram_spec() -> dict[str, Any]:
     import tomllib
 
     raw = reshape(tomllib.loads(SPEC.read_text(encoding="utf-8")))
-    for col in raw["confidential"]:
-        if col["name"] == "lwage":
-            col["calibrate_bins"] = CALIBRATE_BINS
-    return raw
+    return with_keys(raw, ("lwage",), calibrate_bins=CALIBRATE_BINS)
 
 
 def histogram_spec() -> dict[str, Any]:
@@ -292,26 +293,20 @@ conditional draw is raked (``dpsynth.table_spec.PH_CALIBRATION``). In PH-only re
 of this spec (the wage by PH given schooling and experience; seeds 1-3), 0.5 gave a lower
 mean of the two columns' one-way TVDs than 0.3 at epsilon 1 and 3 (at 6 both were at the
 sampling floor), and the mean two-way TVD moved by at most 0.001."""
+PH_CALIBRATED = ("education", "experience")
+"""The PH columns given parents that ``dpsynth-table-calibrated`` calibrates."""
 
 
 def calibrated_histogram_spec() -> dict[str, Any]:
     """:func:`histogram_spec` with schooling and experience calibrated to their own
     histograms (:data:`PH_CALIBRATE_SHARE`)."""
-    raw = histogram_spec()
-    for col in raw["confidential"]:
-        if col["name"] in ("education", "experience"):
-            col["calibrate_share"] = PH_CALIBRATE_SHARE
-    return raw
+    return with_keys(histogram_spec(), PH_CALIBRATED, calibrate_share=PH_CALIBRATE_SHARE)
 
 
 def unmatched_histogram_spec() -> dict[str, Any]:
     """:func:`histogram_spec` with the wage's ``calibrate_dispersion`` off: the spec as it
     ran before the matched precision existed (its rows were taken then)."""
-    raw = histogram_spec()
-    for col in raw["confidential"]:
-        if col["name"] == "lwage":
-            col["calibrate_dispersion"] = False
-    return raw
+    return with_keys(histogram_spec(), ("lwage",), calibrate_dispersion=False)
 
 
 def run_dpsynth_table(
