@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsynth import registry
-from dpsynth.registry import PH_CONSISTENCY, Mechanism
+from dpsynth.registry import PH_CONSISTENCY, PH_DRAWS, Mechanism
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": (
@@ -337,6 +337,11 @@ OPTIONS: tuple[Option, ...] = (
            "the censoring paper's supplement) or by the nearest non-negative counts keeping "
            "the noisy total (simplex: better where most bins are empty)",
            "consistency", _TUNE, choices=PH_CONSISTENCY, group=_TUNING),
+    Option("--draw", _SYN,
+           "PH: records drawn from the noisy shares independently (iid, default: the "
+           "censoring paper's supplement) or systematically (systematic: each bin's count "
+           "is its noisy share of the records to within one, without sampling noise)",
+           "draw", _TUNE, choices=PH_DRAWS, group=_TUNING),
     # the sampler (mechanisms.Sampler)
     Option("--chains", _SYN_PLAN, "default 2 (see the book's choices)", "chains", _SAMPLER,
            type=int, default=2, group=_MCMC, valid=(1, 64)),

@@ -27,7 +27,7 @@ from dpsynth.privacy import (
     require_generator,
     secure_generator,
 )
-from dpsynth.registry import PH_CONSISTENCY
+from dpsynth.registry import PH_CONSISTENCY, PH_DRAWS
 
 # ----------------------------------------------------------------------------- bin edges
 
@@ -84,6 +84,7 @@ def perturbed_histogram(
     integer: bool = False,
     bin_rule: str = "sqrt",
     consistency: str = "clamp",
+    draw: str = "iid",
 ) -> np.ndarray:
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
 
@@ -96,7 +97,8 @@ def perturbed_histogram(
     1 under add/remove), then made non-negative by ``consistency`` (:func:`consistent_counts`:
     "clamp", the supplement's negatives set to 0, or "simplex"), and each synthetic value is
     drawn in a bin chosen with probability proportional to its count (uniformly within
-    the bin; all bins equally if every noisy count is 0). Each of the m sets is a fresh
+    the bin; all bins equally if every noisy count is 0), independently (``draw`` "iid", the
+    supplement's) or systematically (:func:`drawn_cells`). Each of the m sets is a fresh
     ``epsilon``-DP release. N is n under substitution and the public ``n_synthetic``
     under add/remove (where n is private). ``rng`` None draws OpenDP noise from the OS.
     """
@@ -106,6 +108,7 @@ def perturbed_histogram(
     epsilon = errors.require_finite_positive("epsilon", epsilon)
     m = errors.require_m(m)
     errors.require_choice("consistency", consistency, PH_CONSISTENCY)
+    errors.require_choice("draw", draw, PH_DRAWS)
     sens = histogram_sensitivity(neighbours)
     x = np.asarray(y, dtype=float).ravel()
     if x.size == 0:
@@ -144,12 +147,47 @@ def perturbed_histogram(
         noisy = laplace_mechanism(counts, sens, epsilon, gen)
         noisy = consistent_counts(noisy, consistency)
         p = noisy / noisy.sum() if noisy.sum() > 0 else np.full(k, 1.0 / k)
-        bins = gen.choice(k, size=n_out, p=p)
+        bins = _drawn_bins(p, n_out, gen, draw)
         if integer:
             sets.append(lo + bins.astype(float))
         else:
             sets.append(gen.uniform(edges[bins], edges[bins + 1]))
     return np.vstack(sets)
+
+
+def _drawn_bins(p: np.ndarray, n_out: int, gen: np.random.Generator, draw: str) -> np.ndarray:
+    """n_out bins drawn with shares p: "iid" by ``choice`` (the supplement's draw, its
+    random stream as before), "systematic" by :func:`drawn_cells`."""
+    if draw == "iid":
+        return gen.choice(p.size, size=n_out, p=p)
+    return drawn_cells(p[None, :], np.zeros(n_out, np.int64), gen, draw)
+
+
+def drawn_cells(
+    shares: np.ndarray, rows: np.ndarray, rng: np.random.Generator, draw: str
+) -> np.ndarray:
+    """Each record's cell, from its row of ``shares`` (rows x cells, each row summing to 1).
+
+    "iid": each record independently. "systematic" (Madow's systematic sampling, 1949): the
+    n_r records of row r take evenly spaced points (i + U_r) / n_r of the cumulative shares,
+    one uniform start U_r per row, in a random order; row r's count in cell c is then the
+    floor or the ceiling of n_r * shares[r, c], with that expectation, as under "iid", and
+    none of the independent draws' sampling noise. Post-processing: reads no data."""
+    n_rows, k = shares.shape
+    rows = np.asarray(rows, dtype=np.int64)
+    n = rows.size
+    if draw == "iid":
+        u = rng.random(n)
+    else:
+        order = np.lexsort((rng.random(n), rows))  # grouped by row, random order within
+        sizes = np.bincount(rows, minlength=n_rows)
+        r = rows[order]
+        rank = np.arange(n) - (np.cumsum(sizes) - sizes)[r]
+        u = np.empty(n)
+        u[order] = (rank + rng.random(n_rows)[r]) / sizes[r]
+    ladder = (np.arange(n_rows)[:, None] + np.cumsum(shares, axis=1)).reshape(-1)
+    index = np.searchsorted(ladder, rows + u, side="right") - rows * k
+    return np.clip(index, 0, k - 1)
 
 
 def consistent_counts(noisy: np.ndarray, consistency: str) -> np.ndarray:

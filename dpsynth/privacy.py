@@ -101,6 +101,7 @@ PUBLIC_TUNING = frozenset(
         "n_bins",
         "integer",
         "consistency",
+        "draw",
         "centring",
         "truncation",
     }

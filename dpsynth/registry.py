@@ -114,6 +114,9 @@ _ALL_OUTCOMES = ("continuous", "count")
 PH_CONSISTENCY = ("clamp", "simplex")
 """PH's ``consistency`` option, how its noisy counts are made non-negative (the first is the
 default: the censoring paper's; ``histogram.consistent_counts``)."""
+PH_DRAWS = ("iid", "systematic")
+"""PH's ``draw`` option, how records are drawn from the noisy shares (the first is the
+default: the censoring paper's independent draws; ``histogram.drawn_cells``)."""
 
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
@@ -170,7 +173,9 @@ MECHANISMS: dict[str, Mechanism] = {
         ),
         Mechanism(
             "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
-            histogram_map, "laplace_scale", frozenset({"n_bins", "integer", "consistency"}),
+            histogram_map,
+            "laplace_scale",
+            frozenset({"n_bins", "integer", "consistency", "draw"}),
             ("continuous", "count"), "histogram",
             table=True,
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",

@@ -703,6 +703,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
     n_bins = req.tuning.get("n_bins")
     integer = bool(req.tuning.get("integer", False))
     consistency = req.tuning.get("consistency", "clamp")
+    draw = req.tuning.get("draw", "iid")
     rng = req.noise_rng()
     sets = perturbed_histogram(
         req.y,
@@ -715,6 +716,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         n_synthetic=req.n_synthetic,
         integer=integer,
         consistency=consistency,
+        draw=draw,
     )
     for j in range(1, req.m + 1):
         what = f"synthetic set {j}/{req.m}: Laplace-noised histogram"
@@ -730,6 +732,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         n_synthetic=req.n_synthetic,
         integer=integer,
         consistency=consistency,
+        draw=draw,
     )
     k = n_bins if n_bins is not None else ph_bins(sets.shape[1], req.bounds, integer)
     internal = {
@@ -738,6 +741,7 @@ def _ph(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
         "bounds": list(req.bounds),
         "integer": integer,
         "consistency": consistency,
+        "draw": draw,
     }
     report = _strict_report(req, None, internal, rng, int(sets.shape[1]), [])
     return RunnerOutput(synthetic_frame(sets, req.column, integer), report, {EXTRA_SETS: extra})

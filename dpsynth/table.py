@@ -30,6 +30,7 @@ import pandas as pd
 
 from dpsynth import budget, entropy, privacy, registry, safeguards
 from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
+from dpsynth.histogram import drawn_cells
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
@@ -462,7 +463,8 @@ def _marginal_histogram(
         cells = {"integer": True, "bounds": (0, own_size(col) - 1), **TABLE_PH}
         cells["n_synthetic"] = ph_joint_draws(n)
     else:
-        values, cells = y[np.isfinite(y)], {**marginal_cells(col), "n_synthetic": n}
+        values = y[np.isfinite(y)]
+        cells = {**marginal_cells(col), **TABLE_PH, "n_synthetic": n}
     return synthesize(
         values,
         mechanism="ph",
@@ -598,10 +600,15 @@ def _parent_cells(
     return cell
 
 
-TABLE_PH = {"consistency": "simplex"}
-"""A table's PH columns make their noisy counts non-negative by the simplex projection
+TABLE_PH = {"consistency": "simplex", "draw": "systematic"}
+"""A table's PH histograms (its PH columns' and its model columns' marginals) make their
+noisy counts non-negative by the simplex projection
 (:func:`dpsynth.histogram.consistent_counts`), not by clamping: a joint histogram's cells
-are mostly small, and clamping would add about half a noise scale to each empty one."""
+are mostly small, and clamping would add about half a noise scale to each empty one. Their
+records are drawn systematically (:func:`dpsynth.histogram.drawn_cells`), as is a PH column's
+own cell given its synthetic parent cell: a synthetic set's shares are then the noisy
+histogram's to within one record per cell, with none of independent draws' sampling noise
+(a floor under a set's one-way and two-way TVD, whatever its ε)."""
 
 
 def _ph_inputs(
@@ -662,8 +669,8 @@ def _conditional_values(
     rng: np.random.Generator,
     own: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Set k's levels (or public bins), each drawn from the PH sample's own cells in the
-    record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty; the
+    """Set k's levels (or public bins), each drawn (``TABLE_PH["draw"]``) from the PH
+    sample's own cells in the record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty; the
     sample has :func:`ph_joint_draws` cells, so this draw adds little noise), the shares
     raked to a calibrated marginal where ``own`` (the own histogram's sample) is given;
     a continuous column's value uniform within its drawn bin: post-processing of the
@@ -679,9 +686,7 @@ def _conditional_values(
         mine = np.bincount(own.astype(np.int64), minlength=L) / own.size
         weight = ph_calibration_weight(P, col.calibrate_share)
         shares = raked(shares, q, weight * mine + (1 - weight) * (q @ shares))
-    cdf = np.cumsum(shares, axis=1)
-    u = rng.random(len(cells))
-    codes = np.minimum((u[:, None] >= cdf[cells]).sum(axis=1), L - 1).astype(float)
+    codes = drawn_cells(shares, cells, rng, TABLE_PH["draw"]).astype(float)
     if col.levels is not None:
         return codes
     lo, hi = col.bounds

@@ -64,7 +64,7 @@ def one_run(frame: Any, epsilon: float, share: float, seed: int) -> dict[str, fl
 FLOOR_DRAWS = 50
 
 
-def sampling_floor(frame: Any) -> dict[str, float]:
+def sampling_floor(frame: Any, names: tuple[str, ...] = CALIBRATED) -> dict[str, float]:
     """Each calibrated column's mean one-way TVD (the benchmark's bins) of n records drawn
     from its own confidential marginal (a bootstrap of the column, seeded): what drawing n
     synthetic records costs even from the true distribution."""
@@ -74,7 +74,7 @@ def sampling_floor(frame: Any) -> dict[str, float]:
     cols = {c.name: c for c in tv.describe(list(bt.columns_info()))}
     conf = bt.coded(frame)
     out = {}
-    for name in CALIBRATED:
+    for name in names:
         values = conf[name].to_numpy()
         draws = (pd.Series(rng.choice(values, size=len(values))) for _ in range(FLOOR_DRAWS))
         tvds = [tv.column_figures(cols[name], conf[name], d)["one_way_tvd"] for d in draws]
