@@ -88,11 +88,9 @@ def perturbed_histogram(
 ) -> np.ndarray:
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
 
-    Public ``bounds`` [LO, HI] are required (never read from the data). The number of
-    bins is data-independent: ``bin_rule`` "sqrt" (default, dpsynth's choice) gives
-    ceil(sqrt(n)), "log" gives ceil(ln(n)) (the supplement allows either; see
-    :func:`ph_bins`); with ``integer`` (counts) one unit bin per integer in
-    [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
+    Public ``bounds`` [LO, HI] are required (never read from the data). The number of bins
+    is data-independent (``bin_rule``, :func:`ph_bins`); with ``integer`` (counts) one unit
+    bin per integer in [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
     sensitivity/epsilon (sensitivity 2 under substitution, a record moves between bins;
     1 under add/remove), then made non-negative by ``consistency`` (:func:`consistent_counts`:
     "clamp", the supplement's negatives set to 0, or "simplex"), and each synthetic value is
