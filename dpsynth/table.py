@@ -670,8 +670,9 @@ def _conditional_values(
     own: np.ndarray | None = None,
 ) -> np.ndarray:
     """Set k's levels (or public bins), each drawn (``TABLE_PH["draw"]``) from the PH
-    sample's own cells in the record's SYNTHETIC parent cell (the sample's overall cells where that cell is empty; the
-    sample has :func:`ph_joint_draws` cells, so this draw adds little noise), the shares
+    sample's own cells in the record's SYNTHETIC parent cell (the sample's overall cells
+    where that cell is empty; the sample has :func:`ph_joint_draws` cells, so this draw
+    adds little noise), the shares
     raked to a calibrated marginal where ``own`` (the own histogram's sample) is given;
     a continuous column's value uniform within its drawn bin: post-processing of the
     ε_j-DP joint histogram sample (and the own histogram's)."""
