@@ -460,11 +460,13 @@ def _marginal_histogram(
     y = state.real[col.name]
     if col.mechanism == "ph":
         values = _own_codes(col, y).astype(float)
-        cells = {"integer": True, "bounds": (0, own_size(col) - 1), **TABLE_PH}
-        cells["n_synthetic"] = ph_joint_draws(n)
+        cells = {
+            "integer": True,
+            "bounds": (0, own_size(col) - 1),
+            "n_synthetic": ph_joint_draws(n),
+        }
     else:
-        values = y[np.isfinite(y)]
-        cells = {**marginal_cells(col), **TABLE_PH, "n_synthetic": n}
+        values, cells = y[np.isfinite(y)], {**marginal_cells(col), "n_synthetic": n}
     return synthesize(
         values,
         mechanism="ph",
@@ -474,6 +476,7 @@ def _marginal_histogram(
         column=col.name,
         allow_large_epsilon=True,  # the table's total was checked
         **cells,
+        **TABLE_PH,
         **run,
     )
 
@@ -672,10 +675,9 @@ def _conditional_values(
     """Set k's levels (or public bins), each drawn (``TABLE_PH["draw"]``) from the PH
     sample's own cells in the record's SYNTHETIC parent cell (the sample's overall cells
     where that cell is empty; the sample has :func:`ph_joint_draws` cells, so this draw
-    adds little noise), the shares
-    raked to a calibrated marginal where ``own`` (the own histogram's sample) is given;
-    a continuous column's value uniform within its drawn bin: post-processing of the
-    ε_j-DP joint histogram sample (and the own histogram's)."""
+    adds little noise), the shares raked to a calibrated marginal where ``own`` (the own
+    histogram's sample) is given; a continuous column's value uniform within its drawn bin:
+    post-processing of the ε_j-DP joint histogram sample (and the own histogram's)."""
     L, P = own_size(col), n_cells(col, parents)
     counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
     empty = counts.sum(axis=1) == 0

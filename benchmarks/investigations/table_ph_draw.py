@@ -11,8 +11,8 @@ instead of its regression, as ``table_ph_calibration.py`` does (no Stan: each ru
 seconds), at epsilon 1, 3 and 6, with draw "iid" and "systematic", seeds 1-3 (seeded
 research runs, never a release). For each (epsilon, draw): the mean over the seeds of the
 numeric columns' one-way TVD, of the mean and largest two-way TVD over all pairs and of
-the analysis' mean coefficient-interval overlap (the
-benchmark's own scores, ``bench_table.score``).
+the analysis' mean coefficient-interval overlap (the benchmark's own scores,
+``bench_table.score``).
 
     .venv/bin/python benchmarks/investigations/table_ph_draw.py
 
