@@ -319,16 +319,6 @@ def systematic_spec() -> dict[str, Any]:
     return with_keys(raw, ("lwage",), calibrate_bins=SYSTEMATIC_WAGE_BINS)
 
 
-def auto_spec() -> dict[str, Any]:
-    """:func:`systematic_spec` with ``fit_records = "auto"`` (the library's default since
-    its rows; ``dpsynth.table_spec.auto_fit_records``) instead of the committed spec's fixed
-    2,000: the wage's fit gets a subsample sized from its epsilon, 588 records at epsilon 1
-    and the cap, 2,000, at 3 and 6."""
-    raw = systematic_spec()
-    raw["fit_records"] = "auto"
-    return raw
-
-
 def unmatched_histogram_spec() -> dict[str, Any]:
     """:func:`histogram_spec` with the wage's ``calibrate_dispersion`` off: the spec as it
     ran before the matched precision existed (its rows were taken then)."""
@@ -412,11 +402,6 @@ def run_dpsynth_systematic(
     return run_dpsynth_table(frame, epsilon, seed, systematic_spec(), reference=False)
 
 
-def run_dpsynth_auto(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
-    """dpsynth's table of :func:`auto_spec`."""
-    return run_dpsynth_table(frame, epsilon, seed, auto_spec(), reference=False)
-
-
 def run_dpsynth_histogram_unmatched(
     frame: pd.DataFrame, epsilon: float, seed: int
 ) -> tuple[pd.DataFrame, str]:
@@ -439,7 +424,6 @@ RUNNERS = {
     "dpsynth-table-histogram": run_dpsynth_histogram,
     "dpsynth-table-calibrated": run_dpsynth_calibrated,
     "dpsynth-table-systematic": run_dpsynth_systematic,
-    "dpsynth-table-auto": run_dpsynth_auto,
     "dpsynth-table-histogram-unmatched": run_dpsynth_histogram_unmatched,
     "dpsynth-table-histogram-ref": run_dpsynth_reference_histogram,
     "dpsynth-large": run_dpsynth_large,
@@ -451,7 +435,6 @@ METHODS = (
     "dpsynth-table-histogram",
     "dpsynth-table-calibrated",
     "dpsynth-table-systematic",
-    "dpsynth-table-auto",
     "dpsynth-table-histogram-unmatched",
     "dpsynth-table-histogram-ref",
     "aim",

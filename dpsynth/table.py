@@ -43,7 +43,6 @@ from dpsynth.table_spec import (
     ConfidentialColumn,
     PublicColumn,
     TableSpec,
-    auto_fit_records,
     load_spec,
     n_cells,
     own_size,
@@ -361,7 +360,7 @@ class _State:
     ref: dict[str, np.ndarray] = field(default_factory=dict)  # reference values
     synthetic: dict[str, list[np.ndarray]] = field(default_factory=dict)  # m sets
     done: list[ConfidentialColumn] = field(default_factory=list)
-    fit_records: int | str | None = None  # the spec's subsample size for model columns
+    fit_records: int | None = None  # the spec's subsample size for model columns
 
 
 def _fit_column(
@@ -385,7 +384,7 @@ def _fit_column(
     if col.calibrate_share > 0:  # first: a marginal centring reads it
         marg = _marginal_histogram(col, col_seed, state, col.calibrate_share * epsilon, m, run)
         targets = marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
-    k = subsample_size(col, state.fit_records, n, col.fit_share * epsilon, m)
+    k = subsample_size(col, state.fit_records, n)
     sub = _subset(_fit_rows(k, n, col_seed))
     y = sub(state.real[col.name])
     rows = np.isfinite(y)
@@ -549,17 +548,12 @@ def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator
     return out
 
 
-def subsample_size(
-    col: ConfidentialColumn, fit_records: int | str | None, n: int, epsilon: float, m: int = 1
-) -> int | None:
-    """k when the column's model is fitted to a k-of-n subsample (the spec's ``fit_records``;
-    ``"auto"``: :func:`dpsynth.table_spec.auto_fit_records` at ``epsilon``, the column's
-    epsilon of the fit over its m sets), else None: PH columns, and k >= n, take every
-    record."""
-    if fit_records is None or col.mechanism == "ph":
+def subsample_size(col: ConfidentialColumn, fit_records: int | None, n: int) -> int | None:
+    """k when the column's model is fitted to a k-of-n subsample (the spec's ``fit_records``),
+    else None: PH columns, and k >= n, take every record."""
+    if fit_records is None or fit_records >= n or col.mechanism == "ph":
         return None
-    k = auto_fit_records(n, epsilon, m) if fit_records == "auto" else int(fit_records)
-    return None if k >= n else k
+    return fit_records
 
 
 def fit_subsample(k: int, n: int, epsilon: float) -> dict[str, Any]:
@@ -1137,7 +1131,7 @@ def _table_report(
             entry["given_bins"] = col.given_bins  # a continuous parent's public bins
         if parents and col.levels is None:
             entry["bins"] = own_size(col)  # a continuous PH column's own public bins
-        k = subsample_size(col, spec.fit_records, n, col.fit_share * col.share * epsilon, m)
+        k = subsample_size(col, spec.fit_records, n)
         if k is not None:  # the fit's own epsilon, amplified to its part of the column's
             entry["fit_subsample"] = fit_subsample(k, n, col.fit_share * col.share * epsilon)
         if col.name in marginals:

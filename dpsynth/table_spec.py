@@ -184,41 +184,13 @@ before it): chains that have converged still scatter above 1.01, the more so the
 parameters and the fewer draws. ``benchmarks/investigations/rhat_many_parameters.py``
 measures it on stationary (converged) chains; with 2,000 draws carData::GSSvocab's
 education column was refused at epsilon 6 (max R-hat 1.01, a scatter)."""
-FIT_RECORDS_DEFAULT = "auto"
-"""``fit_records`` when the spec omits it: each model column is fitted to the random
-subsample :func:`auto_fit_records` sizes from its own epsilon (a table with fewer records
-fits every record). A censored fit's time grows with the records it reads, and at a
-column's share of epsilon a fit on all of a large file is censored at a small bound: on
-CPS 1988 (28,155 records) at epsilon 6, about half the records' terms were censored at the
-full fit's optimum against an eighth at 2,000, whose fit may spend the larger, amplified
-epsilon (book: A whole table)."""
-FIT_RECORDS_CAP = 2000
-"""The most records ``fit_records = "auto"`` fits (the fixed default before it existed)."""
-FIT_TARGET_EPSILON = 2.5
-"""The per-set epsilon ``fit_records = "auto"`` sizes a column's subsample to let its fit
-spend (censoring bound M = 2.5 / 4 under substitution). Below it the fit is censored at a
-bound so small that its posterior is non-smooth and multimodal: on AER::DoctorVisits
-(5,190 records) at epsilon 1 and 6, the first column's beta regression fitted to 2,000
-records missed the convergence policy (max R-hat 1.83) and the table was refused; fitted
-to 150 records it converged. On CPS 1988 at epsilon 1 the wage's fit spent 1.46 on 2,000
-records and its slopes shrank toward the centre's (schooling 0.82x, experience 0.68x);
-book: choices, "A table's regression on a subsample"."""
-
-
-def auto_fit_records(n: int, epsilon: float, m: int = 1) -> int:
-    """``fit_records = "auto"``: the largest k whose amplified fit spends at least
-    :data:`FIT_TARGET_EPSILON` per set, k = floor(n (e^epsilon - 1) / (e^(m target) - 1))
-    (the inverse of :func:`dpsynth.registry.subsampling_map`), kept within
-    [:data:`MIN_FIT_RECORDS`, :data:`FIT_RECORDS_CAP`]. Public: n, the column's epsilon of
-    the fit, m and the constants."""
-
-    def log_expm1(x: float) -> float:  # log(e^x - 1) for x > 0, without overflow
-        return x + math.log(-math.expm1(-x))
-
-    log_want = math.log(n) + log_expm1(epsilon) - log_expm1(m * FIT_TARGET_EPSILON)
-    if log_want >= math.log(FIT_RECORDS_CAP):
-        return FIT_RECORDS_CAP
-    return max(math.floor(math.exp(log_want)), MIN_FIT_RECORDS)
+FIT_RECORDS_DEFAULT = 2000
+"""``fit_records`` when the spec omits it: a model column of a table with more records is
+fitted to a random 2,000 of them (a table of at most 2,000 fits every record). A censored
+fit's time grows with the records it reads, and at a column's share of epsilon a fit on all
+of a large file is censored at a small bound: on CPS 1988 (28,155 records) at epsilon 6,
+about half the records' terms were censored at the full fit's optimum against an eighth at
+2,000, whose fit may spend the larger, amplified epsilon (book: A whole table)."""
 
 
 @dataclass(frozen=True)
@@ -294,7 +266,7 @@ class TableSpec:
     reference: str | None = None
     analysis: Analysis | None = None
     source: str | None = None
-    fit_records: int | str | None = FIT_RECORDS_DEFAULT  # a subsample, "auto" or None (all)
+    fit_records: int | None = FIT_RECORDS_DEFAULT  # model columns' random subsample (None: all)
 
     @property
     def columns(self) -> list[str]:
@@ -523,19 +495,16 @@ def _public(entry: Mapping[str, Any], i: int) -> PublicColumn:
     return PublicColumn(name, kind, _bounds(entry.get("bounds"), name), levels)
 
 
-def _fit_records(value: Any) -> int | str | None:
+def _fit_records(value: Any) -> int | None:
     """``fit_records``: fit each model column to a uniform random subsample of this many
     records (public; privacy amplified by subsampling, :func:`registry.subsampling_map`);
-    ``"auto"`` (:data:`FIT_RECORDS_DEFAULT`): as many as :func:`auto_fit_records` sizes per
-    column; every record for ``"all"`` (None)."""
+    :data:`FIT_RECORDS_DEFAULT` when the spec omits it, every record for ``"all"`` (None)."""
     if value == "all":
         return None
-    if value == "auto":
-        return value
     if isinstance(value, bool) or not isinstance(value, int) or value < MIN_FIT_RECORDS:
         raise InputError(
             "fit_records",
-            f'must be a whole number of records, at least {MIN_FIT_RECORDS}, "auto" or "all" '
+            f'must be a whole number of records, at least {MIN_FIT_RECORDS}, or "all" '
             f"(got {value!r})",
         )
     return value

@@ -110,7 +110,7 @@ HOSTILE = [
     ("fit_records zero", {**BASE, "fit_records": 0}, "fit_records", "at least 100"),
     ("fit_records fraction", {**BASE, "fit_records": 0.5}, "fit_records", "whole number"),
     ("fit_records true", {**BASE, "fit_records": True}, "fit_records", "got True"),
-    ("fit_records text", {**BASE, "fit_records": "most"}, "fit_records", '"auto" or "all"'),
+    ("fit_records text", {**BASE, "fit_records": "most"}, "fit_records", 'or "all"'),
     ("calibrate_bins one", _spec(confidential__1__calibrate_bins=1), "calibrate_bins", "2 to"),
     ("calibrate_bins true", _spec(confidential__1__calibrate_bins=True), "calibrate_bins", "True"),
     ("calibrate_bins float", _spec(confidential__1__calibrate_bins=2.5), "calibrate_bins", "2.5"),
@@ -572,48 +572,19 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
     assert rel.data["spend"].between(10, 20000).all()
 
 
-def test_fit_records_defaults_to_auto_and_all_takes_every_record():
-    """A spec without ``fit_records`` sizes each model column's subsample from its epsilon
-    (``"auto"``); an integer fixes it; ``"all"`` fits every record; none of a table no
-    larger than the subsample."""
+def test_fit_records_defaults_to_2000_and_all_takes_every_record():
+    """A spec without ``fit_records`` fits its model columns to a random 2,000 records of a
+    larger table (none of a table of 2,000 or fewer); ``"all"`` fits every record."""
     from dpsynth.table import subsample_size
-    from dpsynth.table_spec import FIT_RECORDS_CAP, FIT_RECORDS_DEFAULT
+    from dpsynth.table_spec import FIT_RECORDS_DEFAULT
 
     spec = parse_spec(_clean(_spec()))
-    assert spec.fit_records == FIT_RECORDS_DEFAULT == "auto"
+    assert spec.fit_records == FIT_RECORDS_DEFAULT == 2000
     col = spec.confidential[1]
-    assert subsample_size(col, spec.fit_records, 28_155, 1.26) == FIT_RECORDS_CAP == 2000
-    assert subsample_size(col, spec.fit_records, 28_155, 0.21) == 588
-    assert subsample_size(col, spec.fit_records, 500, 0.21) == 100  # the floor
-    assert subsample_size(col, spec.fit_records, 2000, 6.0) is None
-    assert subsample_size(col, 2000, 28_155, 0.21) == 2000
-    ph = parse_spec(_clean(_spec(confidential__0__mechanism="ph", confidential__0__model=None)))
-    assert subsample_size(ph.confidential[0], "auto", 28_155, 0.21) is None  # PH: every record
+    assert subsample_size(col, spec.fit_records, 28_155) == 2000
+    assert subsample_size(col, spec.fit_records, 2000) is None
     every = parse_spec({**_clean(_spec()), "fit_records": "all"})
-    assert every.fit_records is None and subsample_size(col, None, 28_155, 0.21) is None
-
-
-@pytest.mark.parametrize("n", [100, 5_190, 28_155, 10**6])
-@pytest.mark.parametrize("epsilon", [1e-6, 0.05, 0.21, 1.0, 6.0, 700.0])
-@pytest.mark.parametrize("m", [1, 3])
-def test_auto_fit_records_lets_the_fit_spend_the_target(n, epsilon, m):
-    """``"auto"``: the largest subsample whose amplified fit spends at least the target per
-    set (one record more would spend less), within the floor and the cap."""
-    from dpsynth.table_spec import (
-        FIT_RECORDS_CAP,
-        FIT_TARGET_EPSILON,
-        MIN_FIT_RECORDS,
-        auto_fit_records,
-    )
-
-    k = auto_fit_records(n, epsilon, m)
-    assert MIN_FIT_RECORDS <= k <= FIT_RECORDS_CAP
-    per_set = registry.subsampling_map(epsilon, k, n) / m
-    if MIN_FIT_RECORDS < k < min(FIT_RECORDS_CAP, n):
-        assert per_set >= FIT_TARGET_EPSILON * (1 - 1e-9)
-        assert registry.subsampling_map(epsilon, k + 1, n) / m < FIT_TARGET_EPSILON
-    if k == MIN_FIT_RECORDS and k < n:  # the floor: the fit spends no more than the target
-        assert per_set <= FIT_TARGET_EPSILON * (1 + 1e-9)
+    assert every.fit_records is None and subsample_size(col, None, 28_155) is None
 
 
 def test_calibration_defaults_by_model_and_reference():
