@@ -189,6 +189,16 @@ MULTIMODAL_RHAT = 1.3
 """R-hat above this with a bulk ESS under :data:`MULTIMODAL_ESS`: the chains sit in different
 modes (longer chains do not help; seen with censored posteriors of skewed incomes)."""
 MULTIMODAL_ESS = 20.0
+MULTIMODAL_SAYS = "the chains settled in different modes of the censored posterior"
+"""How a refusal names that failure (a table's refusal reads it to choose its advice)."""
+
+
+def multimodal(diagnostics: dict[str, float]) -> bool:
+    """Chains in different modes: R-hat above :data:`MULTIMODAL_RHAT` with a bulk ESS
+    under :data:`MULTIMODAL_ESS` (more draws would not bring them together)."""
+    rhat = diagnostics.get("rhat_max") or math.nan
+    ess = diagnostics.get("ess_bulk_min") or math.nan
+    return rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS
 
 
 def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False) -> str:
@@ -199,13 +209,11 @@ def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False)
     modes, divergent transitions, or too few effective draws; it proposes centring at a
     public reference file (``centring_from``) only to a run that was not ``centred`` there.
     """
-    rhat = diagnostics.get("rhat_max") or math.nan
-    ess = diagnostics.get("ess_bulk_min") or math.nan
     figures = "; ".join(convergence_failures(diagnostics))
     centre = "" if centred else "centre at a public reference file's fit (centring_from), "
-    if rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS:
+    if multimodal(diagnostics):
         advice = (
-            "the chains settled in different modes of the censored posterior, so longer "
+            f"{MULTIMODAL_SAYS}, so longer "
             f"chains will not help; try {centre}another epsilon, or another model (model), "
             "or PH (mechanism ph) for a single outcome"
         )

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpsynth import budget, entropy, privacy, registry, safeguards
+from dpsynth.diagnostics import MULTIMODAL_SAYS
 from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
 from dpsynth.histogram import drawn_cells
 from dpsynth.mechanisms import Result, Sampler
@@ -1019,15 +1020,28 @@ TABLE_CONVERGENCE_ADVICE = (
 )
 """What a table's refused (unconverged) column may try: the table's own knobs, which the
 one-column advice (its flags) does not name."""
+TABLE_MULTIMODAL_ADVICE = (
+    f"{MULTIMODAL_SAYS}, so longer or more chains will not help: give the column a larger "
+    "share or the table a larger epsilon, a public reference (reference = ... in the spec), "
+    "predecessors that explain it (its place in the order), another model (model in the "
+    'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains); or '
+    "pass allow_unconverged=True to release the table without a guarantee"
+)
+"""The same for chains that settled in different modes (``diagnostics.multimodal``): seen
+on AER::DoctorVisits, whose age is bimodal (young and old), where a censored beta
+regression's two chains each fitted one group, at 2,000 records and at a few hundred."""
 
 
 def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
     """A column's refusal as the table's, naming the column (once); an unconverged fit's
-    advice in the table's terms (:data:`TABLE_CONVERGENCE_ADVICE`)."""
+    advice in the table's terms (:data:`TABLE_MULTIMODAL_ADVICE` for chains in different
+    modes, else :data:`TABLE_CONVERGENCE_ADVICE`)."""
     text = str(exc)
     body = text[len(exc.param) + 2 :] if text.startswith(f"{exc.param}: ") else text
     if exc.param == "sampler" and "]: " in body:
-        body = body[: body.index("]: ") + 3] + TABLE_CONVERGENCE_ADVICE
+        split = body.index("]: ") + 3
+        multimodal = body[split:].startswith(MULTIMODAL_SAYS)
+        body = body[:split] + (TABLE_MULTIMODAL_ADVICE if multimodal else TABLE_CONVERGENCE_ADVICE)
     if f"column {col.name!r}" in body:
         return InputError(exc.param, body)
     return InputError(exc.param, f"column {col.name!r}: {body}")

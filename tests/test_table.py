@@ -460,6 +460,32 @@ def test_diagnostics_confidential_and_report_clean(released):
     assert "n_censored" not in text and "lipschitz" not in text
 
 
+@pytest.mark.parametrize(
+    ("figures", "advice"),
+    [
+        ({"rhat_max": 1.83, "ess_bulk_min": 3.0, "divergences": 0}, "multimodal"),
+        ({"rhat_max": 1.02, "ess_bulk_min": 400.0, "divergences": 0}, "slow"),
+        ({"rhat_max": 1.5, "ess_bulk_min": 80.0, "divergences": 0}, "slow"),
+    ],
+)
+def test_a_refused_column_gets_the_advice_of_its_failure(figures, advice):
+    """A table's unconverged column: chains in different modes are told that more chains
+    will not help and that PH needs none; a slow-mixing fit is told to run longer. Both
+    name the column once, keep the confidential figures and end with the way out."""
+    from dpsynth.diagnostics import convergence_refusal
+    from dpsynth.table import TABLE_MULTIMODAL_ADVICE, _column_error
+
+    col = parse_spec(_clean(_spec())).confidential[1]
+    exc = _column_error(InputError("sampler", convergence_refusal(figures)), col)
+    text = str(exc)
+    assert exc.param == "sampler" and text.count(f"column {col.name!r}") == 1
+    assert "CONFIDENTIAL figures" in text and f"max R-hat {figures['rhat_max']:.3g}" in text
+    expected = TABLE_MULTIMODAL_ADVICE if advice == "multimodal" else TABLE_CONVERGENCE_ADVICE
+    assert text.endswith(expected)
+    assert ("will not help" in text) == (advice == "multimodal")
+    assert text.endswith("table without a guarantee")
+
+
 @pytest.mark.slow
 def test_unconverged_column_refuses_table_and_counts_in_budget(tmp_path):
     frame = _table(n=120)
