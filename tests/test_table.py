@@ -20,6 +20,7 @@ from dpsynth.mechanisms import Sampler
 from dpsynth.models import get_model
 from dpsynth.table import (
     TABLE_CONVERGENCE_ADVICE,
+    TABLE_MULTIMODAL_ADVICE,
     draws_at_design,
     features,
     rank_mapped,
@@ -473,7 +474,7 @@ def test_a_refused_column_gets_the_advice_of_its_failure(figures, advice):
     will not help and that PH needs none; a slow-mixing fit is told to run longer. Both
     name the column once, keep the confidential figures and end with the way out."""
     from dpsynth.diagnostics import convergence_refusal
-    from dpsynth.table import TABLE_MULTIMODAL_ADVICE, _column_error
+    from dpsynth.table import _column_error
 
     col = parse_spec(_clean(_spec())).confidential[1]
     exc = _column_error(InputError("sampler", convergence_refusal(figures)), col)
@@ -502,7 +503,8 @@ def test_unconverged_column_refuses_table_and_counts_in_budget(tmp_path):
             budget_total=5.0,
         )
     assert info.value.param == "sampler" and "column 'income'" in str(info.value)
-    assert str(info.value).endswith(TABLE_CONVERGENCE_ADVICE)  # the table's knobs
+    # the table's knobs: 40 draws may read as chains in different modes (ESS < 20) or not
+    assert str(info.value).endswith((TABLE_CONVERGENCE_ADVICE, TABLE_MULTIMODAL_ADVICE))
     summary = budget.summary(ledger)
     assert summary["spent"] == pytest.approx(2.0)
     assert summary["entries"][0]["outcome"] == "refused: sampler"
