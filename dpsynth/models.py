@@ -64,6 +64,11 @@ class Model:
     ``saturated(y)`` is the record's saturated log-likelihood, the supremum of ll over the
     parameter space (``None`` where that supremum is not finite, e.g. the beta models).
 
+    ``dispersion`` names the program's dispersion parameter that a public value may fix
+    (``kappa`` of beta_regression.stan, ``phi`` of negbin_regression.stan: the data entries
+    ``<name>_fixed``, 1 to fix it, and ``<name>_known``); ``known_dispersion`` is that value
+    (:meth:`with_known_dispersion`), ``None`` to fit it.
+
     ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
     log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
     from Stan. ``simulate(draw, public, n_out, rng)`` returns ``n_out`` synthetic
@@ -80,6 +85,19 @@ class Model:
     simulate: Simulate | None = None
     centred: bool = False
     saturated: Callable[[np.ndarray], np.ndarray] | None = None
+    dispersion: str | None = None
+    known_dispersion: float | None = None
+
+    def with_known_dispersion(self, value: float) -> Model:
+        """The same model with its dispersion fixed at the PUBLIC ``value`` (> 0, finite):
+        the fit then draws the coefficients alone (dpsynth's extension; a whole table's
+        calibrated column, :data:`dpsynth.table_spec.DISPERSION_FIXED_MODELS`)."""
+        if self.dispersion is None:
+            raise InputError("model", f"model {self.name!r} has no dispersion a value can fix")
+        v = float(value)
+        if not (np.isfinite(v) and v > 0):
+            raise InputError(self.dispersion, f"a known dispersion must be positive (got {v})")
+        return replace(self, known_dispersion=v)
 
     @property
     def user_program(self) -> bool:
@@ -608,6 +626,7 @@ MODELS: dict[str, Model] = {
         _beta_regression_ll,
         _beta_regression_sim,
         centred=True,
+        dispersion="kappa",
     ),
     # Positive skewed outcomes (dpsynth's models): ll is the log density of log y, free of
     # the scale of y (the programs' headers); public bounds map y into (0, 1) as for beta.
@@ -646,9 +665,12 @@ MODELS: dict[str, Model] = {
 
 TABLE_COUNT_MODELS: dict[str, Model] = {
     f"{name}-regression": replace(
-        MODELS[name], name=f"{name}-regression", stan_file=STAN_DIR / f"{name}_regression.stan"
+        MODELS[name],
+        name=f"{name}-regression",
+        stan_file=STAN_DIR / f"{name}_regression.stan",
+        dispersion=dispersion,
     )
-    for name in ("poisson", "negbin")
+    for name, dispersion in (("poisson", None), ("negbin", "phi"))
 }
 """A table's count-column models, found by :func:`get_model` beside :data:`MODELS`
 (``poisson-regression``, ``negbin-regression``): the papers' count likelihoods, mirrors and
@@ -754,7 +776,9 @@ def stan_data(
     ``contrib_uncensored`` and ``record_log_lik`` (``S x n`` each); ``want_rep`` is
     0 (``engine.generate`` switches it on). ``centre`` (one value per record,
     :func:`record_centre`) is passed to programs that declare it (zeros when ``None``:
-    the paper's mechanism); a program without it refuses a non-zero centre.
+    the paper's mechanism); a program without it refuses a non-zero centre. A model with a
+    fixable ``dispersion`` gets ``<dispersion>_fixed`` and ``<dispersion>_known`` (its
+    ``known_dispersion``; fixed 0 to fit it).
     """
     alpha = np.asarray(alpha, dtype=float)
     if alpha.shape != (len(y),):
@@ -781,6 +805,10 @@ def stan_data(
     if model.covariates:
         Xd = design_matrix(len(y), X)
         data["K"], data["X"] = Xd.shape[1], Xd
+    if model.dispersion is not None:  # fixed 0: fitted (the papers' models)
+        known = model.known_dispersion
+        data[f"{model.dispersion}_fixed"] = int(known is not None)
+        data[f"{model.dispersion}_known"] = 0.0 if known is None else float(known)
     return data
 
 

@@ -409,6 +409,7 @@ def _fit_column(
             kw["centring"] = _marginal_centre(
                 col, state.public, synthetic, targets[0], rng, sampler
             )
+        kw["model"] = fit_model(col, kw.get("centring"))
         outcome = _stan_outcome(col, y[rows])
         if col.bounds is not None:
             kw["bounds"] = col.bounds
@@ -439,6 +440,23 @@ def _fit_column(
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
     return rel, sets, marg
+
+
+def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
+    """A model column's model for its censored fit: with ``calibrate_dispersion`` and a
+    centre (a fit to public inputs only: the marginal's or the reference's), its dispersion
+    fixed at the centre's value, so the fit draws the coefficients alone (the synthetic sets
+    get the matched dispersion anyway, :func:`matched_kappa`). A fitted precision is what
+    lets a censored fit at a small bound concentrate on one group of records: on
+    AER::DoctorVisits' bimodal age the two chains fitted the young and the old
+    (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
+    model = column_model(col)
+    name = model.dispersion
+    if not col.calibrate_dispersion or name is None or not isinstance(centring, dict):
+        return model
+    if name not in centring:
+        return model
+    return model.with_known_dispersion(float(np.asarray(centring[name], dtype=float)))
 
 
 def _marginal_histogram(
@@ -1201,6 +1219,10 @@ DISPERSION_MEANING = (
     "precision whose values at the set's design have the histogram sample's variance "
     "(calibrate_dispersion; post-processing)"
 )
+FIXED_DISPERSION_MEANING = (
+    "the censored fit's precision was fixed at its centre's value (a fit to public inputs "
+    "only), so the fit drew the coefficients alone; " + DISPERSION_MEANING
+)
 
 
 LEVEL_CALIBRATION_MEANING = (
@@ -1256,7 +1278,8 @@ def _calibration_entry(
             n_cells(col, parents), col.calibrate_share
         )
     if col.calibrate_dispersion:
-        calibration["dispersion"] = DISPERSION_MEANING
+        fixed = col.centring in ("marginal", "reference")
+        calibration["dispersion"] = FIXED_DISPERSION_MEANING if fixed else DISPERSION_MEANING
     return {"calibration": calibration, "ledger": ledger}
 
 
@@ -1320,6 +1343,7 @@ __all__ = [
     "calibrated_intercepts",
     "draws_at_design",
     "matched_kappa",
+    "fit_model",
     "ph_calibration_weight",
     "raked",
     "synthesize_table",

@@ -156,7 +156,15 @@ small bound a censored fit is too precise: the records far from their mean, whic
 precision down, are the ones censored. On CPS 1988 at epsilon 6 (seeded runs of
 ``benchmarks/investigations/table_wage_overlap.py``) the analysis' R^2 on the synthetic
 table was 0.53 against the data's 0.41 and its schooling coefficient 1.16 to 1.18 times the
-data's; with the matched kappa, 0.41 and 1.01 (seed 1)."""
+data's; with the matched kappa, 0.41 and 1.01 (seed 1). Where the column is centred (at its
+marginal's fit, or the reference's), its censored fit also takes the centre's precision as
+known and draws the coefficients alone (``table.fit_model``): a fitted precision lets a
+censored fit at a small bound concentrate on one group of records. On AER::DoctorVisits'
+bimodal age (a beta regression on gender, 2,000 records, epsilon 2/3, seeds 1-4), with the
+precision fitted: one fit refused (max R-hat 1.02), the others censored 90-95% of the
+records, their coefficients 8 to 11 standard errors from the data's; with the centre's
+precision, every fit converged (max R-hat 1.001), 32-53% censored, 2.4 to 4.3 standard
+errors."""
 CALIBRATED_BY_DEFAULT = ("beta-regression", "poisson-regression", "negbin-regression")
 """The models calibrated unless the spec says otherwise: a bounded column, whose equal-width
 public bins suit it, and a count column, on one bin per integer of its bounds (when they hold

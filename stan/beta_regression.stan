@@ -3,6 +3,9 @@
 // y_i ~ Beta(mu_i kappa, (1 - mu_i) kappa).
 // Priors (not stated in the paper; dpsynth's choice): beta ~ normal(0, 2.5),
 // kappa ~ gamma(2, 0.1).
+// kappa_fixed = 1 fixes the precision at the PUBLIC value kappa_known instead of fitting
+// it (dpsynth's extension, a whole table's calibrated column: Model.with_known_dispersion);
+// kappa_fixed = 0, the default the library passes, is the paper's model.
 functions {
 #include dpsynth_functions.stan
 
@@ -28,6 +31,8 @@ data {
   vector<lower=0, upper=1>[n] y;
   int<lower=1> K;
   matrix[n, K] X;
+  int<lower=0, upper=1> kappa_fixed;  // 1: kappa is the public kappa_known, not fitted
+  real<lower=0> kappa_known;  // used only when kappa_fixed = 1
 }
 transformed data {
   vector[n] log_y = log(y);
@@ -35,11 +40,14 @@ transformed data {
 }
 parameters {
   vector[K] beta;
-  real<lower=0> kappa;
+  real<lower=0> kappa_free;  // kappa when fitted; its prior alone when kappa_fixed = 1
+}
+transformed parameters {
+  real<lower=0> kappa = kappa_fixed == 1 ? kappa_known : kappa_free;
 }
 model {
   beta ~ normal(0, 2.5);
-  kappa ~ gamma(2, 0.1);
+  kappa_free ~ gamma(2, 0.1);
   target += dpsynth_centred_target(beta_regression_record_log_lik(log_y, log1m_y, X, beta,
                                                                   kappa),
                                    centre, alpha, censor, M);

@@ -4,6 +4,9 @@
 // ~ normal(0, 2.5) on the table's [0, 1] public design, phi ~ gamma(2, 0.1) as negbin.stan.
 // negbin.stan's beta ~ normal(0, 10) let a weak censored likelihood wander over log rates
 // of +-30: at epsilon 0.3 on AER::DoctorVisits' illness, max R-hat 1.018 (bulk ESS 140).
+// phi_fixed = 1 fixes the dispersion at the PUBLIC value phi_known instead of fitting it
+// (dpsynth's extension: Model.with_known_dispersion); phi_fixed = 0, the default the
+// library passes, fits it.
 functions {
 #include dpsynth_functions.stan
 
@@ -31,6 +34,8 @@ data {
   array[n] int<lower=0> y;
   int<lower=1> K;
   matrix[n, K] X;
+  int<lower=0, upper=1> phi_fixed;  // 1: phi is the public phi_known, not fitted
+  real<lower=0> phi_known;  // used only when phi_fixed = 1
 }
 transformed data {
   vector[n] y_vec = to_vector(y);
@@ -69,14 +74,17 @@ transformed data {
 }
 parameters {
   vector[K] beta;
-  real<lower=0> phi;
+  real<lower=0> phi_free;  // phi when fitted; its prior alone when phi_fixed = 1
+}
+transformed parameters {
+  real<lower=0> phi = phi_fixed == 1 ? phi_known : phi_free;
 }
 model {
   beta[1] ~ normal(0, 5);
   if (K > 1) {
     beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
   }
-  phi ~ gamma(2, 0.1);
+  phi_free ~ gamma(2, 0.1);
   if (censor == 1 && grouped == 1) {
     target += dot_product(count_g, dpsynth_centred_contrib(
                 negbin_record_log_lik(y_g, lgamma_y1_g, X_g, beta, phi),

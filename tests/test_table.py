@@ -23,6 +23,7 @@ from dpsynth.table import (
     TABLE_MULTIMODAL_ADVICE,
     draws_at_design,
     features,
+    fit_model,
     rank_mapped,
     synthesize_table,
 )
@@ -652,6 +653,60 @@ def test_calibration_defaults_by_model_and_reference():
                                     confidential__1__calibrate_bins=0,
                                     confidential__1__centring="none")))  # fmt: skip
     assert (paper.confidential[1].calibrate_share, paper.confidential[1].fit_share) == (0, 1.0)
+
+
+def test_calibrated_beta_fit_takes_its_centres_precision_as_known():
+    """A calibrated beta regression (calibrate_dispersion, the default) centred at a public
+    point fits with the centre's kappa as known data (``kappa_known`` in the program's
+    data, ``kappa_fixed`` = 1); without calibrate_dispersion, without a centre dict, or for a model with no
+    dispersion parameter, the fit's model is the column's own (kappa_fixed = 0: fitted)."""
+    from dpsynth.models import stan_data
+
+    spend = parse_spec(_clean(_spec(confidential__1__model="beta-regression"))).confidential[1]
+    centre = {"beta": [0.1, 0.0, 0.0], "kappa": 3.5}
+    model = fit_model(spend, centre)
+    assert (model.name, model.known_dispersion) == ("beta-regression", 3.5)
+    data = stan_data(model, np.full(4, 0.5), np.ones(4), X=np.zeros((4, 1)))
+    assert (data["kappa_fixed"], data["kappa_known"]) == (1, 3.5)
+    assert fit_model(spend, None).known_dispersion is None
+    assert fit_model(spend, "saturated").known_dispersion is None
+    kept = _spec(
+        confidential__1__model="beta-regression", confidential__1__calibrate_dispersion=False
+    )
+    assert fit_model(parse_spec(_clean(kept)).confidential[1], centre).known_dispersion is None
+    own = stan_data(get_model("beta-regression"), np.full(4, 0.5), np.ones(4))
+    assert own["kappa_fixed"] == 0
+    income = parse_spec(_clean(_spec())).confidential[0]
+    assert fit_model(income, {"beta": [0.0], "sigma": 1.0}).dispersion is None
+    with pytest.raises(InputError, match="kappa"):
+        get_model("beta-regression").with_known_dispersion(0.0)
+    with pytest.raises(InputError, match="model"):
+        get_model("lognormal-regression").with_known_dispersion(1.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "value"), [("beta-regression", 2.5), ("negbin-regression", 4.0)])
+def test_a_known_dispersion_is_fixed_in_every_draw(name, value):
+    """With ``with_known_dispersion`` the program's dispersion is that value in every draw
+    (a transformed parameter, not sampled) and the coefficients are still fitted; with the
+    model's own data (0) it is sampled and varies."""
+    from dpsynth import engine
+    from dpsynth.models import stan_data
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 1))
+    if name == "beta-regression":
+        y = rng.beta(2 * np.exp(0.5 * X[:, 0]), 2)
+    else:
+        y = rng.negative_binomial(4, 4 / (4 + np.exp(1 + 0.5 * X[:, 0])))
+    own = get_model(name)
+    for model, fixed in ((own.with_known_dispersion(value), True), (own, False)):
+        data = stan_data(model, model.to_stan_scale(y), np.ones(y.size), X=X)
+        fit = engine.fit(model.stan_file, data, seed=5, chains=2, iter_warmup=300,
+                         iter_sampling=200)  # fmt: skip
+        d = np.asarray(fit.draws[own.dispersion], dtype=float).ravel()
+        assert np.all(d == value) if fixed else np.std(d) > 0
+        assert np.mean(np.asarray(fit.draws["beta"])[:, 1]) > 0.2  # the slope is fitted
 
 
 def test_matched_kappa_gives_the_synthetic_values_the_target_variance():
