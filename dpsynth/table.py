@@ -255,6 +255,7 @@ def draws_at_design(
     bounds: tuple[float, float] | None,
     shares: list[np.ndarray] | None = None,
     variances: list[float] | None = None,
+    means: list[float] | None = None,
 ) -> list[np.ndarray]:
     """Synthetic set k from retained draw k of a column's fit, at the NEW public design
     ``designs[k]`` (the public columns and the synthetic predecessors): post-processing.
@@ -265,8 +266,8 @@ def draws_at_design(
     on the outcome's scale, inside the public bounds. ``shares`` (a level column's, from its
     perturbed marginal histogram): set k's draw first gets the intercepts whose mean level
     probabilities at ``designs[k]`` are ``shares[k]`` (:func:`calibrated_intercepts`).
-    ``variances`` (a beta regression's, on the Stan scale, from the same histogram): set k's
-    draw gets the precision of :func:`matched_kappa`.
+    ``variances`` (on the Stan scale, from the same histogram; ``means`` too for a negative
+    binomial): set k's draw gets the dispersion of :func:`matched_dispersion`.
     """
     draws = result.fit.stan_fit.draws
     S = result.fit.stan_fit.n_draws
@@ -281,13 +282,49 @@ def draws_at_design(
         if shares is not None:
             draw = {**draw, "beta": calibrated_intercepts(draw["beta"], Xd, shares[len(out)])}
         if variances is not None:
-            kappa = matched_kappa(draw["beta"], Xd, variances[len(out)], draw["kappa"])
-            draw = {**draw, "kappa": kappa}
+            mean = None if means is None else means[len(out)]
+            draw = matched_dispersion(model, draw, Xd, variances[len(out)], mean)
         y = np.asarray(model.simulate(draw, data, n, rng), dtype=float)
         out.append(
             clip_to_public_bounds(np.asarray(model.from_stan_scale(y, bounds), float), bounds)
         )
     return out
+
+
+def matched_dispersion(
+    model: Model, draw: dict[str, Any], X: np.ndarray, variance: float, mean: float | None
+) -> dict[str, Any]:
+    """A calibrated column's draw with its dispersion matched to its histogram's sample
+    (``calibrate_dispersion``): a beta regression's precision (:func:`matched_kappa`), a
+    negative binomial's intercept and dispersion (:func:`matched_phi`). Post-processing."""
+    if model.dispersion == "phi":
+        beta, phi = matched_phi(draw["beta"], X, float(mean), variance, draw["phi"])
+        return {**draw, "beta": beta, "phi": phi}
+    return {**draw, "kappa": matched_kappa(draw["beta"], X, variance, draw["kappa"])}
+
+
+def matched_phi(
+    beta: np.ndarray, X: np.ndarray, mean: float, variance: float, phi: float
+) -> tuple[np.ndarray, float]:
+    """A negative binomial regression's intercept (``X``'s first column is 1) moved so that
+    mu = exp(X beta) averages ``mean`` over the rows, and the dispersion whose counts at the
+    design then have the variance ``variance``: Var(mu) + mean(mu) + mean(mu^2) / phi, solved
+    for phi (at least ``MIN_MATCHED_KAPPA``). Where the means and their Poisson noise alone
+    vary more (or ``mean`` is not positive), the draw's phi is kept. Post-processing of a
+    draw and a perturbed histogram (dpsynth's choice, as :func:`matched_kappa`): the censored
+    fit's level and dispersion are the parts a small bound distorts, its slopes less so."""
+    from scipy.special import logsumexp
+
+    beta = np.array(beta, dtype=float)
+    if not mean > 0:
+        return beta, float(phi)
+    eta = np.asarray(X, float) @ beta
+    beta[0] += math.log(mean) - (logsumexp(eta) - math.log(eta.size))
+    mu = np.exp(np.asarray(X, float) @ beta)
+    excess = variance - float(mu.var()) - float(mu.mean())
+    if not excess > 0:
+        return beta, float(phi)
+    return beta, max(float(np.mean(mu**2)) / excess, MIN_MATCHED_KAPPA)
 
 
 def matched_kappa(beta: np.ndarray, X: np.ndarray, variance: float, kappa: float) -> float:
@@ -446,8 +483,8 @@ def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
     """A model column's model for its censored fit: with ``calibrate_dispersion`` and a
     centre (a fit to public inputs only: the marginal's or the reference's), its dispersion
     fixed at the centre's value, so the fit draws the coefficients alone (the synthetic sets
-    get the matched dispersion anyway, :func:`matched_kappa`). A fitted precision is what
-    lets a censored fit at a small bound concentrate on one group of records: on
+    get the matched dispersion anyway, :func:`matched_dispersion`). A fitted dispersion is
+    what lets a censored fit at a small bound concentrate on one group of records: on
     AER::DoctorVisits' bimodal age the two chains fitted the young and the old
     (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
     model = column_model(col)
@@ -768,11 +805,14 @@ def _column_sets(
     if col.levels is not None and targets is not None:
         k = len(col.levels)
         shares = [np.bincount(t.astype(np.int64), minlength=k) / t.size for t in targets]
-    variances = None
+    variances, means = None, None
     if col.calibrate_dispersion and targets is not None:
-        variances = [float(np.var(model.to_stan_scale(t, col.bounds))) for t in targets]
+        scaled = [np.asarray(model.to_stan_scale(t, col.bounds), float) for t in targets]
+        variances, means = [float(t.var()) for t in scaled], [float(t.mean()) for t in scaled]
     seed = rel.diagnostics["seed"]
-    drawn = draws_at_design(model, rel.confidential, designs, seed, col.bounds, shares, variances)
+    drawn = draws_at_design(
+        model, rel.confidential, designs, seed, col.bounds, shares, variances, means
+    )
     out = []
     for rows, y in zip(keep, drawn, strict=True):
         full = np.full(n, np.nan)
@@ -1216,11 +1256,12 @@ CALIBRATION_MEANING = (
 
 DISPERSION_MEANING = (
     "before the rank map, each synthetic set was drawn with the model's coefficients and the "
-    "precision whose values at the set's design have the histogram sample's variance "
-    "(calibrate_dispersion; post-processing)"
+    "dispersion (a beta regression's precision; a negative binomial's, with its intercept "
+    "moved to the histogram's mean) whose values at the set's design have the histogram "
+    "sample's variance (calibrate_dispersion; post-processing)"
 )
 FIXED_DISPERSION_MEANING = (
-    "the censored fit's precision was fixed at its centre's value (a fit to public inputs "
+    "the censored fit's dispersion was fixed at its centre's value (a fit to public inputs "
     "only), so the fit drew the coefficients alone; " + DISPERSION_MEANING
 )
 
@@ -1343,6 +1384,8 @@ __all__ = [
     "calibrated_intercepts",
     "draws_at_design",
     "matched_kappa",
+    "matched_phi",
+    "matched_dispersion",
     "fit_model",
     "ph_calibration_weight",
     "raked",
