@@ -91,7 +91,7 @@ class Model:
     def with_known_dispersion(self, value: float) -> Model:
         """The same model with its dispersion fixed at the PUBLIC ``value`` (> 0, finite):
         the fit then draws the coefficients alone (dpsynth's extension; a whole table's
-        calibrated column, :data:`dpsynth.table_spec.DISPERSION_MATCHED_MODELS`)."""
+        calibrated column, ``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
         if self.dispersion is None:
             raise InputError("model", f"model {self.name!r} has no dispersion a value can fix")
         v = float(value)
