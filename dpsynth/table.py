@@ -315,12 +315,12 @@ def matched_phi(
     fit's level and dispersion are the parts a small bound distorts, its slopes less so."""
     from scipy.special import logsumexp
 
-    beta = np.array(beta, dtype=float)
+    beta, X = np.array(beta, dtype=float), np.asarray(X, dtype=float)
     if not mean > 0:
         return beta, float(phi)
-    eta = np.asarray(X, float) @ beta
+    eta = X @ beta
     beta[0] += math.log(mean) - (logsumexp(eta) - math.log(eta.size))
-    mu = np.exp(np.asarray(X, float) @ beta)
+    mu = np.exp(X @ beta)
     excess = variance - float(mu.var()) - float(mu.mean())
     if not excess > 0:
         return beta, float(phi)
@@ -488,12 +488,19 @@ def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
     AER::DoctorVisits' bimodal age the two chains fitted the young and the old
     (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
     model = column_model(col)
-    name = model.dispersion
-    if not col.calibrate_dispersion or name is None or not isinstance(centring, dict):
+    if not _fixes_dispersion(col) or not isinstance(centring, dict):
         return model
-    if name not in centring:
-        return model
-    return model.with_known_dispersion(float(np.asarray(centring[name], dtype=float)))
+    return model.with_known_dispersion(float(np.asarray(centring[model.dispersion], float)))
+
+
+def _fixes_dispersion(col: ConfidentialColumn) -> bool:
+    """Whether a column's fit takes its centre's dispersion as known (:func:`fit_model`): a
+    ``calibrate_dispersion`` column whose model has one, centred at a public fit."""
+    return (
+        col.calibrate_dispersion
+        and column_model(col).dispersion is not None
+        and col.centring in ("marginal", "reference")
+    )
 
 
 def _marginal_histogram(
@@ -1319,7 +1326,7 @@ def _calibration_entry(
             n_cells(col, parents), col.calibrate_share
         )
     if col.calibrate_dispersion:
-        fixed = col.centring in ("marginal", "reference")
+        fixed = _fixes_dispersion(col)
         calibration["dispersion"] = FIXED_DISPERSION_MEANING if fixed else DISPERSION_MEANING
     return {"calibration": calibration, "ledger": ledger}
 

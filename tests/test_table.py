@@ -658,8 +658,9 @@ def test_calibration_defaults_by_model_and_reference():
 def test_calibrated_beta_fit_takes_its_centres_precision_as_known():
     """A calibrated beta regression (calibrate_dispersion, the default) centred at a public
     point fits with the centre's kappa as known data (``kappa_known`` in the program's
-    data, ``kappa_fixed`` = 1); without calibrate_dispersion, without a centre dict, or for a model with no
-    dispersion parameter, the fit's model is the column's own (kappa_fixed = 0: fitted)."""
+    data, ``kappa_fixed`` = 1); without calibrate_dispersion, without a centre dict, or for
+    a model with no dispersion parameter, the fit's model is the column's own
+    (kappa_fixed = 0: fitted)."""
     from dpsynth.models import stan_data
 
     spend = parse_spec(_clean(_spec(confidential__1__model="beta-regression"))).confidential[1]
@@ -1538,7 +1539,7 @@ def test_calibrated_intercepts_hit_the_shares_and_keep_the_slopes():
 
 @pytest.mark.slow
 def test_negbin_column_fits_at_its_centres_phi_and_keeps_mean_and_dependence():
-    """A negative binomial count (mean about 2.8, rising with the public x; 1,500 records)
+    """A negative binomial count (mean about 2.6, rising with the public x; 1,500 records)
     at epsilon 3: calibrated and centred by default, its fit takes the centre's phi as known
     (the report says so and gives the centre), the release is DP, the synthetic mean is
     within 20% of the data's and the counts rise with x about as the data's do (rank
