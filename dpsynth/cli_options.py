@@ -305,7 +305,7 @@ OPTIONS: tuple[Option, ...] = (
            "re-weighting k: starting value of the search (lw/cw), the k used (censor-w)",
            "k", _TUNE, type=float, group=_TUNING),
     Option("--downscale", _SYN,
-           "factor in (0,1] applied to LW weights before censoring (censor-w)",
+           "factor in (0,1] applied to the weights before censoring (censor-w; censor-uw: to 1)",
            "downscale", _TUNE, type=float, group=_TUNING),
     Option("--centring", _SYN,
            "censor-w/censor-uw: clamp alpha (ll - c(x)) with c the record's saturated "

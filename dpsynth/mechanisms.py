@@ -522,17 +522,31 @@ class Synthesizer:
         return Result("censor-w", wf, epsilon, tuning, int((alpha == 0).sum()), neighbours)
 
     def censor_uw(
-        self, epsilon: float, neighbours: str = registry.PAPER_NEIGHBOURS, centring: Any = "none"
+        self,
+        epsilon: float,
+        neighbours: str = registry.PAPER_NEIGHBOURS,
+        centring: Any = "none",
+        downscale: float | None = None,
     ) -> Result:
         """Censor_uw: alpha = 1 in the likelihood censored at M (eps/2 under add/remove).
 
         ``centring`` as in :meth:`censor_w` (dpsynth's extension; ``"none"`` is the paper).
+        ``downscale`` d: every weight is the public constant d instead of 1 (Section 4.4's
+        downscaling of Censor_w applied to unit weights): each term d (ll_i - c_i) is still
+        clamped to [-M, M], so the proof is unchanged; fewer terms reach the bound, and the
+        posterior is tempered by d.
         """
         epsilon = privacy.require_epsilon("epsilon", epsilon)
         bound = privacy.censor_bound(epsilon, neighbours)
         centre = self._centre(centring)
-        wf = self.fit(np.ones(self.n), censor_bound=bound, tag="censor-uw", centre=centre)
-        tuning = {} if centre is None else {"centring": centring}
+        alpha = np.ones(self.n)
+        tag = "censor-uw"
+        if downscale is not None:
+            alpha, tag = weights.downscaled(alpha, downscale), f"censor-uw-{downscale}"
+        wf = self.fit(alpha, censor_bound=bound, tag=tag, centre=centre)
+        tuning: dict[str, Any] = {} if centre is None else {"centring": centring}
+        if downscale is not None:
+            tuning["downscale"] = downscale
         return Result("censor-uw", wf, epsilon, tuning, neighbours=neighbours)
 
     def _centre(self, centring: Any) -> np.ndarray | None:
@@ -610,7 +624,8 @@ class Synthesizer:
             return self.censor_w(
                 epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **kw
             )
-        return self.censor_uw(epsilon, neighbours=neighbours, centring=centring)
+        kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
+        return self.censor_uw(epsilon, neighbours=neighbours, centring=centring, **kw)
 
     def synthesize(self, result: Result, m: int = 1, n_synthetic: int | None = None) -> np.ndarray:
         """m synthetic datasets (m x N) from m distinct retained draws (posterior predictive).

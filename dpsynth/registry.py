@@ -166,10 +166,11 @@ MECHANISMS: dict[str, Mechanism] = {
         ),
         Mechanism(
             "censor-uw", "Censor_uw", "Hu et al., Section 3.2 (Censor_uw)", "DP", NEIGHBOURS,
-            censoring_map, "censor_bound", frozenset({"centring"}), _ALL_OUTCOMES,
+            censoring_map, "censor_bound", frozenset({"centring", "downscale"}), _ALL_OUTCOMES,
             POSTERIOR_RUNNER,
             table=True,
             summary="clamped log-likelihood: strict DP by construction",
+            synthesizer_options=frozenset({"downscale"}),
         ),
         Mechanism(
             "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,

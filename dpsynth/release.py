@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, entropy, io, privacy, registry, safeguards
+from dpsynth import budget, entropy, io, privacy, registry, safeguards, weights
 from dpsynth.centring import check_centring
 from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release policy lives there)
     CONVERGENCE,
@@ -194,6 +194,8 @@ class ReleaseSettings:
         require_choice("neighbours", self.neighbours, privacy.NEIGHBOURS)
         self._check_size()
         _check_unused_tuning(spec, self.tuning, self.reference)
+        if self.tuning.get("downscale") is not None:
+            weights.require_downscale(self.tuning["downscale"])
         self.tuning = safeguards.check_drop_missing(
             self.drop_missing, self.mechanism, self.X, self.n_synthetic, self.bounds, self.tuning
         )

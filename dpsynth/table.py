@@ -36,6 +36,7 @@ from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
     CALIBRATE_BINS_DEFAULT,
+    DOWNSCALE_NATS,
     MISSING_LEVEL,
     MISSING_SUFFIX,
     PH_CALIBRATION,
@@ -447,6 +448,7 @@ def _fit_column(
                 col, state.public, synthetic, targets[0], rng, sampler
             )
         kw["model"] = fit_model(col, kw.get("centring"))
+        kw["downscale"] = downscale_of(col, epsilon)
         outcome = _stan_outcome(col, y[rows])
         if col.bounds is not None:
             kw["bounds"] = col.bounds
@@ -477,6 +479,16 @@ def _fit_column(
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
     return rel, sets, marg
+
+
+def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
+    """A censored column's weight d (``downscale``): the spec's number, or for "auto"
+    min(1, M / :data:`~dpsynth.table_spec.DOWNSCALE_NATS`) with M the censoring bound of its
+    fit at ``epsilon`` (the fit's own, after amplification): a function of public inputs."""
+    if col.downscale != "auto":
+        return float(col.downscale)
+    neighbours = registry.get(col.mechanism).default_neighbours
+    return min(1.0, privacy.censor_bound(epsilon, neighbours) / DOWNSCALE_NATS)
 
 
 def fit_model(col: ConfidentialColumn, centring: Any) -> Model:

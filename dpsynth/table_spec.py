@@ -102,6 +102,7 @@ _CONF_KEYS = {
     "given",
     "given_bins",
     "bins",
+    "downscale",
 }
 DESIGNS = {
     "one-hot": ("binary", "categorical"),
@@ -184,6 +185,20 @@ CALIBRATE_BINS = (2, 1000)
 perturbed marginal histogram (its synthetic values are mapped onto that marginal by rank)."""
 
 
+DOWNSCALE_NATS = 1.5
+"""``downscale = "auto"`` (the default of a censored model column): every record's weight is
+d = min(1, M / 1.5), M the column's censoring bound, so a record's term is clamped only
+where its log-likelihood moves 1.5 nats from its centre's, not M. A fit centred at its
+marginal (slopes near 0) and censored at a small M reaches the bound first on the records
+the slopes explain best, which then stop pulling: the fit's slopes shrink towards the
+centre's. Downscaling trades that bias for a tempered (wider) posterior. On CPS 1988's wage
+(every other column public, 2,000 records, seeded runs), the schooling coefficient of the
+analysis came out at 0.64 and 0.77 times the data's with d = 1 (epsilon 0.3, seeds 1 and 2),
+at 0.97 with d = 0.25 (seed 2; 7% of the records censored against 33%); the mean
+coefficient overlap rose from 0.018 to 0.141 (seed 2) and from 0.044 to 0.130 (epsilon 0.5,
+seed 1). The threshold is a public constant, so d depends on epsilon, the spec and the
+record count only."""
+
 TABLE_ADAPT_DELTA = 0.95
 """A table's default step-size target (Stan's adapt_delta; Stan's own default is 0.8): a
 censored likelihood has kinks where records meet the bound, and a table refuses every
@@ -238,6 +253,7 @@ class ConfidentialColumn:
     given: tuple[str, ...] | None = None  # a PH column's parents (None: the level ones before)
     given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
     bins: int | None = None  # a continuous PH column's own public bins (None: PH's rule)
+    downscale: float | str | None = None  # a censored column's weight, or "auto" (None: PH)
 
     @property
     def fit_share(self) -> float:
@@ -590,7 +606,26 @@ def _confidential(
         design=_design_kind(entry.get("design"), name, kind, levels),
         **calibration,
         **_given(entry, name, mechanism, kind),
+        downscale=_downscale(entry, name, mechanism),
     )
+
+
+def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | str | None:
+    """``downscale`` of a censored model column: "auto" (default, :data:`DOWNSCALE_NATS`) or
+    a number in (0, 1]; a PH column has no likelihood to weight."""
+    value = entry.get("downscale")
+    if mechanism == "ph":
+        if value is not None:
+            raise InputError("downscale", f"column {name!r}: a ph column has no weights")
+        return None
+    if value is None or value == "auto":
+        return "auto"
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and 0 < value <= 1):
+        raise InputError(
+            "downscale", f'column {name!r}: must be "auto" or a number in (0, 1] (got {value!r})'
+        )
+    return float(value)
 
 
 def _missing_level(
