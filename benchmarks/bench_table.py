@@ -320,10 +320,11 @@ def systematic_spec() -> dict[str, Any]:
 
 
 def downscaled_spec() -> dict[str, Any]:
-    """:func:`systematic_spec` as the table runs it since its censored columns are downscaled
-    (``downscale = "auto"``, the default: ``dpsynth.table_spec.DOWNSCALE_NATS``) and fit with
-    their centre's dispersion as known (``dpsynth.table.fit_model``). Its rows are the first
-    taken with both; ``dpsynth-table-systematic``'s predate them."""
+    """:func:`systematic_spec` with the wage's weights downscaled (``downscale = "auto"``:
+    ``dpsynth.table_spec.DOWNSCALE_NATS``), its fit taking its centre's dispersion as known
+    as the table does since (``dpsynth.table.fit_model``). Its rows are the first taken with
+    both; ``dpsynth-table-systematic``'s predate them. (The rows were taken while "auto" was
+    briefly the default; the spec names it, so it runs the same now.)"""
     return with_keys(systematic_spec(), ("lwage",), downscale="auto")
 
 

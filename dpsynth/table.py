@@ -448,7 +448,8 @@ def _fit_column(
                 col, state.public, synthetic, targets[0], rng, sampler
             )
         kw["model"] = fit_model(col, kw.get("centring"))
-        kw["downscale"] = downscale_of(col, epsilon)
+        d = downscale_of(col, epsilon)
+        kw["downscale"] = d if d < 1 else None  # 1: the paper's Censor_uw, as before
         outcome = _stan_outcome(col, y[rows])
         if col.bounds is not None:
             kw["bounds"] = col.bounds

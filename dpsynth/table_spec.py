@@ -186,7 +186,8 @@ perturbed marginal histogram (its synthetic values are mapped onto that marginal
 
 
 DOWNSCALE_NATS = 1.5
-"""``downscale = "auto"`` (the default of a censored model column): every record's weight is
+"""``downscale = "auto"`` (a censored model column's option; the default is d = 1, the
+paper's): every record's weight is
 d = min(1, M / 1.5), M the column's censoring bound, so a record's term is clamped only
 where its log-likelihood moves 1.5 nats from its centre's, not M. A fit centred at its
 marginal (slopes near 0) and censored at a small M reaches the bound first on the records
@@ -253,7 +254,7 @@ class ConfidentialColumn:
     given: tuple[str, ...] | None = None  # a PH column's parents (None: the level ones before)
     given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
     bins: int | None = None  # a continuous PH column's own public bins (None: PH's rule)
-    downscale: float | str | None = None  # a censored column's weight, or "auto" (None: PH)
+    downscale: float | str | None = None  # a censored column's weight or "auto" (None: PH)
 
     @property
     def fit_share(self) -> float:
@@ -611,14 +612,16 @@ def _confidential(
 
 
 def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | str | None:
-    """``downscale`` of a censored model column: "auto" (default, :data:`DOWNSCALE_NATS`) or
-    a number in (0, 1]; a PH column has no likelihood to weight."""
+    """``downscale`` of a censored model column: a number in (0, 1] (default 1, the paper's
+    Censor_uw) or "auto" (:data:`DOWNSCALE_NATS`); a PH column has no likelihood to weight."""
     value = entry.get("downscale")
     if mechanism == "ph":
         if value is not None:
             raise InputError("downscale", f"column {name!r}: a ph column has no weights")
         return None
-    if value is None or value == "auto":
+    if value is None:
+        return 1.0
+    if value == "auto":
         return "auto"
     ok = isinstance(value, int | float) and not isinstance(value, bool)
     if not (ok and 0 < value <= 1):

@@ -695,20 +695,24 @@ def test_calibrated_beta_fit_takes_its_centres_precision_as_known():
         get_model("lognormal-regression").with_known_dispersion(1.0)
 
 
-def test_downscale_is_auto_by_default_and_a_function_of_public_inputs():
-    """Known answers for ``downscale``: a censored model column's weight is "auto" unless the
-    spec sets a number, a PH column has none; "auto" gives d = min(1, M / DOWNSCALE_NATS)
-    with M = epsilon / 4 (substitution), so epsilon 2 gives 1/3 and epsilon 8 gives 1."""
+def test_downscale_is_one_by_default_and_auto_a_function_of_public_inputs():
+    """Known answers for ``downscale``: a censored model column's weight is 1 (the paper's
+    Censor_uw) unless the spec sets a number or "auto", a PH column has none; "auto" gives
+    d = min(1, M / DOWNSCALE_NATS) with M = epsilon / 4 (substitution), so epsilon 2 gives
+    1/3 and epsilon 8 gives 1."""
     from dpsynth.table import downscale_of
     from dpsynth.table_spec import DOWNSCALE_NATS
 
     cols = parse_spec(_clean(_spec(confidential__1__downscale=0.4))).confidential
-    assert (cols[0].downscale, cols[1].downscale) == ("auto", 0.4)
+    assert (cols[0].downscale, cols[1].downscale) == (1.0, 0.4)
+    auto = parse_spec(_clean(_spec(confidential__0__downscale="auto"))).confidential[0]
+    assert auto.downscale == "auto"
+    assert downscale_of(cols[0], 2.0) == 1.0
     with_ph = {**BASE, "confidential": [*BASE["confidential"], GIVEN_COLUMN]}
     assert parse_spec(_clean(with_ph)).confidential[2].downscale is None
     assert DOWNSCALE_NATS == pytest.approx(1.5)
-    assert downscale_of(cols[0], 2.0) == pytest.approx(0.5 / 1.5)
-    assert downscale_of(cols[0], 8.0) == 1.0
+    assert downscale_of(auto, 2.0) == pytest.approx(0.5 / 1.5)
+    assert downscale_of(auto, 8.0) == 1.0
     assert downscale_of(cols[1], 2.0) == 0.4
 
 
@@ -727,8 +731,8 @@ def test_censor_uw_refuses_a_bad_downscale_before_reading_any_record():
 def test_downscaled_censored_fit_shrinks_its_slope_less():
     """Censor_uw centred at a slope-0 public point, at a small bound (epsilon 1, M = 0.25):
     with unit weights the censored fit's slope shrinks towards the centre (the records the
-    slope explains best reach the bound first); with the table's "auto" weight d = M / 1.5
-    it shrinks less. Simulated beta regression, 1,000 records, true slope 1.5 (the data's
+    slope explains best reach the bound first); with a table's ``downscale = "auto"`` weight
+    d = M / 1.5 it shrinks less. Simulated beta regression, 1,000 records, true slope 1.5 (the data's
     own estimate 1.46); tolerances well outside the fits' Monte Carlo error (posterior sds
     about 0.1 and 0.3). The design is on its public scale, as a table's
     (:class:`~dpsynth.models.PublicDesign`: not standardized)."""
