@@ -448,7 +448,7 @@ def _fit_column(
                 col, state.public, synthetic, targets[0], rng, sampler
             )
         kw["model"] = fit_model(col, kw.get("centring"))
-        d = downscale_of(col, epsilon)
+        d = downscale_of(col, epsilon / m)  # each of the m sets' draws: its own bound
         kw["downscale"] = d if d < 1 else None  # 1: the paper's Censor_uw, as before
         outcome = _stan_outcome(col, y[rows])
         if col.bounds is not None:
@@ -484,8 +484,8 @@ def _fit_column(
 
 def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
     """A censored column's weight d (``downscale``): the spec's number, or for "auto"
-    min(1, M / :data:`~dpsynth.table_spec.DOWNSCALE_NATS`) with M the censoring bound of its
-    fit at ``epsilon`` (the fit's own, after amplification): a function of public inputs."""
+    min(1, M / :data:`~dpsynth.table_spec.DOWNSCALE_NATS`) with M the censoring bound of one
+    draw at ``epsilon`` (the fit's own per set, after amplification): public inputs only."""
     if col.downscale != "auto":
         return float(col.downscale)
     neighbours = registry.get(col.mechanism).default_neighbours
