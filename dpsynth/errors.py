@@ -109,6 +109,18 @@ def require_m(m: Any, param: str = "m") -> int:
     return int(m)
 
 
+def require_downscale(value: Any, column: str | None = None) -> float:
+    """``downscale`` (Censor_w's Section 4.4, Censor_uw's constant weight), checked before
+    any data is read: a number in (0, 1]. ``column``: a table column's, which may also be
+    "auto" (handled by the spec before this check)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (ok and 0 < value <= 1):
+        where = "" if column is None else f"column {column!r}: "
+        either = "" if column is None else ' or be "auto"'
+        raise InputError("downscale", f"{where}must lie in (0, 1]{either} (got {value!r})")
+    return float(value)
+
+
 def require_choice(param: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise InputError(param, f"must be one of {', '.join(choices)} (got {value!r})")

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, entropy, io, privacy, registry, safeguards, weights
+from dpsynth import budget, entropy, io, privacy, registry, safeguards
 from dpsynth.centring import check_centring
 from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release policy lives there)
     CONVERGENCE,
@@ -48,6 +48,7 @@ from dpsynth.errors import (
     InputError,
     require_choice,
     require_clip_bounds,
+    require_downscale,
     require_m,
     require_public_size,
     require_sane_epsilon,
@@ -195,7 +196,7 @@ class ReleaseSettings:
         self._check_size()
         _check_unused_tuning(spec, self.tuning, self.reference)
         if self.tuning.get("downscale") is not None:
-            weights.require_downscale(self.tuning["downscale"])
+            require_downscale(self.tuning["downscale"])
         self.tuning = safeguards.check_drop_missing(
             self.drop_missing, self.mechanism, self.X, self.n_synthetic, self.bounds, self.tuning
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dpsynth import registry
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, require_downscale
 
 COLUMN_TYPES = registry.OUTCOMES
 TABLE_MECHANISMS = registry.table_names()
@@ -626,14 +626,7 @@ def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | s
         return None
     if value is None:
         return 1.0
-    if value == "auto":
-        return "auto"
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not (ok and 0 < value <= 1):
-        raise InputError(
-            "downscale", f'column {name!r}: must be "auto" or a number in (0, 1] (got {value!r})'
-        )
-    return float(value)
+    return "auto" if value == "auto" else require_downscale(value, name)
 
 
 def _missing_level(

@@ -8,11 +8,9 @@ default over all draws, optionally over the draws the vector-weighted paper's R 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, require_downscale
 
 
 def _check_tuning(c: float, g: float) -> None:
@@ -193,11 +191,3 @@ def downscaled(alpha: np.ndarray, factor: float) -> np.ndarray:
     towards the target so that censoring is invoked for fewer records.
     """
     return np.asarray(alpha, dtype=float) * require_downscale(factor)
-
-
-def require_downscale(factor: Any) -> float:
-    """``downscale`` checked before any data is read: a number in (0, 1]."""
-    ok = isinstance(factor, int | float) and not isinstance(factor, bool)
-    if not (ok and 0 < factor <= 1):
-        raise InputError("downscale", f"must lie in (0, 1] (got {factor!r})")
-    return float(factor)
