@@ -316,7 +316,7 @@ def systematic_spec() -> dict[str, Any]:
     :data:`SYSTEMATIC_WAGE_BINS`. Its rows are the first taken with the table's systematic
     draws (``dpsynth.table.TABLE_PH``); the other dpsynth rows predate them."""
     raw = calibrated_histogram_spec()
-    return with_keys(raw, ("lwage",), calibrate_bins=SYSTEMATIC_WAGE_BINS)
+    return with_keys(raw, ("lwage",), calibrate_bins=SYSTEMATIC_WAGE_BINS, debias=False)
 
 
 def downscaled_spec() -> dict[str, Any]:
@@ -326,6 +326,13 @@ def downscaled_spec() -> dict[str, Any]:
     both; ``dpsynth-table-systematic``'s predate them. (The rows were taken while "auto" was
     briefly the default; the spec names it, so it runs the same now.)"""
     return with_keys(systematic_spec(), ("lwage",), downscale="auto")
+
+
+def debiased_spec() -> dict[str, Any]:
+    """:func:`systematic_spec` with the wage's draw bias-corrected (``debias = true``, the
+    default since: ``dpsynth.debias``); the systematic and downscaled rows name
+    ``debias = false``, so they rerun as they were taken."""
+    return with_keys(systematic_spec(), ("lwage",), debias=True)
 
 
 def unmatched_histogram_spec() -> dict[str, Any]:
@@ -418,6 +425,13 @@ def run_dpsynth_downscaled(
     return run_dpsynth_table(frame, epsilon, seed, downscaled_spec(), reference=False)
 
 
+def run_dpsynth_debiased(
+    frame: pd.DataFrame, epsilon: float, seed: int
+) -> tuple[pd.DataFrame, str]:
+    """dpsynth's table with :func:`debiased_spec`."""
+    return run_dpsynth_table(frame, epsilon, seed, spec=debiased_spec(), reference=False)
+
+
 def run_dpsynth_histogram_unmatched(
     frame: pd.DataFrame, epsilon: float, seed: int
 ) -> tuple[pd.DataFrame, str]:
@@ -441,6 +455,7 @@ RUNNERS = {
     "dpsynth-table-calibrated": run_dpsynth_calibrated,
     "dpsynth-table-systematic": run_dpsynth_systematic,
     "dpsynth-table-downscaled": run_dpsynth_downscaled,
+    "dpsynth-table-debiased": run_dpsynth_debiased,
     "dpsynth-table-histogram-unmatched": run_dpsynth_histogram_unmatched,
     "dpsynth-table-histogram-ref": run_dpsynth_reference_histogram,
     "dpsynth-large": run_dpsynth_large,
@@ -453,6 +468,7 @@ METHODS = (
     "dpsynth-table-calibrated",
     "dpsynth-table-systematic",
     "dpsynth-table-downscaled",
+    "dpsynth-table-debiased",
     "dpsynth-table-histogram-unmatched",
     "dpsynth-table-histogram-ref",
     "aim",

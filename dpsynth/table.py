@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, entropy, privacy, registry, safeguards
+from dpsynth import budget, debias, entropy, privacy, registry, safeguards
 from dpsynth.diagnostics import MULTIMODAL_SAYS
 from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
 from dpsynth.histogram import drawn_cells
@@ -257,6 +257,7 @@ def draws_at_design(
     shares: list[np.ndarray] | None = None,
     variances: list[float] | None = None,
     means: list[float] | None = None,
+    censoring: debias.Censoring | None = None,
 ) -> list[np.ndarray]:
     """Synthetic set k from retained draw k of a column's fit, at the NEW public design
     ``designs[k]`` (the public columns and the synthetic predecessors): post-processing.
@@ -269,6 +270,9 @@ def draws_at_design(
     probabilities at ``designs[k]`` are ``shares[k]`` (:func:`calibrated_intercepts`).
     ``variances`` (on the Stan scale, from the same histogram; ``means`` too for a negative
     binomial): set k's draw gets the dispersion of :func:`matched_dispersion`.
+    ``censoring`` (a ``debias`` column's public censoring settings): set k's draw first
+    gets its coefficients' shrinkage corrected (:func:`dpsynth.debias.corrected`, one
+    bootstrap step at ``designs[k]``).
     """
     draws = result.fit.stan_fit.draws
     S = result.fit.stan_fit.n_draws
@@ -280,6 +284,8 @@ def draws_at_design(
         Xd = design_matrix(n, X)
         data = {"n": n, "K": Xd.shape[1], "X": Xd}
         draw = {k: v[int(s)] for k, v in draws.items()}
+        if censoring is not None:
+            draw = _debiased(model, draw, Xd, censoring, seed, len(out), variances, means)
         if shares is not None:
             draw = {**draw, "beta": calibrated_intercepts(draw["beta"], Xd, shares[len(out)])}
         if variances is not None:
@@ -290,6 +296,28 @@ def draws_at_design(
             clip_to_public_bounds(np.asarray(model.from_stan_scale(y, bounds), float), bounds)
         )
     return out
+
+
+def _debiased(
+    model: Model,
+    draw: dict[str, Any],
+    Xd: np.ndarray,
+    censoring: debias.Censoring,
+    seed: int,
+    k: int,
+    variances: list[float] | None,
+    means: list[float] | None,
+) -> dict[str, Any]:
+    """Set k's draw after :func:`dpsynth.debias.corrected`, its simulated data drawn as
+    set k's values will be (with the matched dispersion where the column has one), from a
+    generator of its own (the sets' values keep theirs)."""
+    source = draw
+    if variances is not None:
+        source = matched_dispersion(
+            model, draw, Xd, variances[k], None if means is None else means[k]
+        )
+    rng = np.random.default_rng([seed % (2**63), 2, k])
+    return debias.corrected(model, draw, Xd, censoring, rng, simulate_draw=source)
 
 
 def matched_dispersion(
@@ -475,11 +503,28 @@ def _fit_column(
                 for k, s in enumerate(sets)
             ]
         return rel, list(sets), marg
-    sets = _column_sets(col, rel, state, m, targets)
+    censoring = _censoring(col, rel, kw, n if k is None else k)
+    sets = _column_sets(col, rel, state, m, targets, censoring)
     if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(col_seed, 5)
         sets = [rank_mapped(s, t, rng) for s, t in zip(sets, targets, strict=True)]
     return rel, sets, marg
+
+
+def _censoring(
+    col: ConfidentialColumn, rel: Any, kw: dict[str, Any], records: int
+) -> debias.Censoring | None:
+    """A ``debias`` column's public censoring settings (its centre, bound M, weight d and
+    ``records``: the spec's ``fit_records`` or n, public counts, never the number of
+    non-missing values), for :func:`dpsynth.debias.corrected`; None for any other column."""
+    if not col.debias:
+        return None
+    return debias.Censoring(
+        centring=kw.get("centring", "none"),
+        bound=float(rel.confidential.fit.censor_bound),
+        downscale=float(kw.get("downscale") or 1.0),
+        fit_records=int(records),
+    )
 
 
 def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
@@ -804,7 +849,12 @@ def raked(shares: np.ndarray, q: np.ndarray, target: np.ndarray) -> np.ndarray:
 
 
 def _column_sets(
-    col: ConfidentialColumn, rel: Any, state: _State, m: int, targets: np.ndarray | None
+    col: ConfidentialColumn,
+    rel: Any,
+    state: _State,
+    m: int,
+    targets: np.ndarray | None,
+    censoring: debias.Censoring | None = None,
 ) -> list[np.ndarray]:
     """m sets of a fitted column at the synthetic predecessors (NaN where the synthetic
     indicator says missing); a level column with a marginal histogram (``targets``: its m
@@ -831,7 +881,7 @@ def _column_sets(
         variances, means = [float(t.var()) for t in scaled], [float(t.mean()) for t in scaled]
     seed = rel.diagnostics["seed"]
     drawn = draws_at_design(
-        model, rel.confidential, designs, seed, col.bounds, shares, variances, means
+        model, rel.confidential, designs, seed, col.bounds, shares, variances, means, censoring
     )
     out = []
     for rows, y in zip(keep, drawn, strict=True):

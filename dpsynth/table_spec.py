@@ -74,6 +74,17 @@ INDICATOR_MECHANISM = "ph"
 logistic fit at an indicator's half share amplified the majority: on carData::SLID at
 epsilon 1 (8 columns), 97 synthetic wages of 7,425 records against 4,147 in the data."""
 
+DEBIASED_TYPES = ("continuous", "count")
+"""Column types whose censor-uw fit may be bias-corrected (``debias``)."""
+DEBIAS_DEFAULT = True
+"""Whether ``debias`` is on where it applies when the spec does not say. Measured on the CPS
+1988 wage alone (its other columns nearly exact, the wage's fit at epsilon 0.3, 2,000 of
+28,155 records, centred at its marginal: slopes 0; seeded): schooling's coefficient in the
+analysis went from 0.64 and 0.73 of the data's to 0.89 and 0.96, experience's from 0.58
+and 0.73 to 0.77 and 0.93, part-time's from 0.56 and 0.51 to 0.79 and 0.79; the mean
+interval overlap from 0.232 and 0.084 to 0.252 and 0.148 (seeds 1 and 2). A second step
+(seed 1) overshot the small region coefficients: mean overlap 0.096."""
+
 _TOP_KEYS = {
     "neighbours",
     "reference",
@@ -103,6 +114,7 @@ _CONF_KEYS = {
     "given_bins",
     "bins",
     "downscale",
+    "debias",
 }
 DESIGNS = {
     "one-hot": ("binary", "categorical"),
@@ -260,6 +272,7 @@ class ConfidentialColumn:
     given_bins: int = GIVEN_BINS_DEFAULT  # public bins of a continuous parent in ``given``
     bins: int | None = None  # a continuous PH column's own public bins (None: PH's rule)
     downscale: float | str | None = None  # a censored column's weight or "auto" (None: PH)
+    debias: bool = False  # a censor-uw continuous or count column's bootstrap correction
 
     @property
     def fit_share(self) -> float:
@@ -613,6 +626,7 @@ def _confidential(
         **calibration,
         **_given(entry, name, mechanism, kind),
         downscale=_downscale(entry, name, mechanism),
+        debias=_debias(entry, name, mechanism, kind),
     )
 
 
@@ -627,6 +641,23 @@ def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | s
     if value is None:
         return 1.0
     return "auto" if value == "auto" else require_downscale(value, name)
+
+
+def _debias(entry: Mapping[str, Any], name: str, mechanism: str, kind: str) -> bool:
+    """``debias`` of a column: true by default for a censor-uw continuous or count model
+    column (:data:`DEBIAS_DEFAULT`), refused for any other (:mod:`dpsynth.debias`)."""
+    applies = mechanism == "censor-uw" and kind in DEBIASED_TYPES
+    if "debias" not in entry:
+        return applies and DEBIAS_DEFAULT
+    value = entry["debias"]
+    if not isinstance(value, bool):
+        raise InputError("debias", f"column {name!r}: must be true or false (got {value!r})")
+    if value and not applies:
+        raise InputError(
+            "debias",
+            f"column {name!r}: only a censor-uw continuous or count model column has it",
+        )
+    return value
 
 
 def _missing_level(
