@@ -19,6 +19,9 @@ Measured offline on the CPS 1988 wage (a 2,000-record fit at M = 0.36, ten subsa
 clamped objective's mode in numpy, one synthetic wage per fit): the analysis
 coefficients' mean interval overlap rose from 0.108 to 0.306 after one step; further steps
 lowered it again (0.270, 0.234), the simulation's own noise then outweighing the bias left.
+One step corrects part of the shrinkage, less where it is strong: a simulated beta
+regression at M = 0.25 whose censored slope is a third of the data's gets back about a fifth
+of the gap (``tests/test_table.py``).
 """
 
 from __future__ import annotations

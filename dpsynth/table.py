@@ -1279,6 +1279,8 @@ def _table_report(
         if col.name in marginals:
             marg = marginals[col.name]
             entry.update(_calibration_entry(col, marg, entry, col.share * epsilon, parents))
+        if col.debias:
+            entry["debias"] = DEBIAS_MEANING
         if (k is not None or col.name in marginals) and entry.get("epsilon") is not None:
             entry.update(epsilon=col.share * epsilon, epsilon_per_set=col.share * epsilon / m)
         columns.append(entry)
@@ -1314,6 +1316,14 @@ def _table_report(
         report.update(guarantee="not private (known seed)", epsilon=None, epsilon_budgeted=total)
         report["guarantee_meaning"] = privacy.GUARANTEES["not private (known seed)"]
     return report
+
+
+DEBIAS_MEANING = (
+    "each synthetic set's draw was moved by one parametric-bootstrap step: the shrinkage "
+    "the same censored objective shows on data simulated from the draw at the set's public "
+    "design was added back (dpsynth.debias; post-processing of the draw and public inputs, "
+    "no epsilon spent)"
+)
 
 
 CALIBRATION_MEANING = (
