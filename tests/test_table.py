@@ -457,9 +457,9 @@ def test_dependence_between_confidential_columns_kept(released):
 
 @pytest.mark.slow
 def test_first_column_is_the_one_column_release(released):
-    """draws_at_design at the fitted design, given the column's public censoring settings
-    (no centre, its bound M, d = 1, the table's 300 records: ``debias`` is on by default),
-    gives the table's own records; without them, other records (the uncorrected draw)."""
+    """draws_at_design at the fitted design gives the column release's own records; given
+    the column's public censoring settings (no centre, its bound M, d = 1, the table's 300
+    records), other records: those of the draw a ``debias`` column would publish."""
     _, rel = released
     result = rel.results["income"]
     X = result.fit.data["X"][:, 1:]
@@ -469,10 +469,10 @@ def test_first_column_is_the_one_column_release(released):
 
     model, design = get_model("lognormal-regression"), [X.view(PublicDesign)]
     censoring = Censoring("none", float(result.fit.censor_bound), 1.0, X.shape[0])
-    again = draws_at_design(model, result, design, seed, (100, 50000), censoring=censoring)[0]
+    again = draws_at_design(model, result, design, seed, (100, 50000))[0]
     np.testing.assert_allclose(again, rel.data["income"].to_numpy(), rtol=1e-12)
-    plain = draws_at_design(model, result, design, seed, (100, 50000))[0]
-    assert not np.allclose(plain, again)
+    moved = draws_at_design(model, result, design, seed, (100, 50000), censoring=censoring)[0]
+    assert not np.allclose(moved, again)
 
 
 @pytest.mark.slow
@@ -728,11 +728,11 @@ def test_downscale_is_one_by_default_and_auto_a_function_of_public_inputs():
     assert downscale_of(cols[1], 2.0) == 0.4
 
 
-def test_debias_is_on_by_default_only_where_it_applies():
-    """``debias``: on for a censor-uw continuous or count model column unless the spec says
-    false; off (and refused when asked) for a PH column and a level model."""
-    cols = parse_spec(_clean(_spec(confidential__1__debias=False))).confidential
-    assert (cols[0].debias, cols[1].debias) == (True, False)
+def test_debias_is_off_by_default_and_only_where_it_applies():
+    """``debias``: off unless the spec sets it, and only for a censor-uw continuous or count
+    model column; refused on a PH column and a level model."""
+    cols = parse_spec(_clean(_spec(confidential__1__debias=True))).confidential
+    assert (cols[0].debias, cols[1].debias) == (False, True)
     with_ph = {**BASE, "confidential": [*BASE["confidential"], GIVEN_COLUMN]}
     assert parse_spec(_clean(with_ph)).confidential[2].debias is False
     logistic = {"name": "owner", "model": "logistic", "levels": ["no", "yes"]}
