@@ -84,9 +84,10 @@ for: schooling's coefficient in the analysis went from 0.64 and 0.73 of the data
 and 0.96, experience's from 0.58 and 0.73 to 0.77 and 0.93, part-time's from 0.56 and 0.51
 to 0.79 and 0.79; the mean interval overlap from 0.232 and 0.084 to 0.252 and 0.148 (seeds
 1 and 2; a second step, seed 1, overshot the small region coefficients: 0.096). On the
-whole benchmark (``dpsynth-table-debiased``, the seeds of the systematic rows) the mean
-overlap's median rose at epsilon 1 (0.149 against 0.105, five seeds: up in three, down in
-two) but fell in each run at 3 and 6. The region coefficients came out 1.5 to 10 times the
+whole benchmark (``dpsynth-table-debiased``, the seeds of the systematic rows, whose
+runs predate the known dispersion) the mean overlap's median rose at epsilon 1 (0.149
+against 0.105; five seeds, up in three) and fell at 3 and 6 (0.127 against 0.222 and 0.240
+against 0.341; three seeds each, down in five of the six). The region coefficients came out 1.5 to 10 times the
 data's small ones: the censored draw's region coefficients compensate for its shrunk
 schooling slope (regions differ in schooling), and a step evaluated at the draw reads that
 compensation as more shrinkage to undo. Where the shrinkage is small (epsilon 6) the step
