@@ -425,15 +425,6 @@ def run_dpsynth_downscaled(
     return run_dpsynth_table(frame, epsilon, seed, downscaled_spec(), reference=False)
 
 
-def run_dpsynth_known_dispersion(
-    frame: pd.DataFrame, epsilon: float, seed: int
-) -> tuple[pd.DataFrame, str]:
-    """:func:`systematic_spec` (``debias = false``) run with the code since the wage's fit
-    takes its centre's dispersion as known: the baseline of ``dpsynth-table-debiased``, whose
-    spec differs only by ``debias`` (``dpsynth-table-systematic``'s rows predate both)."""
-    return run_dpsynth_table(frame, epsilon, seed, systematic_spec(), reference=False)
-
-
 def run_dpsynth_debiased(
     frame: pd.DataFrame, epsilon: float, seed: int
 ) -> tuple[pd.DataFrame, str]:
@@ -464,7 +455,10 @@ RUNNERS = {
     "dpsynth-table-calibrated": run_dpsynth_calibrated,
     "dpsynth-table-systematic": run_dpsynth_systematic,
     "dpsynth-table-downscaled": run_dpsynth_downscaled,
-    "dpsynth-table-known-dispersion": run_dpsynth_known_dispersion,
+    # the systematic spec (debias = false) rerun with the code since the wage's fit takes its
+    # centre's dispersion as known: dpsynth-table-debiased's baseline, the same seeds; the
+    # rows of dpsynth-table-systematic predate both
+    "dpsynth-table-known-dispersion": run_dpsynth_systematic,
     "dpsynth-table-debiased": run_dpsynth_debiased,
     "dpsynth-table-histogram-unmatched": run_dpsynth_histogram_unmatched,
     "dpsynth-table-histogram-ref": run_dpsynth_reference_histogram,

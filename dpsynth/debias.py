@@ -79,7 +79,23 @@ def clamped_objective(
         terms = np.clip(d * (ll - centre), -M, M)
         return float(scale * terms.sum() - 0.5 * np.sum(beta[1:] ** 2) / PRIOR_SD**2)
 
-    return f  # fmt: skip
+    return f
+
+
+def clamped_mode(
+    model: Model,
+    draw: Mapping[str, Any],
+    data: dict[str, Any],
+    centre: np.ndarray,
+    censoring: Censoring,
+) -> np.ndarray:
+    """The coefficients (flattened) maximising :func:`clamped_objective` on ``data``,
+    searched by L-BFGS from ``draw``'s own: the censored fit's mode on a data set."""
+    from scipy.optimize import minimize
+
+    f = clamped_objective(model, draw, data, centre, censoring)
+    start = np.asarray(draw["beta"], dtype=float).ravel()
+    return minimize(lambda b: -f(b), start, method="L-BFGS-B").x
 
 
 def corrected(
@@ -96,8 +112,6 @@ def corrected(
     simulated data come from (default ``draw``; a calibrated column's draw with its matched
     dispersion). Where the corrected coefficients are not finite or simulate values that
     are not (a count's rate overflowing), ``draw`` is returned unchanged."""
-    from scipy.optimize import minimize
-
     X = np.asarray(X, dtype=float)
     rows = np.arange(X.shape[0])
     if rows.size > SIM_ROWS:
@@ -107,11 +121,9 @@ def corrected(
     source = dict(simulate_draw if simulate_draw is not None else draw)
     data["y"] = np.asarray(model.simulate(source, data, Xs.shape[0], rng), dtype=float)
     centre = record_centre(model, data, censoring.centring)
-    f = clamped_objective(model, draw, data, centre, censoring)
     beta = np.asarray(draw["beta"], dtype=float)
-    start = beta.ravel()
-    res = minimize(lambda b: -f(b), start, method="L-BFGS-B")
-    out = {**draw, "beta": (2.0 * start - res.x).reshape(beta.shape)}
+    mode = clamped_mode(model, draw, data, centre, censoring)
+    out = {**draw, "beta": (2.0 * beta.ravel() - mode).reshape(beta.shape)}
     return out if _usable(model, out, data, rng) else dict(draw)
 
 
@@ -127,4 +139,4 @@ def _usable(model: Model, draw: Mapping[str, Any], data: dict[str, Any], rng: An
     return bool(np.all(np.isfinite(y)))
 
 
-__all__ = ["PRIOR_SD", "SIM_ROWS", "Censoring", "clamped_objective", "corrected"]
+__all__ = ["PRIOR_SD", "SIM_ROWS", "Censoring", "clamped_mode", "clamped_objective", "corrected"]

@@ -743,17 +743,6 @@ def test_debias_is_on_by_default_only_where_it_applies():
                                                           {**logistic, "debias": True}]}))  # fmt: skip
 
 
-def _clamped_mode(model, draw, data, centre, censoring):
-    """The censored objective's mode on the data themselves (scipy), the offline analogue
-    of a censored fit's posterior at a small bound."""
-    from scipy.optimize import minimize
-
-    from dpsynth.debias import clamped_objective
-
-    f = clamped_objective(model, draw, data, centre, censoring)
-    return minimize(lambda b: -f(b), np.asarray(draw["beta"], float), method="L-BFGS-B").x
-
-
 @pytest.mark.parametrize("seed", [7, 8, 9])
 def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     """Known answer of :func:`dpsynth.debias.corrected`: a simulated beta regression (1,000
@@ -765,7 +754,7 @@ def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     this strong a shrinkage one step recovers about a fifth of the gap)."""
     from scipy.special import expit, logit
 
-    from dpsynth.debias import Censoring, corrected
+    from dpsynth.debias import Censoring, clamped_mode, corrected
     from dpsynth.models import PublicDesign, design_matrix, record_centre
 
     rng = np.random.default_rng(seed)
@@ -781,8 +770,8 @@ def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     full = Censoring(centring, 1e9, 1.0, 1000)  # no record reaches this bound
     centre = record_centre(model, data, centring)
     start = {"beta": np.array(centring["beta"]), "kappa": 20.0}
-    data_fit = _clamped_mode(model, start, data, centre, full)[1]
-    shrunk = _clamped_mode(model, start, data, centre, censoring)
+    data_fit = clamped_mode(model, start, data, centre, full)[1]
+    shrunk = clamped_mode(model, start, data, centre, censoring)
     assert shrunk[1] < 0.85 < 1.3 < data_fit
     fixed = corrected(model, {"beta": shrunk, "kappa": 20.0}, X, censoring,
                       np.random.default_rng(1))  # fmt: skip
