@@ -434,11 +434,21 @@ def analysis_design(
 
 
 def _complete_ols(z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """:mod:`dpsynth.curator`'s OLS on the complete records (no NaN in z or X)."""
+    """:mod:`dpsynth.curator`'s OLS on the complete records (no NaN in z or X), without the
+    design columns that are 0 on every one of them (a public level no complete record has):
+    such a coefficient is not estimable, and leaving it out changes no other one (R's ``lm``
+    reports it NA). Its coefficient and standard error are NaN; None if the rest is not
+    estimable either."""
     from dpsynth.curator import _ols
 
     keep = np.isfinite(z) & np.all(np.isfinite(X), axis=1)
-    return _ols(z[keep], X[keep])
+    used = np.any(X[keep] != 0, axis=0)
+    fit = _ols(z[keep], X[keep][:, used])
+    if fit is None:
+        return None
+    coef, se = np.full(X.shape[1], np.nan), np.full(X.shape[1], np.nan)
+    coef[used], se[used] = fit[0], fit[1]
+    return coef, se, fit[2]
 
 
 def coefficient_overlap(
@@ -447,7 +457,9 @@ def coefficient_overlap(
     """Per coefficient of the analysis's OLS fit (classical standard errors, 95% t
     intervals) on each table's complete records: Karr et al. (2006) interval overlap and the
     shift (b* - b) / se in confidential standard errors (overlap 0, shift inf where a fit is
-    not estimable). A binary outcome is fitted as a linear probability model."""
+    not estimable, or where the synthetic table cannot estimate a coefficient the data can).
+    A coefficient the confidential records cannot estimate (a public level none of them has)
+    is left out. A binary outcome is fitted as a linear probability model."""
     outcome, predictors = parse_analysis(analysis, [c.name for c in columns])
     info = {c.name: c for c in columns}
     Xc, names = analysis_design(columns, conf, predictors)
@@ -457,17 +469,17 @@ def coefficient_overlap(
     if a is None or b is None:
         return [{"name": nm, "overlap": 0.0, "shift": float("inf")} for nm in names]
     (ca, sa, ta), (cb, sb, tb) = a, b
-    overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
-    return [
-        {
-            "name": nm,
-            "overlap": float(o),
-            "shift": float(s),
-            "confidential": float(x),
-            "synthetic": float(y),
-        }
-        for nm, o, s, x, y in zip(names, overlap, (cb - ca) / sa, ca, cb, strict=True)
-    ]
+    with np.errstate(invalid="ignore"):
+        overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
+    out = []
+    for nm, o, x, se, y in zip(names, overlap, ca, sa, cb, strict=True):
+        if not np.isfinite(x):
+            continue  # not estimable from the confidential records
+        entry = {"name": nm, "overlap": 0.0, "shift": float("inf"), "confidential": float(x)}
+        if np.isfinite(y):  # else the synthetic table cannot estimate it
+            entry.update(overlap=float(o), shift=float((y - x) / se), synthetic=float(y))
+        out.append(entry)
+    return out
 
 
 # ----------------------------------------------------------------------------- the verdict

@@ -181,6 +181,37 @@ def test_coefficient_overlap_agrees_with_a_hand_computation():
     assert coefs[1]["shift"] == pytest.approx((b2 - b1) / se1, rel=1e-9)
 
 
+def test_a_public_level_no_record_has_leaves_the_other_coefficients_estimable():
+    """Public levels a-d of g; the confidential records have no d, the synthetic ones no c.
+    g[d] is not estimable from the data: it is left out, and every other coefficient is the
+    OLS fit without its (all-zero) dummy, as R's lm reports it. g[c], which the synthetic
+    table cannot estimate, gets overlap 0 and shift inf; the rest are still judged (the
+    synthetic fit keeps g[d], which its records have)."""
+    rng = np.random.default_rng(3)
+    conf = pd.DataFrame({"x": rng.normal(size=60), "g": rng.choice(["a", "b", "c"], 60)})
+    syn = pd.DataFrame({"x": rng.normal(size=60), "g": rng.choice(["a", "b", "d"], 60)})
+    for f in (conf, syn):
+        f["y"] = 1 + 2 * f.x + (f.g == "b") + rng.normal(size=60)
+    cols = tv.describe(
+        {
+            "x": {"type": "continuous", "bounds": (-10, 10)},
+            "g": {"type": "categorical", "levels": ["a", "b", "c", "d"]},
+            "y": {"type": "continuous", "bounds": (-30, 30)},
+        }
+    )
+    coefs = {c["name"]: c for c in tv.coefficient_overlap(cols, conf, syn, "y ~ x + g")}
+    assert list(coefs) == ["(intercept)", "x", "g[b]", "g[c]"]
+    X = np.column_stack([np.ones(60), conf.x, conf.g == "b", conf.g == "c"]).astype(float)
+    hand = np.linalg.lstsq(X, conf.y.to_numpy(), rcond=None)[0]
+    assert [coefs[n]["confidential"] for n in coefs] == pytest.approx(hand, rel=1e-9)
+    assert coefs["g[c]"]["overlap"] == 0.0 and coefs["g[c]"]["shift"] == float("inf")
+    Xs = np.column_stack([np.ones(60), syn.x, syn.g == "b", syn.g == "d"]).astype(float)
+    hand_syn = np.linalg.lstsq(Xs, syn.y.to_numpy(), rcond=None)[0][:3]
+    judged = [coefs[n]["synthetic"] for n in ("(intercept)", "x", "g[b]")]
+    assert judged == pytest.approx(hand_syn, rel=1e-9)
+    assert all(coefs[n]["overlap"] > 0 for n in ("(intercept)", "x"))
+
+
 def test_categorical_predictors_are_coded_on_public_levels():
     conf, _, cols = _tiny()
     X, names = tv.analysis_design(cols, conf, ["g", "x"])
