@@ -469,8 +469,7 @@ def coefficient_overlap(
     if a is None or b is None:
         return [{"name": nm, "overlap": 0.0, "shift": float("inf")} for nm in names]
     (ca, sa, ta), (cb, sb, tb) = a, b
-    with np.errstate(invalid="ignore"):
-        overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
+    overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
     out = []
     for nm, o, x, se, y in zip(names, overlap, ca, sa, cb, strict=True):
         if not np.isfinite(x):
