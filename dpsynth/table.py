@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from dpsynth.histogram import drawn_cells
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
 from dpsynth.table_spec import (
+    AUTO_CENTRING_MEANING,
     CALIBRATE_BINS_DEFAULT,
     DOWNSCALE_NATS,
     MISSING_LEVEL,
@@ -51,6 +52,7 @@ from dpsynth.table_spec import (
     parent_size,
     ph_parents,
     require_columns,
+    resolve_centring,
 )
 
 TABLE_SAMPLER = Sampler(iter_sampling=TABLE_ITER_SAMPLING, adapt_delta=TABLE_ADAPT_DELTA)
@@ -457,9 +459,7 @@ def _fit_column(
     rows = np.isfinite(y)
     parts = [features(p, sub(state.real[p.name])) for p in state.done]
     X = _design(sub(state.public), parts, rows if not rows.all() else None)
-    epsilon = col.fit_share * epsilon  # a calibrated column's fit: its part
-    if k is not None:
-        epsilon = fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
+    epsilon = fit_epsilon(col, epsilon, state.fit_records, n)
     kw: dict[str, Any] = {}
     parents = ph_parents(col, state.done)
     if col.mechanism == "ph":
@@ -525,6 +525,28 @@ def _censoring(
         downscale=float(kw.get("downscale") or 1.0),
         fit_records=int(records),
     )
+
+
+def fit_epsilon(col: ConfidentialColumn, epsilon: float, fit_records: int | None, n: int) -> float:
+    """The epsilon a column's fit spends of its ``epsilon`` (eps_j): its part
+    (``fit_share``), amplified when it reads a subsample (:func:`fit_subsample`)."""
+    epsilon = col.fit_share * epsilon  # a calibrated column's fit: its part
+    k = subsample_size(col, fit_records, n)
+    return epsilon if k is None else fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
+
+
+def resolved_spec(spec: TableSpec, epsilon: float, m: int, n: int) -> TableSpec:
+    """``spec`` with every ``centring = "auto"`` resolved
+    (:func:`dpsynth.table_spec.resolve_centring`) at the bound M of one set's draw of the
+    column's centred fit: public inputs only (the spec, epsilon, m and the record count n,
+    which the substitution relation keeps public)."""
+    out = []
+    for col in spec.confidential:
+        eps_j = col.share * epsilon / (2 if col.missing == "indicator" else 1)  # spec.order
+        neighbours = registry.get(col.mechanism).default_neighbours
+        bound = privacy.censor_bound(fit_epsilon(col, eps_j, spec.fit_records, n) / m, neighbours)
+        out.append(resolve_centring(col, bound))
+    return replace(spec, confidential=tuple(out))
 
 
 def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
@@ -960,6 +982,7 @@ def synthesize_table(
         raise InputError("frame", "must be a pandas DataFrame of the confidential file")
     require_columns(spec, frame.columns, "data")
     ref = _reference_frame(spec, reference)
+    spec = resolved_spec(spec, epsilon, m, frame.shape[0])  # public: no value is read
     identity = dataset_sha256
     if identity is None and budget_file is not None and not isinstance(budget_file, budget.Charge):
         identity = _frame_sha256(frame, spec)
@@ -1279,8 +1302,7 @@ def _table_report(
         if col.name in marginals:
             marg = marginals[col.name]
             entry.update(_calibration_entry(col, marg, entry, col.share * epsilon, parents))
-        if col.debias:
-            entry["debias"] = DEBIAS_MEANING
+        entry.update(_column_choices(col))
         if (k is not None or col.name in marginals) and entry.get("epsilon") is not None:
             entry.update(epsilon=col.share * epsilon, epsilon_per_set=col.share * epsilon / m)
         columns.append(entry)
@@ -1353,6 +1375,17 @@ LEVEL_CALIBRATION_MEANING = (
     "model's slopes, the histogram's marginal); the column's epsilon is the fit's plus the "
     "histogram's"
 )
+
+
+def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
+    """A model column's public choices for the report: its centring (with the rule, where
+    ``"auto"`` chose it) and its debias step."""
+    out = {"debias": DEBIAS_MEANING} if col.debias else {}
+    if col.mechanism != "ph":
+        out["centring"] = col.centring
+    if col.centring_auto:
+        out["centring_rule"] = AUTO_CENTRING_MEANING
+    return out
 
 
 def _marginal_meaning(col: ConfidentialColumn) -> str:
@@ -1466,8 +1499,10 @@ __all__ = [
     "matched_kappa",
     "matched_phi",
     "matched_dispersion",
+    "fit_epsilon",
     "fit_model",
     "ph_calibration_weight",
     "raked",
+    "resolved_spec",
     "synthesize_table",
 ]

@@ -579,7 +579,12 @@ def test_ph_first_column_then_regression():
         rel = synthesize_table(frame, spec, 8.0, m=2, seed=5, sampler=LONG_CHAINS)
     cols = rel.report["confidential_columns"]
     assert [c["mechanism"] for c in cols] == ["ph", "censor-uw"]
-    assert [len(c["ledger"]["spends"]) for c in cols] == [2, 2]  # m sets cost m times
+    assert [len(c["ledger"]["spends"]) for c in cols] == [2, 4]  # m sets cost m times
+    # spend's "auto" centring at M = 0.7 * (8 / 2) / 2 / 4 = 0.35: marginal, which buys a
+    # histogram of its marginal (one per set) beside its fit's draws
+    assert (cols[1]["centring"], "centring_rule" in cols[1]) == ("marginal", True)
+    spends = [s["epsilon"] for s in cols[1]["ledger"]["spends"]]
+    assert math.fsum(spends) == pytest.approx(cols[1]["epsilon_allocated"])
     assert rel.data["income"].between(100, 50000).all()
     assert rel.data["synthetic_set"].value_counts().to_dict() == {1: 200, 2: 200}
     assert not rel.data.loc[rel.data.synthetic_set == 1, "spend"].equals(
@@ -641,12 +646,13 @@ def test_fit_records_defaults_to_2000_and_all_takes_every_record():
 def test_calibration_defaults_by_model_and_reference():
     """A beta-regression column is calibrated on 20 bins (30%) by default and centred at the
     marginal fit, or at the reference where the spec names one; a log-normal column is not
-    calibrated unless asked, nor centred; a count or level column is centred at its
+    calibrated unless asked, and centred "auto" (resolved at release, its histogram's 30%
+    spent only if marginal); a count or level column is centred at its
     marginal (its histogram spends 30%) and a count column calibrated on its integers;
     calibrate_bins = 0 turns calibration off, centring = "none" the histogram."""
     spec = _spec(confidential__1__model="beta-regression")
     income, spend = parse_spec(_clean(copy.deepcopy(spec))).confidential
-    assert (income.calibrate_bins, income.calibrate_share, income.centring) == (None, 0, "none")
+    assert (income.calibrate_bins, income.calibrate_share, income.centring) == (None, 0.3, "auto")
     visits, insured = parse_spec(COUNT_LEVEL_SPEC).confidential
     assert (visits.calibrate_bins, visits.calibrate_share, visits.centring) == (
         20, 0.3, "marginal")  # fmt: skip
@@ -665,8 +671,8 @@ def test_calibration_defaults_by_model_and_reference():
     assert [c.fit_share for c in with_ref.confidential] == [0.7, 1.0]  # visits: calibrated
     off = parse_spec(_clean(_spec(confidential__1__model="beta-regression",
                                   confidential__1__calibrate_bins=0)))  # fmt: skip
-    assert (off.confidential[1].calibrate_bins, off.confidential[1].fit_share) == (None, 1.0)
-    assert off.confidential[1].centring == "none"
+    assert (off.confidential[1].calibrate_bins, off.confidential[1].fit_share) == (None, 0.7)
+    assert off.confidential[1].centring == "auto"  # its 0.3 spent only if resolved marginal
     centred = parse_spec(_clean(_spec(confidential__1__calibrate_bins=0,
                                       confidential__1__centring="marginal")))  # fmt: skip
     assert (centred.confidential[1].calibrate_share, centred.confidential[1].fit_share) == (
@@ -675,6 +681,30 @@ def test_calibration_defaults_by_model_and_reference():
                                     confidential__1__calibrate_bins=0,
                                     confidential__1__centring="none")))  # fmt: skip
     assert (paper.confidential[1].calibrate_share, paper.confidential[1].fit_share) == (0, 1.0)
+
+
+def test_auto_centring_resolves_at_the_fits_bound():
+    """centring = "auto" becomes "marginal" where the centred fit's bound M (0.7 of eps_j
+    over 4 under substitution, per set, amplified by a subsample) is below
+    AUTO_CENTRE_BOUND, else "none" with the whole share to the fit; explicit centrings,
+    and columns that are not "auto", are unchanged."""
+    from dpsynth.table import resolved_spec
+    from dpsynth.table_spec import AUTO_CENTRE_BOUND
+
+    spec = parse_spec(_clean(copy.deepcopy(BASE)))
+    edge = AUTO_CENTRE_BOUND * 4 / 0.7 * 2  # total epsilon whose half puts income at the bound
+    small = resolved_spec(spec, edge * 0.99, 1, 300).confidential[0]
+    large = resolved_spec(spec, edge * 1.01, 1, 300).confidential[0]
+    assert (small.centring, small.calibrate_share, small.centring_auto) == ("marginal", 0.3, True)
+    assert (large.centring, large.calibrate_share, large.fit_share) == ("none", 0.0, 1.0)
+    per_set = resolved_spec(spec, edge * 1.01, 2, 300).confidential[0]  # m = 2: half each
+    assert per_set.centring == "marginal"
+    amplified = resolved_spec(spec, edge * 0.99, 1, 20 * spec.fit_records).confidential[0]
+    assert amplified.centring == "none"  # 2,000 of 40,000 records: a larger fit epsilon
+    for fixed in ("none", "marginal"):
+        explicit = parse_spec(_clean(_spec(confidential__0__centring=fixed)))
+        for eps in (0.5, 50.0):
+            assert resolved_spec(explicit, eps, 1, 300).confidential[0] == explicit.confidential[0]
 
 
 def test_calibrated_beta_fit_takes_its_centres_precision_as_known():
