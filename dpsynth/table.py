@@ -673,8 +673,25 @@ def _marginal_centre(
     X = _design(public[rows], parts, None)
     return reference_point(
         _stan_outcome(col, y), column_model(col), bounds=col.bounds, reference_X=X,
-        sampler=sampler,
+        sampler=centre_sampler(sampler),
     )  # fmt: skip
+
+
+MARGINAL_CENTRE_DRAWS = 500
+"""Warmup and retained draws per chain (at most) of a marginal centre's fit: it is an
+uncensored fit to public pseudo-data, well identified, and only its posterior mean is used,
+whose Monte Carlo error at about 1,000 draws is a few percent of its posterior sd. With the
+table's 2 x (1000 + 4000), the five centre fits of a PSID7682 table took 205 of its 1,000 s."""
+
+
+def centre_sampler(sampler: Sampler) -> Sampler:
+    """``sampler`` with at most :data:`MARGINAL_CENTRE_DRAWS` warmup and retained draws."""
+    n = MARGINAL_CENTRE_DRAWS
+    return replace(
+        sampler,
+        iter_warmup=min(sampler.iter_warmup, n),
+        iter_sampling=min(sampler.iter_sampling, n),
+    )
 
 
 def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator) -> np.ndarray:

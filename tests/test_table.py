@@ -996,6 +996,7 @@ def test_marginal_centring_fits_the_model_to_public_inputs_only(monkeypatch):
 
     def spy(reference_y, model, **kw):
         seen["y"], seen["X"] = np.asarray(reference_y), np.asarray(kw["reference_X"])
+        seen["sampler"] = kw["sampler"]
         return real_point(reference_y, model, **kw)
 
     monkeypatch.setattr(plan, "reference_point", spy)
@@ -1009,6 +1010,8 @@ def test_marginal_centring_fits_the_model_to_public_inputs_only(monkeypatch):
     centre = rel.report["confidential_columns"][1]["tuning"]["centring"]
     assert len(centre["beta"]) == seen["X"].shape[1] + 1 and centre["sigma"] > 0
     assert seen["y"].size == 400 and not np.isin(seen["y"], frame["spend"]).any()
+    short = (seen["sampler"].iter_warmup, seen["sampler"].iter_sampling)  # a point: fewer draws
+    assert short == (min(LONG_CHAINS.iter_warmup, 500), min(LONG_CHAINS.iter_sampling, 500))
     income = load_spec(spec).confidential[0]
     synthetic, real = (features(income, rel.data["income"].to_numpy()),
                        features(income, frame["income"].to_numpy()))  # fmt: skip
