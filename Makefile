@@ -49,6 +49,7 @@ compile: venv
 
 lint: venv
 	$(BIN)/ruff check dpsynth tests benchmarks data tools book/_ext $(NOTEBOOKS)
+	$(BIN)/ruff format --check dpsynth tests benchmarks data tools book/_ext
 
 pytest: compile
 	$(BIN)/python -m pytest -q -rs -n 2 --dist loadfile -p no:cacheprovider \

@@ -117,9 +117,7 @@ def make_sample(name: str, n: int, rng: np.random.Generator) -> pd.DataFrame:
     design = DESIGN[name]
     gender = np.where(rng.random(n) < design["p_female"], "F", "M")
     age_idx = rng.choice(AGE_CODES.size, size=n, p=design["age_probs"])
-    kind = rng.choice(
-        3, size=n, p=[0.72, 0.18, 0.10]
-    )  # full year / academic year / part year
+    kind = rng.choice(3, size=n, p=[0.72, 0.18, 0.10])  # full year / academic year / part year
     wkswk = np.select(
         [kind == 0, kind == 1],
         [52, rng.integers(36, 52, size=n)],
@@ -150,10 +148,7 @@ def make_sample(name: str, n: int, rng: np.random.Generator) -> pd.DataFrame:
 def make_standin(seed: int = SEED, n: int = N_PER_SAMPLE) -> pd.DataFrame:
     """Both samples stacked ("censoring" first), one independent child stream each."""
     streams = np.random.SeedSequence(seed).spawn(len(DESIGN))
-    parts = [
-        make_sample(name, n, np.random.default_rng(s))
-        for name, s in zip(DESIGN, streams)
-    ]
+    parts = [make_sample(name, n, np.random.default_rng(s)) for name, s in zip(DESIGN, streams)]
     return pd.concat(parts, ignore_index=True)
 
 

@@ -90,13 +90,15 @@ def normalize_docstring(lines: list[str]) -> list[str]:
     return result
 
 
-def process_docstring(app: Any, what: str, name: str, obj: Any, options: Any,
-                      lines: list[str]) -> None:
+def process_docstring(
+    app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     lines[:] = normalize_docstring(lines)
 
 
-def resolve_short_name(app: Any, env: Any, node: nodes.Element,
-                       contnode: nodes.Element) -> nodes.Element | None:
+def resolve_short_name(
+    app: Any, env: Any, node: nodes.Element, contnode: nodes.Element
+) -> nodes.Element | None:
     """Resolve a Python reference by name suffix when it names one documented object."""
     if node.get("refdomain") != "py":
         return None
