@@ -9,7 +9,8 @@ follow; the mechanisms and what applies to each come from :mod:`dpsynth.registry
 Contract: bad input gets one line on stderr naming the flag, exit status 2, nothing
 written and the input untouched (:data:`REFUSALS` lists the families; the book's CLI
 page is generated from it). Ctrl-C exits 130 and SIGTERM 143, leaving no output and no
-temporary file. Messages name parameters and record positions, never data values.
+temporary file. Messages name parameters and record positions, never data values (a
+count or position read from the data only inside ``errors.from_data``'s CONFIDENTIAL banner).
 Which mechanism to choose for which data: the book's page "Which mechanism for my data?".
 """
 

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, count_first, from_data
 
 if TYPE_CHECKING:  # the scientific stack is imported only once the arguments are checked
     import pandas as pd
@@ -128,15 +128,16 @@ def read_input(
             )
         raise InputError(
             "--column",
-            f"column {column!r} of {path} has {int(missing.sum())} missing value(s) (first at "
-            f"record {int(np.flatnonzero(missing)[0]) + 1}){hint}",
+            f"column {column!r} of {path} has missing values "
+            f"{from_data(count_first(missing, 'value'))}{hint}",
         )
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(~np.isfinite(values) & ~missing)
     if bad.size:
         raise InputError(
             "--column",
-            f"record {int(bad[0]) + 1} of column {column!r} of {path} is non-numeric or infinite",
+            f"column {column!r} of {path} has a non-numeric or infinite value "
+            f"{from_data(f'record {int(bad[0]) + 1}')}",
         )
     frame[column] = values
     return frame

@@ -86,6 +86,25 @@ def require_bounds(param: str, lower: float, upper: float) -> tuple[float, float
     return lo, hi
 
 
+FROM_DATA = "CONFIDENTIAL, from the data"
+"""The banner of a refusal's words read from the confidential data."""
+
+
+def from_data(text: str) -> str:
+    """A refusal's words read from the data (a count, a record's position), under the
+    CONFIDENTIAL banner: the only way such a value reaches the terminal in an error."""
+    return f"[{FROM_DATA}: {text}]"
+
+
+def count_first(mask: Any, noun: str) -> str:
+    """How many of ``mask`` are true and the first one's record number (1-based), for
+    :func:`from_data`: "3 value(s), the first at record 7"."""
+    import numpy as np
+
+    hits = np.flatnonzero(np.asarray(mask))
+    return f"{hits.size} {noun}(s), the first at record {int(hits[0]) + 1}"
+
+
 def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
     """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
     import numpy as np
@@ -94,7 +113,8 @@ def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
     if arr.size == 0:
         raise InputError(param, "data are empty")
     if np.isnan(arr).any():
-        raise InputError(param, f"data contain {int(np.isnan(arr).sum())} NaN value(s)")
+        n_nan = int(np.isnan(arr).sum())
+        raise InputError(param, f"data contain NaN values {from_data(f'{n_nan} value(s)')}")
     if not np.isfinite(arr).all():
         raise InputError(param, "data contain infinite values")
     if arr.size < min_n:

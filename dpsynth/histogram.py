@@ -71,6 +71,29 @@ MAX_BINS = 10_000_000
 """More bins than this would not fit in memory for the noisy counts of m sets."""
 
 
+def _histogram_data(y: Any, lo: float, hi: float, integer: bool) -> np.ndarray:
+    """``y`` as a float array, refused (naming a record's position under the CONFIDENTIAL
+    banner, never a value) when empty, missing, infinite, outside [lo, hi] or, with
+    ``integer``, not an integer."""
+    x = np.asarray(y, dtype=float).ravel()
+    if x.size == 0:
+        raise InputError("y", "the data are empty")
+    bad = np.flatnonzero(~np.isfinite(x) | (x < lo) | (x > hi))
+    if bad.size:
+        raise InputError(
+            "y",
+            "a record is missing, infinite or outside the public bounds "
+            f"{errors.from_data(f'record {int(bad[0]) + 1}')}",
+        )
+    if integer and (lo != round(lo) or hi != round(hi)):
+        raise InputError("bounds", "integer (count) data need integer bounds")
+    fractional = np.flatnonzero(x != np.round(x)) if integer else np.array([], dtype=int)
+    if fractional.size:
+        where = errors.from_data(f"record {int(fractional[0]) + 1}")
+        raise InputError("y", f"a record is not an integer {where}")
+    return x
+
+
 def perturbed_histogram(
     y: Any,
     bounds: tuple[float, float] | None,
@@ -108,20 +131,7 @@ def perturbed_histogram(
     errors.require_choice("consistency", consistency, PH_CONSISTENCY)
     errors.require_choice("draw", draw, PH_DRAWS)
     sens = histogram_sensitivity(neighbours)
-    x = np.asarray(y, dtype=float).ravel()
-    if x.size == 0:
-        raise InputError("y", "the data are empty")
-    bad = np.flatnonzero(~np.isfinite(x) | (x < lo) | (x > hi))
-    if bad.size:
-        raise InputError(
-            "y", f"record {int(bad[0]) + 1} is missing, infinite or outside the public bounds"
-        )
-    if integer and (lo != round(lo) or hi != round(hi)):
-        raise InputError("bounds", "integer (count) data need integer bounds")
-    if integer and np.any(x != np.round(x)):
-        raise InputError(
-            "y", f"record {int(np.flatnonzero(x != np.round(x))[0]) + 1} is not an integer"
-        )
+    x = _histogram_data(y, lo, hi, integer)
     n_out = x.size if n_synthetic is None else errors.require_m(n_synthetic, "n_synthetic")
     if neighbours == "add-remove" and n_synthetic is None:
         raise InputError("n_synthetic", "add/remove neighbours need a public number of records")

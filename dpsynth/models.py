@@ -36,7 +36,7 @@ import pandas as pd
 from scipy.special import betaln, expit, gammaln, logsumexp, softmax
 
 from dpsynth.engine import STAN_DIR, program_code
-from dpsynth.errors import InputError, require_bounds
+from dpsynth.errors import InputError, count_first, from_data, require_bounds
 
 Draws = dict[str, np.ndarray]
 """Retained draws: ``draws[name]`` has shape ``(S, *dims)``."""
@@ -250,7 +250,7 @@ def _first_bad(param: str, mask: np.ndarray, what: str) -> None:
     bad = np.flatnonzero(mask)
     if bad.size:
         more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
-        raise InputError(param, f"record {int(bad[0]) + 1}{more} {what}")
+        raise InputError(param, f"{from_data(f'record {int(bad[0]) + 1}{more}')} {what}")
 
 
 def _check_bounds(bounds: Any) -> tuple[float, float] | None:
@@ -840,8 +840,8 @@ def covariate_matrix(
         if missing.any():  # never coded as a level or a number
             raise InputError(
                 "covariates",
-                f"covariate {c!r} has {int(missing.sum())} missing value(s) (first at record "
-                f"{int(np.flatnonzero(missing)[0]) + 1}); missing covariates are never recoded: "
+                f"covariate {c!r} has missing values {from_data(count_first(missing, 'value'))}; "
+                "missing covariates are never recoded: "
                 "complete or remove them in the file, or drop such records (drop_missing)",
             )
     parts = []

@@ -16,7 +16,13 @@ import numpy as np
 import pandas as pd
 
 from dpsynth import budget, privacy
-from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError, require_drop_missing_usage
+from dpsynth.errors import (
+    EPSILON_SANITY_LIMIT,
+    InputError,
+    count_first,
+    from_data,
+    require_drop_missing_usage,
+)
 
 
 def charge_budget(
@@ -93,8 +99,8 @@ def missing_outcome(y: Any, column: str, drop: bool, regression: bool = False) -
         )
         raise InputError(
             "y",
-            f"column {column!r} has {k} missing value(s) (first at record "
-            f"{int(np.flatnonzero(missing)[0]) + 1}); {how}",
+            f"column {column!r} has missing values "
+            f"{from_data(count_first(missing, 'value'))}; {how}",
         )
     if k == arr.size:
         raise InputError("y", f"every record of column {column!r} is missing")
@@ -123,8 +129,8 @@ def require_complete_covariates(X: Any, covariates: pd.DataFrame | None) -> None
 def _missing_covariate(name: str, missing: np.ndarray) -> InputError:
     return InputError(
         "covariates",
-        f"covariate {name} has {int(missing.sum())} missing value(s) (first at record "
-        f"{int(np.flatnonzero(missing)[0]) + 1}); a regression needs every covariate, and "
+        f"covariate {name} has missing values {from_data(count_first(missing, 'value'))}; "
+        "a regression needs every covariate, and "
         "missing values are never recoded: complete or remove them in the file, drop such "
         "records (drop_missing: the covariates are public, so this costs no privacy), or "
         "synthesize the table with synthesize-table (missingness indicators)",

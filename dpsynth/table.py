@@ -30,7 +30,14 @@ import pandas as pd
 
 from dpsynth import budget, debias, entropy, privacy, registry, safeguards
 from dpsynth.diagnostics import MULTIMODAL_SAYS
-from dpsynth.errors import EPSILON_RANGE, InputError, require_m, require_sane_epsilon
+from dpsynth.errors import (
+    EPSILON_RANGE,
+    InputError,
+    count_first,
+    from_data,
+    require_m,
+    require_sane_epsilon,
+)
 from dpsynth.histogram import drawn_cells
 from dpsynth.mechanisms import Result, Sampler
 from dpsynth.models import Model, PublicDesign, clip_to_public_bounds, design_matrix, get_model
@@ -147,8 +154,8 @@ def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
     if outside.any():
         raise InputError(
             "levels",
-            f"column {name!r}: {int(outside.sum())} record(s) (first: record "
-            f"{int(np.flatnonzero(outside)[0]) + 1}) have a level outside the spec's public levels",
+            f"column {name!r} has a level outside the spec's public levels "
+            f"{from_data(count_first(outside, 'record'))}",
         )
     return codes.astype(np.int64)
 
@@ -171,7 +178,8 @@ def _numeric(s: pd.Series, name: str) -> np.ndarray:
     if bad.any():
         raise InputError(
             "data",
-            f"column {name!r}: record {int(np.flatnonzero(bad)[0]) + 1} is not a finite number",
+            f"column {name!r} has a value that is not a finite number "
+            f"{from_data(f'record {int(np.flatnonzero(bad)[0]) + 1}')}",
         )
     return values
 
@@ -181,9 +189,9 @@ def _refuse_outside(values: np.ndarray, lo: float, hi: float, name: str) -> None
     if outside.any():
         raise InputError(
             "bounds",
-            f"column {name!r}: {int(outside.sum())} record(s) (first: record "
-            f"{int(np.flatnonzero(outside)[0]) + 1}) lie outside the spec's public bounds; "
-            "set clip = true in the spec to clip them (the count stays confidential)",
+            f"column {name!r} has values outside the spec's public bounds "
+            f"{from_data(count_first(outside, 'record'))}; set clip = true in the spec to "
+            "clip them (the count stays confidential)",
         )
 
 
@@ -197,9 +205,9 @@ def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarr
     if missing.any() and col.missing == "refuse":
         raise InputError(
             "missing",
-            f"column {col.name!r} has {int(missing.sum())} missing value(s) (first at record "
-            f'{int(np.flatnonzero(missing)[0]) + 1}); set missing = "indicator" in the spec '
-            '(or "level" for a ph binary or categorical column)',
+            f"column {col.name!r} has missing values "
+            f'{from_data(count_first(missing, "value"))}; set missing = "indicator" in the '
+            'spec (or "level" for a ph binary or categorical column)',
         )
     if col.levels is not None:
         codes = level_codes(s, col.public_levels, col.name).astype(float)

@@ -47,7 +47,7 @@ from threadpoolctl import threadpool_limits
 
 from dpsynth import curator, registry
 from dpsynth.curator import MEAN_NEAR_ZERO
-from dpsynth.errors import InputError
+from dpsynth.errors import InputError, from_data
 from dpsynth.utility import ecdf_measures, interval_overlap
 
 KINDS = registry.OUTCOMES
@@ -206,13 +206,18 @@ def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np
         bad = np.flatnonzero((codes < 0) & ~missing)
         if bad.size:
             raise InputError(
-                param, f"column {col.name!r}: record {bad[0] + 1} is not one of its public levels"
+                param,
+                f"column {col.name!r} has a value that is not one of its public levels "
+                f"{from_data(f'record {bad[0] + 1}')}",
             )
         return np.where(missing, len(levels), codes).astype(np.int64)
     x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(np.isnan(x) & ~missing)
     if bad.size:
-        raise InputError(param, f"column {col.name!r}: record {bad[0] + 1} is not a number")
+        raise InputError(
+            param,
+            f"column {col.name!r} has a value that is not a number {from_data(f'record {bad[0] + 1}')}",
+        )
     lo, hi = (float(b) for b in col.bounds)
     k = n_cells(col)
     if col.kind == "count" and k == int(np.floor(hi) - np.ceil(lo)) + 1:

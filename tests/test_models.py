@@ -78,11 +78,16 @@ def test_mirror_matches_stan_record_log_lik(name):
 
 def test_outcome_support_checks():
     beta = get_model("beta")
-    with pytest.raises(InputError, match=r"^y: record 2 is outside \(0, 1\)"):
+    with pytest.raises(
+        InputError, match=r"^y: \[CONFIDENTIAL, from the data: record 2\] is outside \(0, 1\)"
+    ):
         beta.to_stan_scale([0.5, 1.0])
     scaled = beta.to_stan_scale([0.0, 50.0, 100.0], bounds=(0.0, 100.0))
     assert np.all((scaled > 0) & (scaled < 1))
-    with pytest.raises(InputError, match="^y: record 2 lies outside the public bounds") as err:
+    with pytest.raises(
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 2\] lies outside the public bounds",
+    ) as err:
         beta.to_stan_scale([0.0, 150.0], bounds=(0.0, 100.0))
     assert "150" not in str(err.value)  # positions, never values
     with pytest.raises(InputError, match="^bounds:"):
@@ -95,9 +100,14 @@ def test_outcome_support_checks():
         pois.to_stan_scale([1, 2.5])
     with pytest.raises(InputError, match="^y: .*non-negative integer"):
         pois.to_stan_scale([1, -2])
-    with pytest.raises(InputError, match="^y: record 2 is missing or infinite"):
+    with pytest.raises(
+        InputError, match=r"^y: \[CONFIDENTIAL, from the data: record 2\] is missing or infinite"
+    ):
         pois.to_stan_scale([1, np.nan])
-    with pytest.raises(InputError, match="^y: record 3 exceeds Stan's 32-bit integers"):
+    with pytest.raises(
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 3\] exceeds Stan\'s 32-bit integers",
+    ):
         pois.to_stan_scale([1, 2, 1e10])
     with pytest.raises(InputError, match="^y: .*empty"):
         pois.to_stan_scale([])
@@ -134,10 +144,16 @@ def test_positive_outcomes_zero_at_the_lower_bound(name):
     z = model.to_stan_scale(y, bounds=(0.0, 1000.0))
     assert np.allclose(z, (y + 1e-3) / (1000 + 2e-3))
     assert np.allclose(model.from_stan_scale(z, bounds=(0.0, 1000.0)), y)
-    with pytest.raises(InputError, match=r"^y: record 2 \(and 1 more\) is not positive") as err:
+    with pytest.raises(
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 2 \(and 1 more\)\] is not positive",
+    ) as err:
         model.to_stan_scale([3.0, 0.0, -7.5])
     assert "7.5" not in str(err.value)
-    with pytest.raises(InputError, match="^y: record 3 lies outside the public bounds"):
+    with pytest.raises(
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 3\] lies outside the public bounds",
+    ):
         model.to_stan_scale([1.0, 2.0, 1001.0], bounds=(0.0, 1000.0))
     assert np.array_equal(model.to_stan_scale([0.2, 3.0]), [0.2, 3.0])  # no bounds: as given
     back = model.from_stan_scale(np.array([1e-9, 0.5, 1.7, 40.0]), bounds=(0.0, 1000.0))

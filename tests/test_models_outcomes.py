@@ -216,10 +216,14 @@ def test_outcome_checks_name_the_parameter_and_never_a_value():
     logistic = get_model("logistic")
     assert logistic.to_stan_scale([0, 1.0, 1]).dtype == np.int64
     with pytest.raises(
-        InputError, match=r"^y: record 3 is not a code of the public levels \(0\.\.1\)"
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 3\] is not a code of the public levels \(0\.\.1\)",
     ):
         logistic.to_stan_scale([0, 1, 2])
-    with pytest.raises(InputError, match="^y: record 1 is not a non-negative integer"):
+    with pytest.raises(
+        InputError,
+        match=r"^y: \[CONFIDENTIAL, from the data: record 1\] is not a non-negative integer",
+    ):
         logistic.to_stan_scale([0.5, 1])
     with pytest.raises(InputError, match="^levels: model 'categorical' needs its number"):
         get_model("categorical").to_stan_scale([1, 2])
@@ -227,7 +231,7 @@ def test_outcome_checks_name_the_parameter_and_never_a_value():
     assert cat.fit_inputs({"n": 0})["n_levels"] == 4
     with pytest.raises(
         InputError,
-        match=r"^y: record 2 \(and 1 more\) is not a code of the public levels \(1\.\.4\)",
+        match=r"^y: \[CONFIDENTIAL, from the data: record 2 \(and 1 more\)\] is not a code of the public levels \(1\.\.4\)",
     ):
         cat.to_stan_scale([1, 5, 7])
     with pytest.raises(InputError, match="^levels:"):
@@ -242,9 +246,15 @@ def test_levels_are_coded_on_the_public_list_only():
     codes = encode_levels(["b", "a", "c", "a"], ["a", "b", "c"])
     assert codes.tolist() == [2, 1, 3, 1]
     assert decode_levels(codes, ["a", "b", "c"]).tolist() == ["b", "a", "c", "a"]
-    with pytest.raises(InputError, match="^sex: record 2 is not one of the public levels"):
+    with pytest.raises(
+        InputError,
+        match=r"^sex: \[CONFIDENTIAL, from the data: record 2\] is not one of the public levels",
+    ):
         encode_levels(["a", "x"], ["a", "b"], "sex")
-    with pytest.raises(InputError, match="^sex: record 1 is not one of the public levels"):
+    with pytest.raises(
+        InputError,
+        match=r"^sex: \[CONFIDENTIAL, from the data: record 1\] is not one of the public levels",
+    ):
         encode_levels([None, "a"], ["a", "b"], "sex")
     with pytest.raises(InputError, match="^levels:"):
         encode_levels(["a"], ["a", "a"])

@@ -444,7 +444,11 @@ def test_sbs_refusals_name_the_parameter(gauss, kwargs, param):
 
 
 @pytest.mark.parametrize(
-    ("y", "match"), [(np.array([]), "non-empty"), (np.array([0.1, np.nan, 0.3]), "1 missing")]
+    ("y", "match"),
+    [
+        (np.array([]), "non-empty"),
+        (np.array([0.1, np.nan, 0.3]), r"missing values \[CONFIDENTIAL, from the data: 1 value"),
+    ],
 )
 def test_sbs_refuses_empty_or_missing_values(y, match):
     with pytest.raises(InputError, match=match) as exc:

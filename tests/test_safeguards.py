@@ -55,7 +55,9 @@ def test_records_outside_the_bounds_are_refused_for_every_model_and_mechanism(na
     with pytest.raises(InputError) as err:
         synthesize(y, mechanism=mechanism, epsilon=3.0, bounds=BOUNDS, **kwargs)
     assert err.value.param == "y"
-    assert "record 8 lies outside the public bounds" in str(err.value)
+    assert "[CONFIDENTIAL, from the data: record 8] lies outside the public bounds" in str(
+        err.value
+    )
     assert "104" not in str(err.value)  # a position, never a value
 
 
@@ -222,7 +224,10 @@ def test_missing_outcome_named_by_column_and_count():
     with pytest.raises(InputError) as err:
         synthesize(y, mechanism="ph", epsilon=1, bounds=(0, 1), column="income")
     text = str(err.value)
-    assert "'income'" in text and "2 missing" in text and "record 2" in text
+    assert (
+        "'income'" in text
+        and "[CONFIDENTIAL, from the data: 2 value(s), the first at record 2]" in text
+    )
 
 
 def test_drop_missing_needs_public_n_and_reports_the_map_not_the_count():
@@ -270,11 +275,18 @@ def test_dropping_map_covers_substitution_and_add_remove():
 
 def test_missing_covariates_named_never_recoded():
     frame = pd.DataFrame({"y": [0.1, 0.2, 0.3], "age": [1.0, np.nan, 3.0], "g": ["a", None, "b"]})
-    with pytest.raises(InputError, match=r"covariate 'age' has 1 missing value"):
+    with pytest.raises(
+        InputError,
+        match=r"covariate 'age' has missing values \[CONFIDENTIAL, from the data: 1 value",
+    ):
         covariate_matrix(frame, "age", None)
-    with pytest.raises(InputError, match=r"covariate 'g' has 1 missing value"):
+    with pytest.raises(
+        InputError, match=r"covariate 'g' has missing values \[CONFIDENTIAL, from the data: 1 value"
+    ):
         covariate_matrix(frame, "g", None)
-    with pytest.raises(InputError, match=r"covariate 'g' has 1 missing"):
+    with pytest.raises(
+        InputError, match=r"covariate 'g' has missing values \[CONFIDENTIAL, from the data: 1 value"
+    ):
         synthesize(
             frame["y"].to_numpy(),
             model="beta-regression",
@@ -295,7 +307,10 @@ def test_drop_missing_in_a_regression_drops_missing_covariates_publicly():
         {"y": [0.1, 0.2, 0.3, 0.4, 0.5], "age": [30.0, np.nan, 50, 20, 40],
          "sex": ["f", "m", None, "m", "f"]}
     )  # fmt: skip
-    with pytest.raises(InputError, match="covariate 'age' has 1 missing"):
+    with pytest.raises(
+        InputError,
+        match=r"covariate 'age' has missing values \[CONFIDENTIAL, from the data: 1 value",
+    ):
         covariate_matrix(frame, "age,sex", None)
     X = covariate_matrix(frame, "age,sex", None, allow_missing=True)
     assert np.isnan(X[1]).all() and np.isnan(X[2]).all()
@@ -351,7 +366,9 @@ def test_missing_outcome_hint_offers_only_what_applies(tmp_path):
     with pytest.raises(InputError) as regression:
         read_input(str(path), "y", "IN.csv", regression=True)
     assert "--drop-missing" not in str(regression.value)
-    assert "synthesize-table" in str(regression.value) and "1 missing" in str(regression.value)
+    assert "synthesize-table" in str(regression.value) and "from the data: 1 value(s)" in str(
+        regression.value
+    )
 
 
 def test_centring_values_from_a_file_are_refused_naming_the_file_flag():

@@ -371,6 +371,26 @@ def test_cli_missing_data_column_exit_2(tmp_path, capsys):
     assert not (tmp_path / "o.csv").exists()
 
 
+def test_cli_a_value_outside_the_spec_is_counted_only_under_the_confidential_banner(
+    tmp_path, capsys
+):
+    """A confidential value outside its bounds: one line, exit 2, nothing written, the
+    count and the first record's position inside the CONFIDENTIAL banner, never the value."""
+    spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
+    data = tmp_path / "data.csv"
+    frame = _table(n=20)
+    frame.loc[[4, 9], "spend"] = 987654.0
+    frame.to_csv(data, index=False)
+    argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "1"]
+    argv += ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    banner = "[CONFIDENTIAL, from the data: 2 record(s), the first at record 5]"
+    assert "column 'spend'" in err and banner in err and err.count("\n") == 1
+    assert "987654" not in err and err.replace(banner, "").count("2 record") == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "spec.toml"]
+
+
 def test_cli_adapt_delta_out_of_range_refused_before_the_budget(tmp_path, capsys):
     """--adapt-delta outside [0.5, 1): one line naming it, exit 2, no budget file made."""
     spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
@@ -1042,7 +1062,10 @@ def test_reference_weights_and_centring(tmp_path):
 def test_missing_values_refused_without_indicator():
     frame = _table(n=50)
     frame.loc[3, "spend"] = np.nan
-    with pytest.raises(InputError, match="'spend' has 1 missing value.*indicator") as info:
+    with pytest.raises(
+        InputError,
+        match=r"'spend' has missing values \[CONFIDENTIAL, from the data: 1 value.*indicator",
+    ) as info:
         synthesize_table(frame, _clean(_spec()), 1.0)
     assert info.value.param == "missing"
 
@@ -1058,7 +1081,10 @@ def _has_model(name: str) -> bool:
 def test_out_of_bounds_value_refused_naming_the_column():
     frame = _table(n=50)
     frame.loc[5, "income"] = 1e6
-    with pytest.raises(InputError, match="column 'income': 1 record.*record 6.*clip") as info:
+    with pytest.raises(
+        InputError,
+        match=r"column 'income' has values outside .*\[CONFIDENTIAL, from the data: 1 record\(s\), the first at record 6\].*clip",
+    ) as info:
         synthesize_table(frame, _clean(_spec()), 1.0)
     assert info.value.param == "bounds"
 
@@ -1066,7 +1092,10 @@ def test_out_of_bounds_value_refused_naming_the_column():
 def test_level_outside_spec_refused():
     frame = _table(n=50)
     frame.loc[2, "region"] = "w"
-    with pytest.raises(InputError, match="column 'region': 1 record.*record 3") as info:
+    with pytest.raises(
+        InputError,
+        match=r"column 'region' has a level outside .*\[CONFIDENTIAL, from the data: 1 record\(s\), the first at record 3\]",
+    ) as info:
         synthesize_table(frame, _clean(_spec()), 1.0)
     assert info.value.param == "levels"
 

@@ -45,7 +45,8 @@ on the fit, before anything is written. A refusal prints
 **one line** on standard error, `dpsynth: error: ` followed by the flag to fix and the
 reason, exits with status **2**, writes **nothing** (no output, no hidden temporary
 file) and leaves the input file untouched. Messages name parameters and record
-positions ("record 3"), never data values.
+positions, never data values; a count or a record's position read from the confidential
+data is printed only inside the banner `[CONFIDENTIAL, from the data: record 3]`.
 
 | Family | Refused when | Flag named in the message |
 | --- | --- | --- |
