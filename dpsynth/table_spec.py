@@ -62,10 +62,10 @@ one-way TVD 0.071 and 0.051; a log-normal wage after six PH columns, 0.12 and 0.
 same log-normal wage (seeds 5 and 6, overlap and one-way TVD, uncentred -> centred; M of
 the centred fit): M 0.40, 0.037 -> 0.096 and 0.356 -> 0.521, TVD 0.102 -> 0.054 and
 0.070 -> 0.057; M 0.69, 0.035 -> 0.141 and 0.336 -> 0.332, TVD 0.101 -> 0.044 and 0.046
--> 0.049; M 1.93 (seed 5), 0.134 -> 0.070, TVD 0.041 -> 0.046. At epsilon 6 on
+-> 0.049; M 1.93, 0.134 -> 0.070 and 0.506 -> 0.541, TVD 0.041 -> 0.046 and 0.033 -> 0.037. At epsilon 6 on
 ``tests/test_table.py``'s table (M 0.525 centred), whose columns are far more strongly
-dependent, uncentred kept the dependence better (above). Measured by
-``benchmarks/investigations``-style seeded runs, not committed."""
+dependent, uncentred kept the dependence better (above). The log-normal runs:
+``benchmarks/investigations/table_auto_centring.py`` and its committed results."""
 TABLE_NEIGHBOURS = ("substitution",)
 MODEL_TYPES = {
     "beta-regression": "continuous",

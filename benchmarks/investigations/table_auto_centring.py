@@ -14,7 +14,9 @@ verdict (``dpsynth.table.table_verdict_of``).
 
     .venv/bin/python benchmarks/investigations/table_auto_centring.py
 
-About 30 min on 2 cores.
+About 25 min on 2 cores. The committed results were made at dpsynth b0a1556, before the
+marginal centre's fit was shortened (``table.MARGINAL_CENTRE_DRAWS``, 8c9ad5a): a rerun
+gives slightly other centred figures.
 """
 
 from __future__ import annotations
