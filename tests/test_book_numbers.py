@@ -348,6 +348,7 @@ CHOICES_SOURCES = {
     "mcmc": "benchmarks/results/investigations/sampler_settings.csv",
     "phcal": "benchmarks/results/investigations/table_ph_calibration.csv",
     "phdraw": "benchmarks/results/investigations/table_ph_draw.csv",
+    "autoc": "benchmarks/results/investigations/table_auto_centring.csv",
     "nb01": "results/01_beta_censoring/summary.csv",
     "nb02": "results/02_sdr_censoring/summary.csv",
     "nb04": "results/04_reweighting/summary.csv",
