@@ -151,7 +151,11 @@ def _sampler(args: argparse.Namespace) -> Any:
     from dpsynth.mechanisms import Sampler
 
     return Sampler(
-        args.chains, args.iter_warmup, args.iter_sampling, adapt_delta=args.adapt_delta, quiet=True
+        args.chains,
+        args.iter_warmup,
+        args.iter_sampling,
+        adapt_delta=args.adapt_delta,
+        quiet=args.quiet,  # each fit's progress in tenths: a censored fit can take minutes
     )
 
 

@@ -391,6 +391,18 @@ def test_cli_a_value_outside_the_spec_is_counted_only_under_the_confidential_ban
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "spec.toml"]
 
 
+def test_cli_fits_show_their_progress_unless_quiet():
+    """Without --quiet each fit's sampler reports its progress in tenths (a censored fit can
+    take minutes); --quiet keeps every fit quiet, as it keeps the column lines off."""
+    import argparse
+
+    from dpsynth.cli_table import _sampler
+
+    settings = {"chains": 2, "iter_warmup": 10, "iter_sampling": 10, "adapt_delta": 0.9}
+    assert _sampler(argparse.Namespace(**settings, quiet=False)).quiet is False
+    assert _sampler(argparse.Namespace(**settings, quiet=True)).quiet is True
+
+
 def test_cli_adapt_delta_out_of_range_refused_before_the_budget(tmp_path, capsys):
     """--adapt-delta outside [0.5, 1): one line naming it, exit 2, no budget file made."""
     spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
@@ -1183,8 +1195,9 @@ def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     spec_file = _write_spec(tmp_path / "spec.toml", _clean(_spec()))
     argv = ["plan-table", str(public), "--spec", str(spec_file), "--epsilon", "12", "--seed", "7"]
     assert main([*argv, "--quiet"]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert "income" in out and "spend" in out and "total epsilon 12" in out
+    assert "Sampling:" not in err and "[dpsynth] column" not in err  # --quiet
     assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
 
 
