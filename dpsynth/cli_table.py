@@ -251,6 +251,7 @@ def plan_table_command(args: argparse.Namespace) -> int:
         verdict = diag.get("column_verdict_at_confidential_predecessors", {}).get("verdict")
         print(
             f"  {col['column']:<20} {col['mechanism']:<10} eps {col['epsilon_allocated']:.3g}  "
+            f"centring {col.get('centring', '-')}  "
             f"censored {diag.get('n_censored', '-')}  max R-hat {mcmc.get('rhat_max', '-')}  "
             f"verdict {verdict}"
         )

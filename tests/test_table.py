@@ -1197,6 +1197,7 @@ def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     assert main([*argv, "--quiet"]) == 0
     out, err = capsys.readouterr()
     assert "income" in out and "spend" in out and "total epsilon 12" in out
+    assert "centring none" in out  # eps 6 a column: "auto" at M 1.05 stays uncentred
     assert "Sampling:" not in err and "[dpsynth] column" not in err  # --quiet
     assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
 
