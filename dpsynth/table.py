@@ -537,7 +537,7 @@ def _censoring(
 
 def fit_epsilon(col: ConfidentialColumn, epsilon: float, fit_records: int | None, n: int) -> float:
     """The epsilon a column's fit spends of its ``epsilon`` (eps_j): its part
-    (``fit_share``), amplified when it reads a subsample (:func:`fit_subsample`)."""
+    (``fit_share``), amplified when it reads a subsample (``fit_subsample``)."""
     epsilon = col.fit_share * epsilon  # a calibrated column's fit: its part
     k = subsample_size(col, fit_records, n)
     return epsilon if k is None else fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]

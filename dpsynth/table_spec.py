@@ -954,7 +954,7 @@ def _analysis(value: Any, names: list[str]) -> Analysis | None:
 
 
 def resolve_centring(col: ConfidentialColumn, bound: float) -> ConfidentialColumn:
-    """``col`` with ``centring = "auto"`` resolved (:data:`AUTO_CENTRE_BOUND`), given the
+    """``col`` with ``centring = "auto"`` resolved (``AUTO_CENTRE_BOUND``), given the
     bound M its fit would have centred (public: the spec, epsilon and the record count):
     ``"marginal"``, or ``"none"`` with its whole share to the fit. Any other col unchanged."""
     if col.centring != "auto":
