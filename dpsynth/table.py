@@ -548,13 +548,18 @@ def resolved_spec(spec: TableSpec, epsilon: float, m: int, n: int) -> TableSpec:
     (:func:`dpsynth.table_spec.resolve_centring`) at the bound M of one set's draw of the
     column's centred fit: public inputs only (the spec, epsilon, m and the record count n,
     which the substitution relation keeps public)."""
+    shares = {c.name: c.share for c in spec.order()}  # after its indicator: half its share
     out = []
     for col in spec.confidential:
-        eps_j = col.share * epsilon / (2 if col.missing == "indicator" else 1)  # spec.order
-        neighbours = registry.get(col.mechanism).default_neighbours
-        bound = privacy.censor_bound(fit_epsilon(col, eps_j, spec.fit_records, n) / m, neighbours)
-        out.append(resolve_centring(col, bound))
+        fit = fit_epsilon(col, shares[col.name] * epsilon, spec.fit_records, n)
+        out.append(resolve_centring(col, draw_bound(col, fit / m)))
     return replace(spec, confidential=tuple(out))
+
+
+def draw_bound(col: ConfidentialColumn, epsilon: float) -> float:
+    """The censoring bound M of one draw of a column's fit at ``epsilon`` (one set's, after
+    amplification), under the neighbours its mechanism declares."""
+    return privacy.censor_bound(epsilon, registry.get(col.mechanism).default_neighbours)
 
 
 def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
@@ -563,8 +568,7 @@ def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
     draw at ``epsilon`` (the fit's own per set, after amplification): public inputs only."""
     if col.downscale != "auto":
         return float(col.downscale)
-    neighbours = registry.get(col.mechanism).default_neighbours
-    return min(1.0, privacy.censor_bound(epsilon, neighbours) / DOWNSCALE_NATS)
+    return min(1.0, draw_bound(col, epsilon) / DOWNSCALE_NATS)
 
 
 def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
