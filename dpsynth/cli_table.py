@@ -252,6 +252,7 @@ def plan_table_command(args: argparse.Namespace) -> int:
         print(
             f"  {col['column']:<20} {col['mechanism']:<10} eps {col['epsilon_allocated']:.3g}  "
             f"centring {col.get('centring', '-')}  "
+            f"clamp {col.get('clamp', '-').split(':')[0]}  "
             f"censored {diag.get('n_censored', '-')}  max R-hat {mcmc.get('rhat_max', '-')}  "
             f"verdict {verdict}"
         )

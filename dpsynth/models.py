@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import betaln, expit, gammaln, logsumexp, softmax
 
+from dpsynth import registry
 from dpsynth.engine import STAN_DIR, program_code
 from dpsynth.errors import InputError, count_first, from_data, require_bounds
 
@@ -69,6 +70,10 @@ class Model:
     ``<name>_fixed``, 1 to fix it, and ``<name>_known``); ``known_dispersion`` is that value
     (:meth:`with_known_dispersion`), ``None`` to fit it.
 
+    ``clamps`` are the clamps (``dpsynth.registry.CLAMPS``) its program accepts as
+    ``censor`` and ``clamp`` the one a censored fit uses (:meth:`with_clamp`; "hard", the
+    paper's, unless a table's column chooses "smooth").
+
     ``record_log_lik(draws, data)`` returns the ``S x n`` unweighted per-record
     log-likelihood (the program's ``record_log_lik``), or is ``None`` to take it
     from Stan. ``simulate(draw, public, n_out, rng)`` returns ``n_out`` synthetic
@@ -87,6 +92,17 @@ class Model:
     saturated: Callable[[np.ndarray], np.ndarray] | None = None
     dispersion: str | None = None
     known_dispersion: float | None = None
+    clamps: tuple[str, ...] = ("hard",)
+    clamp: str = "hard"
+
+    def with_clamp(self, clamp: str) -> Model:
+        """The same model whose censored fit bounds each term by ``clamp``
+        (``dpsynth.registry.CLAMPS``), one its program accepts (``clamps``)."""
+        if clamp not in self.clamps:
+            raise InputError(
+                "clamp", f"model {self.name!r} accepts {', '.join(self.clamps)} (got {clamp!r})"
+            )
+        return replace(self, clamp=clamp)
 
     def with_known_dispersion(self, value: float) -> Model:
         """The same model with its dispersion fixed at the PUBLIC ``value`` (> 0, finite):
@@ -788,7 +804,7 @@ def stan_data(
     data: dict[str, Any] = {
         "n": len(y),
         "alpha": alpha,
-        "censor": int(censor_bound is not None),
+        "censor": registry.CLAMPS[model.clamp] if censor_bound is not None else 0,
         "M": float(censor_bound) if censor_bound is not None else 0.0,
         "want_contrib": int(want_contrib),
         "want_rep": 0,
@@ -1094,6 +1110,7 @@ OUTCOME_MODELS: dict[str, LevelModel] = {
         _categorical_sim,
         centred=True,
         saturated=level_saturated_log_lik,
+        clamps=("hard", "smooth"),
         first_code=1,
         levels_in_data=True,
     ),

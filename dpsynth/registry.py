@@ -41,6 +41,25 @@ def censoring_map(epsilon: float, neighbours: str) -> float:
     return float(epsilon) / (2.0 if neighbours == "add-remove" else 4.0)
 
 
+CLAMPS: dict[str, int] = {"hard": 1, "smooth": 2}
+"""How a censored fit bounds each record's term t_i = alpha_i (ll_i - c_i) by M, with the
+code its Stan program reads as ``censor`` (``stan/dpsynth_functions.stan``): "hard" clamps
+t_i to [-M, M] (censoring paper, Eq. 3.5); "smooth" (dpsynth's extension) maps it to
+M tanh(t_i / M), in (-M, M), which equals t_i to first order near 0 and has no kink where a
+record meets the bound. :func:`censoring_map` holds for both: its proof uses only
+|term| <= M, record by record. A program accepts "smooth" where it declares censor's upper
+bound 2 (``dpsynth.models.Model.clamps``)."""
+
+CLAMP_MEANING: dict[str, str] = {
+    "hard": "each record's term alpha (ll - centre) clamped to [-M, M] (Eq. 3.5)",
+    "smooth": (
+        "each record's term alpha (ll - centre) mapped to M tanh(term / M), within (-M, M): "
+        "the same bound, hence the same epsilon, without the kinks that slow the sampler"
+    ),
+}
+"""The report's words for each clamp (:data:`CLAMPS`)."""
+
+
 def histogram_map(epsilon: float, neighbours: str) -> float:
     """Laplace scale b = sensitivity / epsilon of the bin counts (censoring paper, PH): the l1
     sensitivity of a count vector is 2 under substitution (a record moves), 1 add/remove."""

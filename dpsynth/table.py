@@ -579,7 +579,7 @@ def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
     what lets a censored fit at a small bound concentrate on one group of records: on
     AER::DoctorVisits' bimodal age the two chains fitted the young and the old
     (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
-    model = column_model(col)
+    model = column_model(col).with_clamp(col.clamp)
     if not _fixes_dispersion(col) or not isinstance(centring, dict):
         return model
     return model.with_known_dispersion(float(np.asarray(centring[model.dispersion], float)))
@@ -1036,15 +1036,21 @@ def require_available_models(spec: TableSpec) -> None:
     for col in spec.order():
         if col.model is None:
             continue
+        what = f"the indicator of {col.indicator_of!r}" if col.indicator_of else repr(col.name)
         try:
-            get_model(col.model)
+            model = get_model(col.model)
         except InputError:
-            what = f"the indicator of {col.indicator_of!r}" if col.indicator_of else repr(col.name)
             raise InputError(
                 "model",
                 f"column {what}: model {col.model!r} is not available in this dpsynth yet "
                 f"({col.type} columns need it); available: {', '.join(MODELS)}",
             ) from None
+        if col.clamp not in model.clamps:
+            raise InputError(
+                "clamp",
+                f"column {what}: model {col.model!r} accepts clamp {', '.join(model.clamps)} "
+                f"(got {col.clamp!r})",
+            )
 
 
 def column_model(col: ConfidentialColumn) -> Model:
@@ -1412,6 +1418,7 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
     out = {"debias": DEBIAS_MEANING} if col.debias else {}
     if col.mechanism != "ph":
         out["centring"] = col.centring
+        out["clamp"] = f"{col.clamp}: {registry.CLAMP_MEANING[col.clamp]}"
     if col.centring_auto:
         out["centring_rule"] = AUTO_CENTRING_MEANING
     return out

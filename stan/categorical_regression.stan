@@ -5,6 +5,8 @@
 // K x (L - 1) matrix (column l - 1 holds level l's coefficients against level 1).
 // X has an intercept column first. The per-record log-likelihood is the categorical log
 // mass, always <= 0 (supremum 0: centring "saturated" is the paper's mechanism).
+// censor = 2 (smooth clamp) is accepted: a table's categorical column uses it by default
+// (dpsynth.table_spec.CLAMP_DEFAULT).
 // Priors (dpsynth's choice): every coefficient ~ normal(0, 2.5), as logistic_regression.stan.
 functions {
 #include dpsynth_functions.stan
@@ -25,7 +27,7 @@ functions {
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
-  int<lower=0, upper=1> censor;
+  int<lower=0, upper=2> censor;  // 2: the smooth clamp (dpsynth_functions.stan)
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;

@@ -12,10 +12,16 @@
   //                        to [-M, M] when censor = 1 (= dpsynth_contrib below).
 
   // The per-record terms that enter the target (generated quantity `contrib`):
-  // alpha .* ll, clamped to [-M, M] when censor = 1.
+  // alpha .* ll, clamped to [-M, M] when censor = 1, or smoothly, M tanh(alpha .* ll / M),
+  // when censor = 2 (dpsynth's extension, beyond the papers: a term in (-M, M) with no kink,
+  // so the proof of Eq. (3.5), which uses only |term| <= M, is unchanged; a program opts in
+  // by declaring censor's upper bound 2).
   vector dpsynth_contrib(vector ll, vector alpha, int censor, real M) {
     if (censor == 1) {
       return fmin(fmax(alpha .* ll, -M), M);
+    }
+    if (censor == 2) {
+      return M * tanh(alpha .* ll / M);
     }
     return alpha .* ll;
   }
@@ -25,6 +31,9 @@
   real dpsynth_target(vector ll, vector alpha, int censor, real M) {
     if (censor == 1) {
       return sum(fmin(fmax(alpha .* ll, -M), M));
+    }
+    if (censor == 2) {
+      return M * sum(tanh(alpha .* ll / M));
     }
     return dot_product(alpha, ll);
   }

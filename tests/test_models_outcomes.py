@@ -117,6 +117,51 @@ def test_stan_contributions_match_scipy(name):
 
 
 @pytest.mark.slow
+def test_categorical_smooth_clamp_is_m_tanh_of_the_term():
+    """With clamp "smooth" (censor = 2), the categorical program's contrib is
+    M tanh(alpha (ll - c) / M) at every retained draw (to 1e-8), within [-M, M] (tanh is
+    1.0 in floating point far out) where the hard clamp would clamp, and the log density minus the prior is their sum:
+    the bound the privacy map needs holds term by term."""
+    model, y, x = _model_and_data("categorical", 60, 1)
+    model = model.with_clamp("smooth")
+    rng = np.random.default_rng(2)
+    y = model.to_stan_scale(y)
+    alpha = rng.uniform(0.2, 1, len(y))
+    M = 0.4
+    data = stan_data(model, y, alpha, X=x, censor_bound=M, want_contrib=True)
+    assert data["censor"] == 2
+    fit = _fit(model, data, seed=3, chains=2, iter_warmup=150, iter_sampling=50)
+    scipy_ll = np.stack([_scipy_log_lik("categorical", b, y, data["X"]) for b in fit.draws["beta"]])
+    term = alpha * scipy_ll
+    expected = M * np.tanh(term / M)
+    assert np.allclose(fit.contrib, expected, rtol=1e-8, atol=1e-8)
+    assert np.all(np.abs(fit.contrib) <= M) and np.any(np.abs(term) > M)
+    params = fit.draw(fit.n_draws - 1)
+
+    def log_density(alpha_, bound):
+        d = stan_data(model, y, alpha_, X=x, censor_bound=bound)
+        return float(engine.log_density(model.stan_file, model.fit_inputs(d), [params])[0])
+
+    prior = log_density(np.zeros(len(y)), None)
+    assert log_density(alpha, M) - prior == pytest.approx(expected[-1].sum(), abs=1e-6)
+
+
+def test_only_a_program_that_declares_it_takes_the_smooth_clamp():
+    """The clamp's code reaches Stan as ``censor`` (hard 1, smooth 2, none 0); a model whose
+    program does not accept "smooth" refuses it in one line naming ``clamp``."""
+    model = get_model("categorical").with_levels(3)
+    y, x = np.array([1, 2, 3]), np.zeros((3, 1))
+    assert stan_data(model, y, np.ones(3), X=x, censor_bound=0.5)["censor"] == 1
+    smooth = model.with_clamp("smooth")
+    assert stan_data(smooth, y, np.ones(3), X=x, censor_bound=0.5)["censor"] == 2
+    assert stan_data(smooth, y, np.ones(3), X=x)["censor"] == 0
+    text = engine.program_code(smooth.stan_file)
+    assert "int<lower=0, upper=2> censor;" in text
+    with pytest.raises(InputError, match=r"^clamp: model 'logistic' accepts hard \(got 'smooth'\)"):
+        get_model("logistic").with_clamp("smooth")
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["logistic", "categorical"])
 def test_fit_recovers_the_coefficients(name):
     """Uncensored fit to 3000 simulated records: every posterior mean within 0.2 of the true

@@ -114,6 +114,13 @@ HOSTILE = [
     ("downscale true", _spec(confidential__1__downscale=True), "downscale", "got True"),
     ("downscale text", _spec(confidential__1__downscale="half"), "downscale", '"auto"'),
     ("debias not a bool", _spec(confidential__0__debias="yes"), "debias", "'income'"),
+    ("clamp unknown", _spec(confidential__0__clamp="soft"), "clamp", "hard, smooth"),
+    (
+        "clamp on a ph column",
+        {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, "clamp": "smooth"}]},
+        "clamp",
+        "no likelihood to clamp",
+    ),
     (
         "debias on a ph column",
         {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, "debias": True}]},
@@ -805,6 +812,26 @@ def test_debias_is_on_by_default_only_where_it_applies():
                                                           {**logistic, "debias": True}]}))  # fmt: skip
 
 
+def test_clamp_is_smooth_by_default_for_a_categorical_column_only():
+    """``clamp``: "smooth" for a categorical model column unless the spec says "hard", the
+    paper's "hard" for every other; a model whose program does not accept "smooth" is refused
+    in one line naming the column, before the data are looked at (here: not even a frame)."""
+    sector = {"name": "sector", "model": "categorical", "levels": ["a", "b", "c"]}
+    spec = {**BASE, "confidential": [*BASE["confidential"], sector]}
+    assert [c.clamp for c in parse_spec(_clean(copy.deepcopy(spec))).confidential] == [
+        "hard", "hard", "smooth"
+    ]  # fmt: skip
+    hard = {**BASE, "confidential": [*BASE["confidential"], {**sector, "clamp": "hard"}]}
+    assert parse_spec(_clean(hard)).confidential[2].clamp == "hard"
+    assert (
+        fit_model(parse_spec(_clean(copy.deepcopy(spec))).confidential[2], None).clamp == "smooth"
+    )
+    with pytest.raises(InputError) as info:
+        synthesize_table(None, _clean(_spec(confidential__1__clamp="smooth")), 1.0)
+    assert info.value.param == "clamp" and "\n" not in str(info.value)
+    assert "column 'spend': model 'lognormal-regression' accepts clamp hard" in str(info.value)
+
+
 @pytest.mark.parametrize("seed", [7, 8, 9])
 def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     """Known answer of :func:`dpsynth.debias.corrected`: a simulated beta regression (1,000
@@ -1198,6 +1225,7 @@ def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "income" in out and "spend" in out and "total epsilon 12" in out
     assert "centring none" in out  # eps 6 a column: "auto" at M 1.05 stays uncentred
+    assert "clamp hard" in out  # log-normal columns keep the paper's clamp
     assert "Sampling:" not in err and "[dpsynth] column" not in err  # --quiet
     assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
 
@@ -1282,6 +1310,8 @@ def test_binary_categorical_and_missing_columns_end_to_end(tmp_path):
     assert rel.report["guarantee"] == "not private (known seed)"
     assert rel.report["if_unseeded"]["epsilon"] == pytest.approx(40.0)
     assert list(syn.columns) == ["age", "region", "employed", "sector", "income_missing", "income"]
+    clamps = [c.get("clamp", "-").split(":")[0] for c in rel.report["confidential_columns"]]
+    assert clamps == ["hard", "smooth", "-", "hard"]  # the indicator is drawn by PH
     assert set(syn["employed"].unique()) <= {0, 1} and set(syn["sector"]) <= {"a", "b", "c"}
     assert set(syn["income_missing"].unique()) <= {0, 1}
     assert syn["income"].isna().equals(syn["income_missing"] == 1)
