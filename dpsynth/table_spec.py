@@ -100,11 +100,14 @@ CLAMP_DEFAULT: dict[str, str] = {"categorical": "smooth"}
 say, by model: "smooth" for a categorical column, "hard" (the paper's clamp) for every other.
 A categorical fit at a small bound meets the hard clamp's kinks at every record near it, and
 its sampler crawls: on AER::NMES1988's three-level health (2,000 of 4,406 records, 18
-coefficients, M = 0.11, centred at its marginal; 2 chains), 300 warm-up and 300 draws per
-chain gave 115-377 leapfrog steps per draw and a largest R-hat of 1.07-1.3 at adapt_delta
-0.8 or 0.95 (seeds 1 and 2); with the smooth clamp, 93 steps and 1.02, and at the table's
-2 x (1000 + 4000), 62 steps, R-hat 1.001, no divergent transition, in 118 s, where the hard
-clamp's run was not finished after 33 minutes beside other work (``book/whole_table.md``)."""
+coefficients, M = 0.11, centred at its marginal; 2 chains of 300 warm-up and 300 draws),
+the hard clamp took 115-377 leapfrog steps per draw (seeds 1 and 2, adapt_delta 0.8 or
+0.95), the smooth one 93 (seed 1, 0.95); at the table's 2 x (1000 + 4000) the smooth
+clamp's fit took 62 steps per draw and 118 s, R-hat 1.001, no divergent transition, where
+the hard clamp's was not finished after 14 minutes (a probe of the fit alone, read from
+Stan's sampler output). The whole table's time and R-hat under each clamp:
+``benchmarks/investigations/table_categorical_clamp.py`` (book: Where the papers leave a
+choice)."""
 DEBIAS_DEFAULT = True
 """Whether ``debias`` is on where it applies when the spec does not say: yes. On the CPS
 1988 wage alone (its other columns nearly exact, the wage's fit at epsilon 0.3, 2,000 of

@@ -349,6 +349,7 @@ CHOICES_SOURCES = {
     "phcal": "benchmarks/results/investigations/table_ph_calibration.csv",
     "phdraw": "benchmarks/results/investigations/table_ph_draw.csv",
     "autoc": "benchmarks/results/investigations/table_auto_centring.csv",
+    "catc": "benchmarks/results/investigations/table_categorical_clamp.csv",
     "nb01": "results/01_beta_censoring/summary.csv",
     "nb02": "results/02_sdr_censoring/summary.csv",
     "nb04": "results/04_reweighting/summary.csv",
