@@ -46,8 +46,8 @@ CLAMPS: dict[str, int] = {"hard": 1, "smooth": 2}
 code its Stan program reads as ``censor`` (``stan/dpsynth_functions.stan``): "hard" clamps
 t_i to [-M, M] (censoring paper, Eq. 3.5); "smooth" (dpsynth's extension) maps it to
 M tanh(t_i / M), in (-M, M), which equals t_i to first order near 0 and has no kink where a
-record meets the bound. :func:`censoring_map` holds for both: its proof uses only
-|term| <= M, record by record. A program accepts "smooth" where it declares censor's upper
+record meets the bound. :func:`censoring_map` holds for both: its proof uses only that
+every record's term lies in [-M, M]. A program accepts "smooth" where it declares censor's upper
 bound 2 (``dpsynth.models.Model.clamps``)."""
 
 CLAMP_MEANING: dict[str, str] = {
