@@ -687,7 +687,7 @@ def _clamp(entry: Mapping[str, Any], name: str, mechanism: str, model: str | Non
         return "hard"
     if value is None:
         return CLAMP_DEFAULT.get(model or "", "hard")
-    if value not in registry.CLAMPS:
+    if not isinstance(value, str) or value not in registry.CLAMPS:
         choices = ", ".join(registry.CLAMPS)
         raise InputError("clamp", f"column {name!r}: must be one of {choices} (got {value!r})")
     return value
@@ -895,7 +895,7 @@ def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tupl
         if model is not None:
             raise InputError("model", f"column {name!r}: ph is a histogram and takes no model")
         return kind or "continuous", None  # binary / categorical: a histogram on the levels
-    if model not in MODEL_TYPES:
+    if not isinstance(model, str) or model not in MODEL_TYPES:
         raise InputError(
             "model",
             f"column {name!r}: must be one of {', '.join([*MODEL_TYPES, *MODEL_ALIASES])} "

@@ -115,6 +115,8 @@ HOSTILE = [
     ("downscale text", _spec(confidential__1__downscale="half"), "downscale", '"auto"'),
     ("debias not a bool", _spec(confidential__0__debias="yes"), "debias", "'income'"),
     ("clamp unknown", _spec(confidential__0__clamp="soft"), "clamp", "hard, smooth"),
+    ("clamp a list", _spec(confidential__0__clamp=["hard"]), "clamp", "got ['hard']"),
+    ("model a list", _spec(confidential__0__model=["logistic"]), "model", "got ['logistic']"),
     (
         "clamp on a ph column",
         {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, "clamp": "smooth"}]},
