@@ -1175,6 +1175,9 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
             "mechanism": getattr(c, "mechanism", None),
             "given": [p.name for p in ph_parents(c, order[: order.index(c)])] if conf else None,
             "calibrated": conf and c.calibrate_share > 0,
+            "fit_records": subsample_size(c, spec.fit_records, len(frame))
+            if isinstance(c, ConfidentialColumn)
+            else None,
         }
     analysis = None if spec.analysis is None else spec.analysis.formula
     try:

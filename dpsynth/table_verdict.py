@@ -122,6 +122,7 @@ class ColumnInfo:
     mechanism: str | None = None  # how a synthesized column was made (for the next step)
     given: tuple[str, ...] | None = None  # a PH column's parents (for the next step)
     calibrated: bool = False  # a PH column given parents with calibrate_share (next step)
+    fit_records: int | None = None  # a model column fitted to a subsample this big (next step)
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -144,7 +145,8 @@ class ColumnInfo:
 
 def describe(columns: Sequence[ColumnInfo] | Mapping[str, Mapping[str, Any]]) -> list[ColumnInfo]:
     """Column descriptions from :class:`ColumnInfo` objects or a mapping name -> {"type",
-    "bounds", "levels", "bins", "public"} (the table spec's public part)."""
+    "bounds", "levels", "bins", "public", ...} (the table spec's public part; the other keys
+    are :class:`ColumnInfo`'s fields)."""
     if isinstance(columns, Mapping):
         out = []
         for name, d in columns.items():
@@ -160,6 +162,7 @@ def describe(columns: Sequence[ColumnInfo] | Mapping[str, Mapping[str, Any]]) ->
                     d.get("mechanism"),
                     None if d.get("given") is None else tuple(d["given"]),
                     bool(d.get("calibrated", False)),
+                    d.get("fit_records"),
                 )
             )
         return out
@@ -654,9 +657,11 @@ def next_step(
             return f"raise the shares of epsilon of {', '.join(map(repr, predictors))}"
         late = [p for p in predictors if p not in public and order.index(p) > order.index(outcome)]
         move = f"; put {', '.join(map(repr, late))} before it in the order" if late else ""
+        k = next((c.fit_records for c in columns if c.name == outcome), None)
+        more = f", or fit it to more than {k:,} records (fit_records)" if k else ""
         return (
             f"raise the share of epsilon of the analysis's outcome {outcome!r} (coefficient "
-            f"{worst.get('name')!r} drove the verdict){move}"
+            f"{worst.get('name')!r} drove the verdict){more}{move}"
         )
     later = max((n for n in names if n not in public), key=order.index, default=names[-1])
     other = [n for n in names if n != later]

@@ -325,3 +325,15 @@ def test_a_ph_column_that_ignores_its_worst_partner_is_told_to_name_it():
         v = tv.table_verdict(conf, syn, {**SPEC, **change})
         assert v["verdict"] == "poor" and v["driven_by"]["columns"] == ["x", "z"], v["driven_by"]
         assert expected in v["next_step"], v["next_step"]
+
+
+def test_a_coefficient_behind_the_verdict_of_a_subsampled_outcome_proposes_more_records():
+    """The analysis's outcome z drives the verdict by a coefficient's overlap. When z's
+    model was fitted to a 2,000-record subsample the next step also proposes a larger
+    fit_records; fitted to every record, it does not."""
+    worst = {"level": "poor", "figure": "ci_overlap", "columns": ["z"], "name": "x"}
+    for fit_records, expected in [(2000, True), (None, False)]:
+        cols = tv.describe({**SPEC, "z": {**SPEC["z"], "fit_records": fit_records}})
+        step = tv.next_step(worst, cols, [], "z ~ x + b")
+        assert step.startswith("raise the share of epsilon of the analysis's outcome 'z'")
+        assert ("fit it to more than 2,000 records (fit_records)" in step) is expected, step
