@@ -345,7 +345,7 @@ LARGER_FIT_RECORDS = 8000
 def larger_fit_spec() -> dict[str, Any]:
     """:func:`debiased_spec` with the wage fitted to :data:`LARGER_FIT_RECORDS` records: a
     smaller amplified epsilon per record (more terms censored, which ``debias`` corrects) for
-    a posterior four times narrower."""
+    a posterior half as wide (four times the records)."""
     raw = debiased_spec()
     raw["fit_records"] = LARGER_FIT_RECORDS
     return raw
