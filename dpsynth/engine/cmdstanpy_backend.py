@@ -30,7 +30,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from dpsynth.engine import private_dir
 from dpsynth.engine.common import (
     Run,
     Sample,
@@ -48,7 +48,6 @@ from dpsynth.engine.common import (
     build_lock,
     chain_arrays,
     exception_lines,
-    flock,
     interruptible,
     parameters_block_names,
     report_messages,
@@ -293,8 +292,9 @@ def outputs_at(  # pragma: no cover - needs a CmdStan installation
     return out
 
 
-_RUN_PREFIX = "dpsynth-cmdstan-"
-_RUN_LOCK = ".owner.lock"
+_RUN_PREFIX = private_dir.PREFIXES[0]  # "dpsynth-cmdstan-"
+_RUN_LOCK = private_dir.LOCK_NAME
+_kill_run_processes = private_dir.kill_descendants_naming
 
 
 @contextlib.contextmanager
@@ -303,162 +303,25 @@ def _cmdstan_run(  # pragma: no cover - needs a CmdStan installation
 ) -> Iterator[tuple[str, str]]:
     """A private temporary folder (mode 0700) with the data JSON, for CmdStan's files.
 
-    Removed when the run ends, also on error and on interruption. If this process dies
-    without cleaning up (SIGKILL, out of memory), a watcher process started here (it
-    waits for the end of a pipe only this process holds) kills the CmdStan processes
-    still working in the folder and removes it. Folders left anyway (the watcher killed
-    too) are removed by the next run in any process: their owner's lock on
-    ``.owner.lock`` is gone (:func:`_sweep_stale_runs`).
+    A :class:`~dpsynth.engine.private_dir.PrivateFolder`: removed when the run ends, also
+    on error and on interruption; if this process dies without cleaning up (SIGKILL, out
+    of memory), its watcher process kills the CmdStan processes still working in the
+    folder and removes it; folders left anyway are removed by the next run in any process
+    (:func:`_sweep_stale_runs`).
     """
     import cmdstanpy
 
-    _sweep_stale_runs()
-    folder = tempfile.mkdtemp(prefix=f"{_RUN_PREFIX}{os.getpid()}-")
-    lock = os.open(os.path.join(folder, _RUN_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-    watcher = None
-    try:
-        flock(lock, blocking=True)
-        watcher = _start_run_watcher(folder)
+    with private_dir.private_folder(_RUN_PREFIX) as folder:
         data_file = os.path.join(folder, "data.json")
         cmdstanpy.write_stan_json(data_file, jsonable(data, finite=False))
         with _cmdstanpy_logging(quiet):
             yield data_file, folder
-    finally:
-        _kill_run_processes(folder)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.close(lock)
-        if watcher is not None:
-            with contextlib.suppress(OSError):
-                watcher.stdin.close()  # the watcher finds the folder gone and exits
-            # reaped without waiting here (it may still be starting up)
-            threading.Thread(target=watcher.wait, name="dpsynth-watcher", daemon=True).start()
 
 
 def _sweep_stale_runs(max_unlocked_age: float = 60.0) -> int:
-    """Remove the run folders of processes that died without cleaning up; return how many.
-
-    A live run holds an exclusive lock on its ``.owner.lock`` (the kernel drops it when
-    the process dies, whatever kills it). A folder without that file (its owner died
-    between creating the folder and the file) counts as stale after ``max_unlocked_age``
-    seconds. Only this user's folders are considered.
-    """
-    import time
-
-    count = 0
-    base = tempfile.gettempdir()
-    try:
-        entries = [e for e in os.scandir(base) if e.name.startswith(_RUN_PREFIX)]
-    except OSError:
-        return 0
-    for entry in entries:
-        try:
-            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
-                continue
-            lock_path = os.path.join(entry.path, _RUN_LOCK)
-            try:
-                fd = os.open(lock_path, os.O_RDWR)
-            except FileNotFoundError:
-                if time.time() - entry.stat().st_mtime < max_unlocked_age:
-                    continue
-                fd = None
-            try:
-                if fd is not None and not flock(fd, blocking=False):
-                    continue  # its owner is alive
-                _reap_run_folder(entry.path)
-                count += 1
-            finally:
-                if fd is not None:
-                    os.close(fd)
-        except OSError:
-            continue
-    return count
-
-
-def _reap_run_folder(folder: str) -> None:
-    """Kill this user's processes working in ``folder`` (their arguments name it), remove it.
-
-    Standard library only: it is also the body of the watcher process
-    (:func:`_start_run_watcher`). Processes are found through ``/proc`` (Linux).
-    """
-    import os
-    import shutil
-    import signal
-
-    marker = os.path.join(folder, "").encode()
-    try:
-        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        pids = []
-    for pid in pids:
-        if pid == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-            if any(marker in arg for arg in args):
-                os.kill(pid, signal.SIGKILL)
-        except OSError:
-            continue
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def _watcher_source() -> str | None:
-    """The watcher's program: :func:`_reap_run_folder`'s source, then its main lines.
-
-    Read once, when this module is imported (the file on disk may change later, for
-    example when dpsynth is upgraded under a running kernel); ``None`` without source.
-    """
-    import inspect
-
-    try:
-        reaper = inspect.getsource(_reap_run_folder)
-    except (OSError, TypeError):
-        return None
-    main = (
-        "import os, sys\n"
-        "sys.stdin.buffer.read()  # returns when the run ends or its process dies\n"
-        "if os.path.isdir(sys.argv[1]):\n"
-        "    _reap_run_folder(sys.argv[1])\n"
-    )
-    return reaper + "\n\n" + main
-
-
-_WATCHER_SOURCE = _watcher_source()
-
-
-def _start_run_watcher(folder: str) -> subprocess.Popen | None:
-    """Start a process that reaps ``folder`` (:func:`_reap_run_folder`) if this one dies.
-
-    It reads a pipe whose writing end only this process holds (close-on-exec, so CmdStan
-    does not inherit it); the read returns at the end of the run or when this process
-    dies, however. It runs in its own session, so a signal to this process group does not
-    reach it. ``None`` if no Python interpreter can be started.
-    """
-    if not sys.executable or not os.path.isdir("/proc") or not _WATCHER_SOURCE:
-        return None
-    try:
-        return subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHER_SOURCE, folder],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    except OSError:
-        return None
-
-
-def _kill_run_processes(folder: str) -> None:
-    """Kill this process's descendants whose arguments name ``folder`` (CmdStan chains)."""
-    try:
-        import psutil
-    except ImportError:
-        return
-    marker = os.path.join(folder, "")
-    for child in psutil.Process().children(recursive=True):
-        with contextlib.suppress(psutil.Error):
-            if any(marker in arg for arg in child.cmdline()):
-                child.kill()
+    """Remove the private folders of processes that died without cleaning up; return how
+    many (:func:`~dpsynth.engine.private_dir.sweep_stale`, both backends' folders)."""
+    return private_dir.sweep_stale(max_unlocked_age=max_unlocked_age)
 
 
 def _cmdstan_interruptible(folder: str, call: Callable[[], _T]) -> _T:  # pragma: no cover

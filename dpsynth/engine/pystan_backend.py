@@ -9,17 +9,25 @@ What is written to disk, and where (httpstan 4.13). The cache root is
   C++), ``stanc.log`` (stanc warnings), ``stderr.log`` (compiler output, written last: it
   marks a finished build) and ``stan_services_model_<id>.cpython-*.so``; beside the
   folder, an empty ``models/<id>.lock`` (the build lock, :func:`~dpsynth.engine.common.build_lock`);
-- fits, deleted: httpstan writes every chain's output (all draws, including the
-  per-record ``contrib`` / ``record_log_lik`` terms, and Stan's messages) to
-  ``models/<id>/fits/<fit_id>.jsonlines.gz`` when the chain ends. :func:`sample` and
-  :func:`generate` read them and delete them before returning, also on error and on
-  interruption; an empty ``fits/`` folder may remain.
+- fits, never in that shared cache: httpstan writes every chain's output (all draws,
+  including the per-record ``contrib`` / ``record_log_lik`` terms, and Stan's messages)
+  to a fit file when the chain ends. Its ``cache.fit_path`` is replaced
+  (:func:`_private_fits`), so the file is
+  ``$TMPDIR/dpsynth-pystan-<pid>-*/models/<id>/fits/<fit_id>.jsonlines.gz``, in this
+  process's private folder (mode 0700, :mod:`~dpsynth.engine.private_dir`, with an empty
+  ``.owner.lock`` and ``.workers/`` naming the sampler processes). :func:`sample` and
+  :func:`generate` read the files and delete them before returning, also on error and
+  on interruption; the folder is removed when the process exits. If the process is
+  killed (SIGKILL), the sampler processes die with it (:func:`bind_to_parent`) and a
+  watcher process kills any left and removes the folder at once; a folder left anyway
+  is removed by the next fit of any process (its lock is free).
 - elsewhere: ``stanc`` reads the program from a temporary folder
   ``$TMPDIR/httpstan_*/`` that httpstan removes; the C++ compiler's object files go to a
   private temporary working folder removed after the build (httpstan would otherwise
   write ``./build/temp.*/`` under the current directory); every chain's Unix socket
   ``$TMPDIR/httpstan_*.sock`` (no content), which httpstan never removes, is removed by
-  :func:`_sockets_removed` when the fit ends, also on error and on interruption.
+  :func:`_sockets_removed` when the fit ends, also on error and on interruption, and by
+  the fit folder's watcher if the process is killed.
 
 How it runs. Chains are requests to httpstan's REST API served in this process; httpstan
 samples each chain in a forked worker of a process pool (bound to this process's life,
@@ -35,6 +43,7 @@ The interface every backend module has: :func:`build`, :func:`sample`, :func:`ge
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
@@ -52,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpsynth.engine import private_dir
 from dpsynth.engine.common import (
     Run,
     Sample,
@@ -275,6 +285,7 @@ def _run_httpstan(
     # known before the chains start: a chain's fit can be written while this process
     # waits for httpstan's answer (see _immediate_keyboard_interrupt)
     fit_names = [_expected_fit_name(model_name, payload) for payload in payloads]
+    _private_fits()
     _ensure_event_loop_ok()
     _bind_sampler_pool()
     try:
@@ -448,6 +459,47 @@ def _delete_fits(fit_names: Sequence[str]) -> None:
             httpstan.cache.delete_fit(fit_name)
 
 
+_FITS_PREFIX = private_dir.PREFIXES[1]  # "dpsynth-pystan-"
+_FITS: private_dir.PrivateFolder | None = None
+_FITS_LOCK = threading.Lock()
+
+
+def _fits_folder() -> Path:
+    """This process's private folder for httpstan's fit files, made at first use and
+    removed at exit (a forked child makes its own: the parent's goes with the parent)."""
+    global _FITS
+    with _FITS_LOCK:
+        if _FITS is None or _FITS.owner != os.getpid() or not os.path.isdir(_FITS.path):
+            if _FITS is not None:
+                _FITS.close()  # nothing if it is the parent's
+            else:  # once: a forked child inherits the registration
+                atexit.register(_close_fits_folder)
+            _FITS = private_dir.PrivateFolder(_FITS_PREFIX)
+        return Path(_FITS.path)
+
+
+def _close_fits_folder() -> None:
+    """Remove this process's fit folder (at exit)."""
+    if _FITS is not None:
+        _FITS.close()
+
+
+def _private_fit_path(fit_name: str) -> Path:
+    """``httpstan.cache.fit_path``, in :func:`_fits_folder` instead of httpstan's cache."""
+    fit_directory, fit_id = fit_name.rsplit("/", maxsplit=1)
+    return _fits_folder() / fit_directory / f"{fit_id}.jsonlines.gz"
+
+
+def _private_fits() -> None:
+    """Make httpstan dump, load and delete fits in :func:`_fits_folder` (its ``dump_fit``,
+    ``load_fit`` and ``delete_fit`` look ``fit_path`` up at call time); make the folder now,
+    so that the sampler workers forked later know it (:func:`_init_sampler_worker`)."""
+    import httpstan.cache
+
+    httpstan.cache.fit_path = _private_fit_path
+    _fits_folder()
+
+
 def _sampler_pool(stub: Any) -> Any:
     """httpstan's sampler pool ("fork" workers), each worker bound to this process's life.
 
@@ -469,7 +521,8 @@ def _sampler_pool(stub: Any) -> Any:
 
 
 def _init_sampler_worker(parent: int, kernel_signal: bool, init_worker: Callable[[], None]) -> None:
-    """Die with the parent (see :func:`bind_to_parent`), then httpstan's own initializer.
+    """Die with the parent (see :func:`bind_to_parent`), be recorded in the parent's fit
+    folder (its watcher kills the recorded workers), then httpstan's own initializer.
 
     The worker's stdout and stderr go to the null device: a worker samples fits to
     confidential data, and what Stan writes there (a program's ``print`` in transformed
@@ -481,6 +534,8 @@ def _init_sampler_worker(parent: int, kernel_signal: bool, init_worker: Callable
     os.dup2(devnull, 2)
     os.close(devnull)
     bind_to_parent(parent, kernel_signal=kernel_signal)
+    if _FITS is not None and _FITS.owner == parent:  # the parent's, copied by fork
+        private_dir.register_worker(_FITS.path)
     init_worker()
 
 
@@ -642,12 +697,15 @@ def _sockets_removed() -> Iterator[None]:
 
     ``httpstan.services_stub`` names each socket with ``tempfile.mkstemp`` and never
     unlinks it; a recording stand-in for its ``tempfile`` keeps the names this process
-    made, so exactly those are removed (never another process's sockets).
+    made, so exactly those are removed (never another process's sockets). They are also
+    linked from the fit folder's ``.outside/``, so its watcher removes them if this
+    process is killed (:func:`~dpsynth.engine.private_dir.register_outside`).
     """
     import httpstan.services_stub as stub
 
     made: list[str] = []
     real = stub.tempfile
+    folder = str(_fits_folder())
 
     class _Recording:
         def __getattr__(self, name: str) -> Any:
@@ -656,6 +714,7 @@ def _sockets_removed() -> Iterator[None]:
         def mkstemp(self, *args: Any, **kwargs: Any) -> tuple[int, str]:
             fd, name = real.mkstemp(*args, **kwargs)
             made.append(name)
+            private_dir.register_outside(folder, name)
             return fd, name
 
     stub.tempfile = _Recording()  # type: ignore[assignment]
@@ -664,7 +723,7 @@ def _sockets_removed() -> Iterator[None]:
     finally:
         stub.tempfile = real
         for name in made:
-            Path(name).unlink(missing_ok=True)
+            private_dir.forget_outside(folder, name)
 
 
 @contextlib.contextmanager
