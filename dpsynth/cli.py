@@ -107,15 +107,11 @@ REFUSALS: list[tuple[str, str, str]] = [
         "pieces",
         "a missing file, a block that is not a piece, print/reject/fatal_error, #include, a "
         "dpsynth_ name, a piece naming confidential data (outcome, weights, n under "
-        "add-remove), a record function that raises on the public outcome grid",
+        "add-remove), no public --bounds, more public cells than a fit may evaluate, a "
+        "record function that raises at a public cell at a prior draw",
         "--pieces",
     ),
     ("columns", "a --covariates column the file lacks (the file's columns are listed)", "IN.csv"),
-    (
-        "convergence",
-        "strict-DP fit with R-hat > 1.01, ESS < 100 or divergences",
-        "--allow-unconverged (or longer --chains/--iter-*)",
-    ),
 ]
 """What the CLI refuses and why: (family, cases, flag). Tests and the book use this table."""
 
@@ -198,7 +194,7 @@ def flag_message(exc: InputError) -> str:
 
 
 def api_words_as_flags(text: str) -> str:
-    """Library words in a message as CLI flags: ``allow_unconverged=True`` and parameter
+    """Library words in a message as CLI flags: ``name=True`` and parameter
     names in parentheses, ``(centring)`` or ``(iter_warmup, iter_sampling)``."""
 
     def flag(name: str) -> str:

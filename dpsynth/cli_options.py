@@ -280,9 +280,6 @@ OPTIONS: tuple[Option, ...] = (
            "censor-w: public/earlier-period data to set the weights (strict DP)",
            "reference", aliases=("alpha",), metavar="REFERENCE.csv",
            applies=_takes_reference),
-    Option("--allow-unconverged", _SYN,
-           "release even if MCMC diagnostics fail (no DP guarantee then)",
-           "allow_unconverged", ("synthesize",), aliases=("sampler",), action="store_true"),
     Option("--clip-to-bounds", _SYN,
            "clamp records outside --bounds to the bounds instead of refusing them "
            "(how many were clamped goes to the confidential diagnostics)",

@@ -67,11 +67,6 @@ def add_table_commands(sub: Any) -> None:
     s.add_argument(
         "--diagnostics", metavar="DIAG.json", help="CONFIDENTIAL diagnostics (never publish)"
     )
-    s.add_argument(
-        "--allow-unconverged",
-        action="store_true",
-        help="release even if a column's MCMC diagnostics fail (no DP guarantee then)",
-    )
     s.add_argument("--budget-file", default=None, help="the dataset's privacy-budget ledger")
     s.add_argument("--budget-total", type=float, default=None, help="cap of a new budget file")
     s.set_defaults(func=synthesize_table_command)
@@ -176,7 +171,6 @@ def _run(args: argparse.Namespace, spec: TableSpec, frame: Any, charge: Any) -> 
                 allow_large_epsilon=args.allow_large_epsilon,
                 budget_file=charge,
                 progress=not args.quiet,
-                allow_unconverged=getattr(args, "allow_unconverged", False),
             )
         except InputError as exc:
             raise _as_flags(exc) from None

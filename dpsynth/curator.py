@@ -362,6 +362,20 @@ def verdict_of_release(
     )
 
 
+def with_convergence(verdict: dict[str, Any], note: str) -> dict[str, Any]:
+    """The verdict of a release whose fit did not converge: poor, driven by the convergence
+    ``note`` (:func:`dpsynth.diagnostics.convergence_note`), its other figures kept."""
+    out = dict(verdict)
+    out["verdict"] = "poor"
+    out["converged"] = False
+    out["next_step"] = note
+    out["next_steps"] = [note, *verdict.get("next_steps", [])]
+    out["rules"] = ["convergence", *verdict.get("rules", [])]
+    out["reasons"] = ["the MCMC fit did not converge", *verdict.get("reasons", [])]
+    out["next_moves"] = []
+    return out
+
+
 def not_dp_line(guarantee: str | None) -> str | None:
     """The line that opens the terminal verdict of a release without a DP guarantee."""
     if guarantee in (None, "DP"):

@@ -15,7 +15,14 @@ import math
 import numpy as np
 from scipy.special import ndtri
 
-__all__ = ["CONVERGENCE", "converged", "convergence_failures", "ess_bulk", "rhat"]
+__all__ = [
+    "CONVERGENCE",
+    "converged",
+    "convergence_failures",
+    "convergence_note",
+    "ess_bulk",
+    "rhat",
+]
 
 CONVERGENCE = {"rhat_max": 1.01, "ess_bulk_min": 100.0, "divergences": 0}
 """The convergence a strict-DP release requires of its fit (the release's policy, and the one
@@ -201,15 +208,23 @@ def multimodal(diagnostics: dict[str, float]) -> bool:
     return rhat > MULTIMODAL_RHAT and not ess >= MULTIMODAL_ESS
 
 
-def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False) -> str:
-    """The refusal of an unconverged strict-DP release: figures marked confidential, advice.
+def convergence_note(diagnostics: dict[str, float], *, centred: bool = False) -> str:
+    """What the curator's verdict says of an unconverged fit: figures marked confidential,
+    advice. The release is made all the same (its outcome must not depend on the data).
 
     The figures come from the confidential fit, so they are marked as such (they reach
-    only the curator's terminal). The advice depends on the failure: chains in different
+    only the curator's terminal and the confidential diagnostics). The advice depends on the failure: chains in different
     modes, divergent transitions, or too few effective draws; it proposes centring at a
     public reference file (``centring_from``) only to a run that was not ``centred`` there.
     """
     figures = "; ".join(convergence_failures(diagnostics))
+    if diagnostics.get("started") == 0:  # dpsynth.pieces.starting_fit
+        return (
+            "the sampler could not start on the confidential data (Stan refused every initial "
+            "value): the released draw is its chains' starting point, a prior draw, not a "
+            "posterior draw [CONFIDENTIAL: from the confidential fit, do not publish]: make the "
+            "record function's gradient finite at every public cell"
+        )
     centre = "" if centred else "centre at a public reference file's fit (centring_from), "
     if multimodal(diagnostics):
         advice = (
@@ -225,7 +240,7 @@ def convergence_refusal(diagnostics: dict[str, float], *, centred: bool = False)
     else:
         advice = "run longer chains (iter_warmup, iter_sampling) or more chains"
     return (
-        "the MCMC fit did not converge well enough for a strict-DP release "
-        f"[CONFIDENTIAL figures from the confidential fit, do not publish: {figures}]: "
-        f"{advice}; or pass allow_unconverged=True to release without a guarantee"
+        "the MCMC fit did not converge: the draw may not come from the censored posterior, "
+        "the premise of the DP guarantee "
+        f"[CONFIDENTIAL figures from the confidential fit, do not publish: {figures}]: {advice}"
     )

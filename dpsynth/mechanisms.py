@@ -275,8 +275,8 @@ class Synthesizer:
         sampler: Sampler | None = None,
         progress: bool = False,
     ) -> None:
-        self.model = get_model(model)
         self.bounds = None if bounds is None else require_bounds("bounds", *bounds)
+        self.model = get_model(model).for_domain(self.bounds)
         self.y = check_outcome(self.model, y, self.bounds)
         self.X = X
         self.seed = entropy.os_seed() if seed is None else int(seed)
@@ -323,24 +323,36 @@ class Synthesizer:
             want_contrib=mirror is None,
             centre=centre,
         )
-        s = self.sampler
-        sf = engine.fit(
-            self.model.stan_file,
-            self.model.fit_inputs(data, bounds=self.bounds),
-            seed=self._seed(tag),
-            chains=s.chains,
-            iter_warmup=s.iter_warmup,
-            iter_sampling=s.iter_sampling,
-            backend=s.backend,
-            quiet=s.quiet,
-            adapt_delta=s.adapt_delta,
-        )
+        sf = self._sample(self.model.fit_inputs(data, bounds=self.bounds), self._seed(tag))
         source = mirror if mirror is not None else sf.record_log_lik
         if centre is not None:
             source = _centred_source(source, centre)
         wf = WeightedFit(sf, alpha, source, censor_bound, data)
         self._fits[key] = wf
         return wf
+
+    def _sample(self, inputs: dict[str, Any], seed: int) -> engine.StanFit:
+        """NUTS on the fit program's ``inputs``. A pieces model's chains that Stan refuses to
+        start stay at their public starting points (:func:`dpsynth.pieces.starting_fit`), so
+        that whether a release happens never depends on the data."""
+        s = self.sampler
+        try:
+            return engine.fit(
+                self.model.stan_file,
+                inputs,
+                seed=seed,
+                chains=s.chains,
+                iter_warmup=s.iter_warmup,
+                iter_sampling=s.iter_sampling,
+                backend=s.backend,
+                quiet=s.quiet,
+                adapt_delta=s.adapt_delta,
+            )
+        except InputError as exc:
+            start = getattr(self.model, "starting_fit", None)
+            if start is None or "initialization failed" not in str(exc):
+                raise
+            return start(inputs, s.chains, s.iter_sampling, seed)
 
     def unweighted_fit(self) -> WeightedFit:
         return self.fit(np.ones(self.n), tag="unweighted")

@@ -120,6 +120,11 @@ class Model:
         """True for a whole user program (``from_stan_file``): tested, never proved DP."""
         return self.record_log_lik is None
 
+    def for_domain(self, bounds: tuple[float, float] | None) -> Model:
+        """This model on the public ``bounds`` of its outcome (a pieces model needs them for
+        its public grid, :meth:`dpsynth.pieces.PiecesModel.for_domain`; others ignore them)."""
+        return self
+
     def fit_inputs(
         self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
     ) -> dict[str, Any]:
@@ -576,8 +581,8 @@ def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none")
       log-likelihood (``Model.saturated``; Poisson and negbin only, where it is finite);
     * a mapping of **public** parameter values, e.g. ``{"beta": [1.1], "phi": 0.4}``
       (an earlier period's fit, a published estimate): c(x_i) = ll(x_i | theta_ref), so the
-      clamped term is a log-likelihood ratio against theta_ref. Never estimate theta_ref
-      from the confidential data.
+      clamped term is a log-likelihood ratio against theta_ref (0 where that is not
+      finite). Never estimate theta_ref from the confidential data.
 
     ``data`` is the Stan data dict (``y`` and ``X`` on the Stan scale). Raises
     :class:`~dpsynth.errors.InputError` naming ``"centring"``.
@@ -604,12 +609,15 @@ def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none")
         raise InputError("centring", "reference centring needs a shipped or pieces model")
     draws = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
     try:
-        centre = np.asarray(mirror(draws, dict(data)), dtype=float)[0]
+        with np.errstate(divide="ignore", invalid="ignore"):  # not finite: centred at 0
+            centre = np.asarray(mirror(draws, dict(data)), dtype=float)[0]
     except (KeyError, ValueError) as exc:
         raise InputError("centring", f"cannot evaluate the model at {centring!r}: {exc}") from None
-    if centre.shape != y.shape or not np.all(np.isfinite(centre)):
-        raise InputError("centring", "the reference log-likelihood is not finite for every record")
-    return centre
+    if centre.shape != y.shape:
+        raise InputError("centring", f"the model's mirror gave {centre.size} values for {y.size}")
+    # a record whose reference log-likelihood is not finite is centred at 0: a rule of the
+    # record alone, so whether a release happens never depends on such a record
+    return np.where(np.isfinite(centre), centre, 0.0)
 
 
 MODELS: dict[str, Model] = {

@@ -24,12 +24,15 @@ dpsynth writes everything else, in three programs:
   parameters, and ``y_rep`` from ``record_rng`` per record, run at a posterior draw with
   Stan's fixed-parameter sampler. It never holds the outcome.
 
-The one premise the construction cannot give is that the record function is total (a Stan
-exception inside it rejects the proposal: an unclamped ``-inf`` term).
-:func:`public_precheck` evaluates it on a public grid of outcomes at prior draws, before
-any confidential data are read; :func:`record_exceptions` counts the exceptions that came
-through the record loop in the confidential fit itself, and a release where it raised is
-refused; the book states the residual.
+The fit program never evaluates the record function at a confidential value: it evaluates
+it at every **public cell** (an outcome of a public grid between the public bounds, a
+distinct row of the public design) at every parameter value, and record i's term is its
+cell's value (its outcome snapped to the nearest grid outcome). So a Stan exception inside
+the record function (which rejects the parameter value), its running time and a
+non-finite gradient are the same for every database: the data enter only through which
+cell each record's clamped term is read from (``book/stan_convention.md``, the
+proposition). :func:`public_precheck` still evaluates every cell at prior draws before
+the data are read, to tell the author early that the record function is not total.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,18 +59,10 @@ FORBIDDEN_CALLS = ("print", "reject", "fatal_error")
 """Statements that could carry a value out of a fit (to a terminal or an error message)."""
 RESERVED_PREFIX = "dpsynth_"
 """Prefix of every name dpsynth gives confidential data; refused in the user's pieces."""
-GRID_REAL = (-1e6, -1e3, -100.0, -10.0, -3.0, -1.0, -0.1, 0.0, 0.1, 1.0, 3.0, 10.0, 100.0, 1e3, 1e6)
-"""Public outcomes at which the record function must evaluate (real outcomes, no bounds)."""
-GRID_COUNT = (0, 1, 2, 3, 5, 10, 30, 100, 1000, 100000)
-"""Public outcomes at which the record function must evaluate (counts)."""
-GRID_POINTS = 21
-"""Outcomes evaluated between public bounds (inclusive), when bounds are given."""
 PRIOR_DRAWS = 8
 """Prior draws at which the record function is evaluated (:func:`public_precheck`)."""
 PRIOR_SAMPLER = {"chains": 1, "iter_warmup": 300, "iter_sampling": 200}
 """The short NUTS run of the prior (likelihood switched off, public inputs only)."""
-COVARIATE_ROWS = 10
-"""Distinct public covariate rows at which the record function is evaluated."""
 
 
 @dataclass(frozen=True)
@@ -275,26 +270,29 @@ def fit_program(pieces: Pieces) -> str:
 
 
 def _fit_program(pieces: Pieces) -> _Program:
-    """The fit program: dpsynth's data, loop, clamp and sum around the user's pieces.
+    """The fit program: dpsynth's data, cells, clamp and sum around the user's pieces.
 
-    Each record's term is the record function at that record's outcome and covariate row
-    alone; ``dpsynth_centred_target`` weights, centres and clamps the terms to [-M, M] and
-    sums them (Hu, Williams & Savitsky, Eq. 3.5; ``stan/dpsynth_functions.stan``). With
-    ``dpsynth_prior_only = 1`` the likelihood is off (prior draws, on public inputs).
+    The record function is evaluated at every public cell (an outcome of the public grid,
+    a distinct public covariate row; :class:`Cells`) at every parameter value, whatever the
+    data; record i's term is its cell's value, which ``dpsynth_centred_target`` weights,
+    centres and clamps to [-M, M] and sums (Hu, Williams & Savitsky, Eq. 3.5;
+    ``stan/dpsynth_functions.stan``). So whether an evaluation raises, how long it takes
+    and whether its gradient is finite never depend on the confidential data, which enter
+    only as record i's cell index. With ``dpsynth_prior_only = 1`` the likelihood is off.
     """
     kind = "int" if pieces.outcome == "count" else "real"
-    call = f"{pieces.density}(dpsynth_y[dpsynth_i] | X[dpsynth_i], {_args(pieces)})"
-    probe = f"{pieces.density}(dpsynth_probe_y | dpsynth_probe_X[dpsynth_u], {_args(pieces)})"
+    call = f"{pieces.density}(dpsynth_grid[dpsynth_g] | dpsynth_rows[dpsynth_u], {_args(pieces)})"
+    cells = _CELLS.format(call=call)
     p = _Program()
     p.block("functions", "#include dpsynth_functions.stan\n" + pieces.functions, "functions")
     p.block("data", _FIT_DATA.format(kind=kind), "dpsynth")
     _user_blocks(p, pieces)
     p.block(
         "model",
-        "  {\n" + pieces.prior + "\n  }\n" + _FIT_MODEL.format(call=call, probe=probe),
+        "  {\n" + pieces.prior + "\n  }\n" + _FIT_MODEL.format(cells=cells),
         "prior",
     )
-    p.block("generated quantities", _FIT_OUTPUTS.format(call=call), "dpsynth")
+    p.block("generated quantities", _FIT_OUTPUTS.format(cells=cells), "dpsynth")
     return p
 
 
@@ -302,31 +300,34 @@ _FIT_DATA = """
   int<lower=0> n;
   int<lower=1> K;
   matrix[n, K] X;
-  array[n] {kind} dpsynth_y;
+  int<lower=1> dpsynth_G;
+  array[dpsynth_G] {kind} dpsynth_grid;
+  int<lower=1> dpsynth_U;
+  matrix[dpsynth_U, K] dpsynth_rows;
+  array[n] int<lower=1, upper=dpsynth_G * dpsynth_U> dpsynth_cell;
   vector<lower=0, upper=1>[n] dpsynth_alpha;
   vector[n] dpsynth_centre;
   int<lower=0, upper=1> dpsynth_censor;
   real<lower=0> dpsynth_M;
   int<lower=0, upper=1> dpsynth_want_contrib;
   int<lower=0, upper=1> dpsynth_prior_only;
-  {kind} dpsynth_probe_y;
-  int<lower=0> dpsynth_n_probe;
-  matrix[dpsynth_n_probe, K] dpsynth_probe_X;
+"""
+
+_CELLS = """
+    vector[dpsynth_G * dpsynth_U] dpsynth_cells;
+    // every public cell (grid outcome, distinct public covariate row), whatever the data
+    for (dpsynth_u in 1:dpsynth_U) {{
+      for (dpsynth_g in 1:dpsynth_G) {{
+        dpsynth_cells[(dpsynth_u - 1) * dpsynth_G + dpsynth_g] = {call};
+      }}
+    }}
 """
 
 _FIT_MODEL = """
   if (dpsynth_prior_only == 0) {{
-    vector[n] dpsynth_ll;
-    // a public outcome at every distinct public covariate row first: an exception here
-    // depends on public inputs only
-    for (dpsynth_u in 1:dpsynth_n_probe) {{
-      real dpsynth_probe = {probe};
-    }}
-    for (dpsynth_i in 1:n) {{
-      dpsynth_ll[dpsynth_i] = {call};
-    }}
-    target += dpsynth_centred_target(dpsynth_ll, dpsynth_centre, dpsynth_alpha,
-                                     dpsynth_censor, dpsynth_M);
+{cells}
+    target += dpsynth_centred_target(dpsynth_cells[dpsynth_cell], dpsynth_centre,
+                                     dpsynth_alpha, dpsynth_censor, dpsynth_M);
   }}
 """
 
@@ -335,9 +336,8 @@ _FIT_OUTPUTS = """
   vector[dpsynth_want_contrib ? n : 0] contrib_uncensored;
   vector[dpsynth_want_contrib ? n : 0] record_log_lik;
   if (dpsynth_want_contrib == 1) {{
-    for (dpsynth_i in 1:n) {{
-      record_log_lik[dpsynth_i] = {call};
-    }}
+{cells}
+    record_log_lik = dpsynth_cells[dpsynth_cell];
     contrib = dpsynth_centred_contrib(record_log_lik, dpsynth_centre, dpsynth_alpha,
                                       dpsynth_censor, dpsynth_M);
     contrib_uncensored = dpsynth_alpha .* (record_log_lik - dpsynth_centre);
@@ -454,64 +454,145 @@ class _Synthesis:
 @dataclass(frozen=True)
 class _StanMirror:
     """``record_log_lik(draws, data)`` of a pieces model, evaluated by its own fit program
-    (likelihood off, generated ``record_log_lik`` on): S x n. Used where dpsynth needs the
-    record log-likelihood at other draws than the fit's (reference weights)."""
+    (likelihood off, generated ``record_log_lik`` on, at the public cells): S x n. Used where
+    dpsynth needs the record log-likelihood at other draws than the fit's (reference
+    weights, reference centring)."""
 
     pieces: Pieces
     stan_file: Path
+    domain: tuple[float, float]
+    grid_max: int
 
     def __call__(self, draws: Draws, data: dict[str, Any]) -> np.ndarray:
-        inputs = fit_inputs(dict(data, want_contrib=1), prior_only=True)
+        data = dict(data, want_contrib=1)
+        outcome = self.pieces.outcome
+        inputs = fit_inputs(data, self.domain, outcome, prior_only=True, grid_max=self.grid_max)
         outs = engine.outputs_at(self.stan_file, inputs, _param_dicts(self.pieces, draws))
         return np.vstack([np.asarray(o["record_log_lik"], dtype=float).ravel() for o in outs])
 
 
-def _bounds_key(bounds: tuple[float, float] | None) -> Any:
-    return None if bounds is None else (float(bounds[0]), float(bounds[1]))
+# --- the public cells ------------------------------------------------------------------
+
+GRID_MAX = 1001
+"""Most outcomes in a pieces model's public grid (evenly spaced between the public bounds)."""
+GRID_MIN = 21
+"""Fewest outcomes in the grid: with more distinct covariate rows than
+:data:`CELL_BUDGET` / GRID_MIN the model is refused before the data are read."""
+CELL_BUDGET = 20_000
+"""Cells (grid outcomes x distinct public covariate rows) a fit evaluates per log density:
+the grid has min(:data:`GRID_MAX`, CELL_BUDGET // rows) outcomes, at least :data:`GRID_MIN`."""
 
 
-def choose_probe(grid: np.ndarray, finite: np.ndarray, outcome: str) -> float | int:
-    """The grid outcome at which the record function was finite most often in the public
-    pre-check (``finite``: counts per grid point over prior draws and covariate rows), the
-    one nearest the grid's middle among ties: a probe that returns -inf without evaluating
-    anything (an outcome outside the model's support) would catch nothing."""
-    middle = (grid.size - 1) / 2
-    best = max(range(grid.size), key=lambda i: (finite[i], -abs(i - middle)))
-    return int(grid[best]) if outcome == "count" else float(grid[best])
+def grid_size(n_rows: int, grid_max: int = GRID_MAX) -> int:
+    """Outcomes in the public grid for ``n_rows`` distinct public covariate rows (public):
+    min(``grid_max``, CELL_BUDGET // n_rows), at least GRID_MIN (or ``grid_max`` if fewer)."""
+    return int(min(grid_max, max(GRID_MIN, CELL_BUDGET // max(int(n_rows), 1))))
 
 
-def probe_outcome(outcome: str, bounds: tuple[float, float] | None) -> float | int:
-    """The probe outcome when no public pre-check chose one: the middle of
-    :func:`outcome_grid` (:func:`choose_probe` with no counts)."""
-    grid = outcome_grid(outcome, bounds)
-    return choose_probe(grid, np.zeros(grid.size), outcome)
+def require_domain(bounds: tuple[float, float] | None, outcome: str) -> tuple[float, float]:
+    """The public bounds of a pieces model's outcome; refused (``bounds``) without them."""
+    if bounds is None:
+        raise InputError(
+            "bounds",
+            "a pieces model needs public bounds of the outcome: its record function is "
+            "evaluated on a public grid between them (pass bounds, --bounds)",
+        )
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if outcome == "count" and lo < 0:
+        raise InputError("bounds", f"a count outcome's lower bound must be 0 or more (got {lo:g})")
+    return lo, hi
+
+
+def outcome_grid(outcome: str, bounds: tuple[float, float], size: int = GRID_MAX) -> np.ndarray:
+    """The public outcomes at which the record function is evaluated: ``size`` evenly spaced
+    values from lo to hi (counts: the integers between them, or ``size`` evenly spaced
+    integers when there are more). Never read from the data."""
+    lo, hi = float(bounds[0]), float(bounds[1])
+    if outcome == "count":
+        lo_i, hi_i = int(np.ceil(lo)), int(np.floor(hi))
+        if hi_i - lo_i + 1 <= size:
+            return np.arange(lo_i, hi_i + 1, dtype=np.int64)
+        return np.unique(np.rint(np.linspace(lo_i, hi_i, size))).astype(np.int64)
+    return np.linspace(lo, hi, size)
+
+
+def public_rows(X: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of the public design and each record's row (0-based): at least one
+    row (the intercept row), so that the cells never depend on whether there are records."""
+    X = np.asarray(X, dtype=float).reshape(-1, K)
+    if X.shape[0] == 0:
+        return np.ones((1, K)), np.zeros(0, dtype=np.int64)
+    rows, which = np.unique(X, axis=0, return_inverse=True)
+    return rows, np.asarray(which).ravel().astype(np.int64)
+
+
+def snap(y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """Each outcome's nearest grid point (0-based index; ties to the lower point): a
+    function of the record alone and the public grid."""
+    y = np.asarray(y, dtype=float)
+    upper = np.clip(np.searchsorted(grid, y), 1, grid.size - 1) if grid.size > 1 else None
+    if upper is None:
+        return np.zeros(y.size, dtype=np.int64)
+    lower = upper - 1
+    take_upper = np.abs(grid[upper] - y) < np.abs(y - grid[lower])
+    return np.where(take_upper, upper, lower).astype(np.int64)
 
 
 def fit_inputs(
-    data: Mapping[str, Any], prior_only: bool = False, probe: float | int = 0
+    data: Mapping[str, Any],
+    domain: tuple[float, float],
+    outcome: str,
+    prior_only: bool = False,
+    grid_max: int = GRID_MAX,
 ) -> dict[str, Any]:
-    """The fit program's data from the convention's data dict (:func:`dpsynth.models.stan_data`):
-    the confidential entries under their reserved ``dpsynth_`` names; ``probe`` is the public
-    outcome of :func:`probe_outcome`, evaluated at every distinct row of the public ``X``."""
-    X = np.asarray(data["X"], dtype=float).reshape(int(data["n"]), int(data["K"]))
-    # at least one row (the intercept row under add-remove), so that whether the probe runs
-    # never depends on n
-    probe_X = np.unique(X, axis=0) if X.shape[0] else np.ones((1, int(data["K"])))
+    """The fit program's data from the convention's data dict (:func:`dpsynth.models.stan_data`).
+
+    Public: the grid (:func:`outcome_grid` on ``domain``, :func:`grid_size` outcomes) and
+    the distinct rows of the public ``X``; confidential: each record's cell (its outcome
+    snapped to the grid, :func:`snap`, and its row), weight and centre, under reserved
+    ``dpsynth_`` names.
+    """
+    n, K = int(data["n"]), int(data["K"])
+    rows, which = public_rows(data["X"], K)
+    grid = outcome_grid(outcome, domain, grid_size(rows.shape[0], grid_max))
+    cell = which * grid.size + snap(np.asarray(data["y"]), grid) + 1
     return {
-        "n": int(data["n"]),
-        "K": int(data["K"]),
-        "X": X,
-        "dpsynth_y": data["y"],
+        "n": n,
+        "K": K,
+        "X": np.asarray(data["X"], dtype=float).reshape(n, K),
+        "dpsynth_G": int(grid.size),
+        "dpsynth_grid": grid.astype(np.int64) if outcome == "count" else grid,
+        "dpsynth_U": int(rows.shape[0]),
+        "dpsynth_rows": rows,
+        "dpsynth_cell": cell.astype(np.int64),
         "dpsynth_alpha": data["alpha"],
         "dpsynth_centre": data["centre"],
         "dpsynth_censor": int(data["censor"]),
         "dpsynth_M": float(data["M"]),
         "dpsynth_want_contrib": int(data["want_contrib"]),
         "dpsynth_prior_only": int(prior_only),
-        "dpsynth_probe_y": probe,
-        "dpsynth_n_probe": len(probe_X),
-        "dpsynth_probe_X": probe_X,
     }
+
+
+def require_cells(
+    outcome: str, domain: tuple[float, float], X: np.ndarray, grid_max: int = GRID_MAX
+) -> dict[str, int]:
+    """The cells a fit will evaluate (public), refused (``covariates``) above
+    :data:`CELL_BUDGET` at :data:`GRID_MIN` outcomes."""
+    K = int(np.shape(X)[1]) if np.ndim(X) == 2 else 1
+    rows, _ = public_rows(X, K)
+    if rows.shape[0] * GRID_MIN > CELL_BUDGET:
+        raise InputError(
+            "covariates",
+            f"a pieces model is evaluated at every distinct public covariate row: "
+            f"{rows.shape[0]} rows x {GRID_MIN} outcomes exceed the {CELL_BUDGET} cells a fit "
+            "may evaluate; round or bin the covariates (public) to fewer distinct values",
+        )
+    grid = outcome_grid(outcome, domain, grid_size(rows.shape[0], grid_max))
+    return {"outcomes": int(grid.size), "covariate_rows": int(rows.shape[0])}
+
+
+# --- the model ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -521,36 +602,44 @@ class PiecesModel(Model):
     ``stan_file`` is the assembled fit program, ``synthesis_file`` the synthesis program;
     ``simulate`` runs the latter. The design always has an intercept column first
     (:func:`dpsynth.models.design_matrix`), so the record functions' ``x`` is
-    ``[1, covariates...]`` (``[1]`` without covariates).
+    ``[1, covariates...]`` (``[1]`` without covariates). ``domain``: the public bounds of
+    the outcome, set by :meth:`for_domain` (a fit needs them: its grid lies between them);
+    ``grid_max``: the most grid outcomes (:func:`grid_size`; public, set by :func:`from_pieces`).
     """
 
     pieces: Pieces | None = None
     synthesis_file: Path | None = None
-    probes: dict[Any, float | int] = field(default_factory=dict, compare=False, repr=False)
-    """The probe outcome :func:`public_precheck` chose, by public bounds (:func:`choose_probe`)."""
+    domain: tuple[float, float] | None = None
+    grid_max: int = GRID_MAX
 
     @property
     def user_program(self) -> bool:
         """False: the program is dpsynth's assembly, not a whole user program."""
         return False
 
+    def for_domain(self, bounds: tuple[float, float] | None) -> PiecesModel:
+        """This model on the public ``bounds`` of its outcome (refused without them)."""
+        return replace(self, domain=require_domain(bounds, self.outcome))
+
     def fit_inputs(
         self, data: Mapping[str, Any], bounds: tuple[float, float] | None = None
     ) -> dict[str, Any]:
-        """The fit program's data (:func:`fit_inputs`), probing at the outcome the public
-        pre-check chose for these ``bounds`` (else :func:`probe_outcome`)."""
-        probe = self.probes.get(_bounds_key(bounds), probe_outcome(self.outcome, bounds))
-        return fit_inputs(data, probe=probe)
+        """The fit program's data (:func:`fit_inputs`) on the public ``bounds`` (default
+        the model's domain)."""
+        domain = require_domain(bounds if bounds is not None else self.domain, self.outcome)
+        return fit_inputs(data, domain, self.outcome, grid_max=self.grid_max)
 
     def log_lik_mirror(self) -> _StanMirror:
         """The record log-likelihood at any draws, by the fit program itself."""
         assert self.pieces is not None
-        return _StanMirror(self.pieces, self.stan_file)
+        domain = require_domain(self.domain, self.outcome)
+        return _StanMirror(self.pieces, self.stan_file, domain, self.grid_max)
 
     def to_stan_scale(self, y: Any, bounds: tuple[float, float] | None = None) -> np.ndarray:
-        """As :meth:`dpsynth.models.Model.to_stan_scale`; a real outcome must also lie in public ``bounds``."""
+        """As :meth:`dpsynth.models.Model.to_stan_scale`; the outcome must also lie in the
+        public ``bounds`` (the model's domain: records outside it are not in the input domain)."""
         arr = super().to_stan_scale(y, bounds)
-        if bounds is not None and self.outcome == "real":
+        if bounds is not None:
             from dpsynth.models import _first_bad
 
             lo, hi = bounds
@@ -561,49 +650,23 @@ class PiecesModel(Model):
         """:func:`public_precheck` for this model, with the synthesizer's public inputs."""
         return public_precheck(self, synthesizer, neighbours, seed)
 
-    def check_fit(self, stan_fit: engine.StanFit) -> None:
-        """Refuse a confidential fit in which the record function raised (:func:`record_exceptions`)."""
-        raised = record_exceptions(self, stan_fit)
-        if raised:
-            assert self.pieces is not None
-            name = self.pieces.density
-            raise _refuse(
-                "functions",
-                f"{name} raised a Stan exception on the confidential data "
-                f"[CONFIDENTIAL, do not publish: {raised} evaluation(s)]: an exception rejects "
-                "the proposal, a term the clamp cannot bound, so nothing is released (the "
-                f"attempt still counts against any budget file); make {name} "
-                "return a value for every outcome and parameter value (-inf is allowed: test "
-                "the argument and return negative_infinity(), or use a log-scale form such "
-                "as poisson_log_lpmf)",
-            )
+    def starting_fit(
+        self, inputs: Mapping[str, Any], chains: int, iter_sampling: int, seed: int
+    ) -> engine.StanFit:
+        """:func:`starting_fit` for this model."""
+        return starting_fit(self, inputs, chains, iter_sampling, seed)
 
 
-def record_exceptions(model: PiecesModel, stan_fit: engine.StanFit) -> int:
-    """Stan exceptions of a fit that came through a statement reading the outcome.
-
-    Counted from :attr:`~dpsynth.engine.StanFit.exception_lines`: an exception whose outermost
-    statement reads ``dpsynth_y[`` (the record loop) was raised by the record function on a
-    confidential outcome. Exceptions of the prior, the parameters' constraints, the
-    transformed parameters and the probe loop (the record function at a public outcome and
-    every distinct public covariate row, evaluated before the records, so an exception that
-    any outcome would raise at these parameter values comes through the probe) depend on
-    public inputs only and are not counted.
-    """
-    lines = engine.program_code(model.stan_file).splitlines()
-    return sum(
-        count
-        for line, count in stan_fit.exception_lines.items()
-        if 0 < line <= len(lines) and "dpsynth_y[" in lines[line - 1]
-    )
-
-
-def from_pieces(path: str | Path) -> PiecesModel:
+def from_pieces(path: str | Path, grid_max: int = GRID_MAX) -> PiecesModel:
     """A :class:`PiecesModel` from a pieces file: parsed, scope-checked, programs written.
 
     The scope is checked here under substitution (the wider public scope); a release under
     add-remove checks it again without ``n`` and ``X`` (:func:`public_precheck`).
+    ``grid_max`` (at least 2): the most outcomes of the public grid (fewer: a faster fit, a
+    coarser snapping of each outcome).
     """
+    if isinstance(grid_max, bool) or not isinstance(grid_max, int) or grid_max < 2:
+        raise InputError("grid_max", f"must be an integer of at least 2 (got {grid_max!r})")
     pieces = read_pieces(path)
     check_scope(pieces, "substitution")
     fit, synthesis = _fit_program(pieces), _synthesis_program(pieces)
@@ -621,52 +684,38 @@ def from_pieces(path: str | Path) -> PiecesModel:
         centred=True,
         pieces=pieces,
         synthesis_file=synthesis_file,
+        grid_max=grid_max,
     )
 
 
-# --- the public pre-check of the premise "the record function is total" ------------------
+# --- the public pre-check: fail fast, before any confidential value is read -------------
 
 
-def outcome_grid(outcome: str, bounds: tuple[float, float] | None) -> np.ndarray:
-    """Public outcomes at which the record function must evaluate without an exception.
-
-    Between public ``bounds``: :data:`GRID_POINTS` values from lo to hi (counts: the
-    distinct integers among them, from max(lo, 0)); without bounds the fixed grids
-    :data:`GRID_REAL` / :data:`GRID_COUNT`. Never read from the data.
-    """
-    if bounds is None:
-        return np.asarray(GRID_COUNT if outcome == "count" else GRID_REAL)
-    lo, hi = float(bounds[0]), float(bounds[1])
-    grid = np.linspace(lo, hi, GRID_POINTS)
-    if outcome == "count":
-        return np.unique(np.rint(np.clip(grid, max(lo, 0.0), None))).astype(np.int64)
-    return grid
-
-
-def _covariate_rows(X: np.ndarray) -> np.ndarray:
-    """Up to :data:`COVARIATE_ROWS` distinct rows of the public design, evenly spread."""
-    rows = np.unique(np.asarray(X, dtype=float), axis=0)
-    picks = np.unique(np.linspace(0, rows.shape[0] - 1, COVARIATE_ROWS).astype(int))
-    return rows[picks]
-
-
-def _prior_inputs(X: np.ndarray, outcome: str) -> dict[str, Any]:
-    """Fit-program data with the likelihood off: public design, a zero outcome, no weights."""
+def _prior_inputs(
+    X: np.ndarray, outcome: str, domain: tuple[float, float], grid_max: int
+) -> dict[str, Any]:
+    """Fit-program data with the likelihood off: public design, the grid's first outcome."""
     n = X.shape[0]
-    zeros = np.zeros(n, dtype=np.int64 if outcome == "count" else float)
-    data = {"n": n, "K": X.shape[1], "X": X, "y": zeros, "alpha": np.zeros(n)}
+    y = np.full(n, domain[0], dtype=float)
+    if outcome == "count":
+        y = np.full(n, int(np.ceil(domain[0])), dtype=np.int64)
+    data = {"n": n, "K": X.shape[1], "X": X, "y": y, "alpha": np.zeros(n)}
     data.update(centre=np.zeros(n), censor=0, M=0.0, want_contrib=0)
-    return fit_inputs(data, prior_only=True)
+    return fit_inputs(data, domain, outcome, prior_only=True, grid_max=grid_max)
 
 
-def _grid_inputs(rows: np.ndarray, grid: np.ndarray) -> dict[str, Any]:
-    """Fit-program data evaluating every (covariate row, grid outcome) pair, likelihood off."""
-    X = np.repeat(rows, grid.size, axis=0)
+def _cell_inputs(
+    X: np.ndarray, outcome: str, domain: tuple[float, float], grid_max: int
+) -> dict[str, Any]:
+    """Fit-program data whose records are the public cells themselves, likelihood off."""
+    rows, _ = public_rows(X, X.shape[1])
+    grid = outcome_grid(outcome, domain, grid_size(rows.shape[0], grid_max))
+    Xc = np.repeat(rows, grid.size, axis=0)
     y = np.tile(grid, rows.shape[0])
     n = y.size
-    data = {"n": n, "K": rows.shape[1], "X": X, "y": y, "alpha": np.ones(n)}
+    data = {"n": n, "K": rows.shape[1], "X": Xc, "y": y, "alpha": np.ones(n)}
     data.update(centre=np.zeros(n), censor=1, M=1.0, want_contrib=1)
-    return fit_inputs(data, prior_only=True)
+    return fit_inputs(data, domain, outcome, prior_only=True, grid_max=grid_max)
 
 
 def public_precheck(
@@ -675,10 +724,12 @@ def public_precheck(
     """Check the pieces before any confidential value is read; return what the report states.
 
     1. The scope under the release's neighbour relation (:func:`check_scope`).
-    2. The premise "the record function is total on the public domain": prior draws (the fit
-       program with the likelihood off, on public inputs: the design under substitution, one
-       intercept row under add-remove), then the record function at every outcome of
-       :func:`outcome_grid` and public covariate row; a Stan exception there is refused.
+    2. The public domain and cells (:func:`require_domain`, :func:`require_cells`).
+    3. Fail fast: prior draws (the fit program with the likelihood off, on public inputs),
+       then the record function at every public cell; an exception there is refused. This
+       is not the proof's premise (the fit evaluates every cell whatever the data, so an
+       exception rejects a parameter value for every database alike): it tells the author
+       early that the record function is not total on the public domain.
 
     Reads ``synthesizer.X``-derived design and ``synthesizer.bounds`` only (public).
     """
@@ -687,14 +738,16 @@ def public_precheck(
     pieces, backend = model.pieces, synthesizer.sampler.backend
     assert pieces is not None
     check_scope(pieces, neighbours)
+    domain = require_domain(synthesizer.bounds, pieces.outcome)
     if neighbours == "add-remove":
         X = np.ones((1, 1))
     else:
         X = design_matrix(synthesizer.n, synthesizer.X)
+    cells = require_cells(pieces.outcome, domain, X, model.grid_max)
     try:
         prior = engine.fit(
             model.stan_file,
-            _prior_inputs(X, pieces.outcome),
+            _prior_inputs(X, pieces.outcome, domain, model.grid_max),
             seed=seed % (2**31),
             backend=backend,
             **PRIOR_SAMPLER,
@@ -703,38 +756,75 @@ def public_precheck(
         raise _refuse("prior", "could not be sampled; a proper prior is needed") from None
     picks = np.linspace(0, prior.n_draws - 1, PRIOR_DRAWS).astype(int)
     draws = {k: v[picks] for k, v in prior.draws.items()}
-    grid, rows = outcome_grid(pieces.outcome, synthesizer.bounds), _covariate_rows(X)
     try:
-        outs = engine.outputs_at(
-            model.stan_file, _grid_inputs(rows, grid), _param_dicts(pieces, draws), backend=backend
+        engine.outputs_at(
+            model.stan_file,
+            _cell_inputs(X, pieces.outcome, domain, model.grid_max),
+            _param_dicts(pieces, draws),
+            backend=backend,
         )
     except InputError:
         raise _refuse(
             "functions",
             f"{pieces.density} raised a Stan exception at a public outcome (grid "
-            f"{grid.min():g} to {grid.max():g}) at a prior draw; a record function must return "
-            "a value (-inf is allowed) for every outcome in the public domain: an exception "
-            "rejects the proposal, a term the clamp cannot bound",
+            f"{domain[0]:g} to {domain[1]:g}) at a prior draw; a record function must return "
+            "a value (-inf is allowed) for every outcome in the public domain",
         ) from None
-    finite = sum(
-        np.isfinite(np.asarray(o["record_log_lik"], float).reshape(rows.shape[0], grid.size)).sum(
-            axis=0
-        )
-        for o in outs
-    )
-    probe = choose_probe(grid, np.asarray(finite), pieces.outcome)
-    model.probes[_bounds_key(synthesizer.bounds)] = probe
     return {
         "scope": f"the pieces compile with public data only ({neighbours} neighbours)",
-        "record_function_total": {
-            "prior_draws": int(picks.size),
-            "outcomes": int(grid.size),
-            "covariate_rows": int(rows.shape[0]),
-            "probe_outcome": probe,
+        "cells": {
+            **cells,
             "note": (
-                "tested at these public points before the fit, and the release is refused "
-                "if the record function raised in the confidential fit; a premise of the "
-                "proof (not proved)"
+                "the record function is evaluated at every public cell (grid outcome, "
+                "distinct public covariate row) at every parameter value, whatever the data; "
+                "each record's outcome is its nearest grid outcome"
             ),
         },
+        "record_function_total": {
+            "prior_draws": int(picks.size),
+            "note": "checked at every public cell at these prior draws before the data are read",
+        },
     }
+
+
+# --- a sampler that cannot start: the chains stay at their public starting points --------
+
+
+def starting_fit(
+    model: PiecesModel, inputs: Mapping[str, Any], chains: int, iter_sampling: int, seed: int
+) -> engine.StanFit:
+    """The fit of chains that never left their starting points, each a public prior draw.
+
+    Used when Stan refuses to start on the confidential data (every initial value with a
+    non-finite gradient, which a record function can make depend on which cells records
+    read): NUTS at such a point rejects every proposal, so its chains would stay there.
+    The starting points come from the prior (the fit program with the likelihood off, on
+    the public cells and rows only); the per-record terms are read from the cells at them
+    (no gradient is computed). The release is then made as any other, and its confidential
+    verdict says the sampler did not start (``diagnostics["started"] = 0``).
+    """
+    assert model.pieces is not None
+    rows, _ = public_rows(inputs["X"], int(inputs["K"]))
+    domain = require_domain(model.domain, model.outcome)
+    prior = engine.fit(
+        model.stan_file,
+        _prior_inputs(rows, model.outcome, domain, model.grid_max),
+        seed=seed % (2**31),
+        chains=chains,
+        iter_warmup=PRIOR_SAMPLER["iter_warmup"],
+        iter_sampling=1,
+    )
+    starts = _param_dicts(model.pieces, prior.draws)
+    at = dict(inputs, dpsynth_want_contrib=1, dpsynth_prior_only=1)
+    outs = engine.outputs_at(model.stan_file, at, starts)
+    draws = {k: np.repeat(v, iter_sampling, axis=0) for k, v in prior.draws.items()}
+    terms = {
+        key: np.repeat(
+            np.vstack([np.asarray(o[key], float).ravel() for o in outs]), iter_sampling, 0
+        )
+        for key in ("contrib", "contrib_uncensored", "record_log_lik")
+    }
+    stuck = {"rhat_max": float("inf"), "ess_bulk_min": 0.0, "divergences": 0, "started": 0}
+    return engine.StanFit(
+        draws, chains, stuck, prior.backend, seed, **terms, param_names=prior.param_names
+    )

@@ -298,7 +298,6 @@ def _candidate_row(
                 n_synthetic=y.size if settings["neighbours"] == "add-remove" else None,
                 seed=settings["seed"],
                 sampler=settings["sampler"],
-                allow_unconverged=True,
                 **extra,
                 **tuning,
             )

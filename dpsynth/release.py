@@ -42,7 +42,7 @@ from dpsynth.diagnostics import (  # noqa: F401  (re-exported: the release polic
     CONVERGENCE,
     converged,
     convergence_failures,
-    convergence_refusal,
+    convergence_note,
 )
 from dpsynth.errors import (
     InputError,
@@ -68,10 +68,6 @@ CONFIDENTIAL_BANNER = (
 
 class KnownSeedWarning(UserWarning):
     """A release made with a user-supplied seed is reproducible, hence not private."""
-
-
-class ConvergenceError(InputError):
-    """A strict-DP release whose MCMC diagnostics do not meet :data:`CONVERGENCE`."""
 
 
 @dataclass
@@ -110,6 +106,14 @@ class Release:
 # ----------------------------------------------------------------------------- settings
 
 
+UNCONVERGED_DEPRECATION = (
+    "allow_unconverged has no effect: once the confidential data are read, a release is never "
+    "refused or relabelled for its fit's convergence (the convergence goes to the confidential "
+    "diagnostics and the curator's verdict)"
+)
+"""Why ``allow_unconverged`` is accepted and ignored (kept so that old scripts run)."""
+
+
 @dataclass
 class ReleaseSettings:
     """One release's settings, as :func:`synthesize` received them (its keywords).
@@ -139,6 +143,9 @@ class ReleaseSettings:
       share ``epsilon - public_utility`` (``eps_utility`` once validated, 0.0 without).
     * ``epsilon`` above :data:`dpsynth.errors.EPSILON_SANITY_LIMIT` is refused unless
       ``allow_large_epsilon`` (the report then says what such an epsilon means).
+    * ``allow_unconverged`` is deprecated and has no effect: once the data are read a
+      release is never refused nor relabelled for its fit's convergence, which goes to the
+      confidential diagnostics and the curator's verdict (``book/privacy_audit.md``).
     * ``budget_file`` (a path, or a :class:`dpsynth.budget.Charge` its caller made before
       reading the data) charges ``epsilon`` to the dataset's privacy-budget ledger BEFORE
       any record is looked at (:func:`dpsynth.budget.charge`; ``budget_total``: the cap of a
@@ -201,6 +208,8 @@ class ReleaseSettings:
             self.drop_missing, self.mechanism, self.X, self.n_synthetic, self.bounds, self.tuning
         )
         require_clip_bounds(self.clip_to_bounds, self.bounds)
+        if self.allow_unconverged:
+            warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=4)
         return self
 
     def _check_size(self) -> None:
@@ -313,7 +322,6 @@ class Request:
     sampler: Sampler | None
     reference: Any
     reference_X: np.ndarray | None
-    allow_unconverged: bool
     progress: bool
     tuning: dict[str, Any]
     drop_missing: bool = False  # records dropped: how many were kept is private
@@ -324,7 +332,7 @@ class Request:
         return cls(
             y, s.model, s.mechanism, s.epsilon - s.eps_utility, s.m, str(s.neighbours), s.X,
             s.covariates, s.bounds, s.n_synthetic, seed, known_seed, s.column, s.sampler,
-            s.reference, s.reference_X, s.allow_unconverged, s.progress, s.tuning,
+            s.reference, s.reference_X, s.progress, s.tuning,
             s.drop_missing,
         )  # fmt: skip
 
@@ -432,7 +440,7 @@ def _verdict(
         sets = np.vstack([sets, extra])
     centring = req.tuning.get("centring")
     try:
-        return curator.utility_verdict(
+        verdict = curator.utility_verdict(
             np.asarray(req.y, dtype=float),
             sets,
             n_published=req.m,
@@ -452,6 +460,11 @@ def _verdict(
         )
     except (InputError, ValueError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
+    mcmc = diag.get("mcmc")
+    if mcmc is not None and not converged(mcmc):  # told to the curator, never a refusal
+        note = convergence_note(mcmc, centred=isinstance(centring, dict))
+        verdict = curator.with_convergence(verdict, note)
+    return verdict
 
 
 def _verdict_outcome(req: Request, spec: registry.Mechanism) -> str:
@@ -585,8 +598,6 @@ def _fit(req: Request) -> _Fitted:
     result = syn.run(
         req.mechanism, req.eps_set, neighbours=req.neighbours, alpha=ref_alpha, **tuning
     )
-    if pieces_checks is not None:  # the record function must not have raised on the data
-        syn.model.check_fit(result.fit.stan_fit)
     program_checks = None
     if syn.model.user_program:  # a whole user program: tested, a warning layer
         from dpsynth.program_checks import check_program
@@ -599,10 +610,10 @@ def _fit(req: Request) -> _Fitted:
 
 
 def _posterior_guarantee(req: Request, f: _Fitted) -> tuple[str, list[str]]:
-    """The guarantee a posterior release states, and the caveats that say why it is less
-    than its declaration's: no reference weights, a whole user program, failed convergence
-    (refused unless ``allow_unconverged``)."""
-    diag_fit = f.result.fit.stan_fit.diagnostics
+    """The guarantee a posterior release states, from public inputs only: its declaration's,
+    less without reference weights or for a whole user program. The confidential fit's
+    convergence never changes it and never refuses the release (its diagnostics go to the
+    confidential diagnostics and the curator's verdict; ``book/privacy_audit.md``)."""
     kind = f.result.guarantee
     if registry.get(req.mechanism).reference and f.ref_alpha is None:
         kind = "none"
@@ -610,13 +621,17 @@ def _posterior_guarantee(req: Request, f: _Fitted) -> tuple[str, list[str]]:
     if f.syn.model.user_program and kind == "DP":
         kind = "not established"
         caveats.append(USER_PROGRAM_CAVEAT)
-    if kind == "DP" and not converged(diag_fit):
-        if not req.allow_unconverged:
-            centred = isinstance(req.tuning.get("centring"), dict)
-            raise ConvergenceError("sampler", convergence_refusal(diag_fit, centred=centred))
-        kind = "not established"
-        caveats.append("MCMC convergence checks failed: the DP proof assumes exact draws")
+    if kind == "DP":
+        caveats.append(EXACT_DRAW_PREMISE)
     return kind, caveats
+
+
+EXACT_DRAW_PREMISE = (
+    "the guarantee is that of an exact draw from the censored posterior (the papers' "
+    "premise); MCMC approximates it, and this release was made whatever its chains' "
+    "convergence, which the curator was told confidentially"
+)
+"""The premise every posterior DP release states, whatever its data (a public constant)."""
 
 
 def _posterior_report(
@@ -839,7 +854,6 @@ __all__ = [
     "ALL_MECHANISMS",
     "CONVERGENCE",
     "RUNNERS",
-    "ConvergenceError",
     "KnownSeedWarning",
     "Release",
     "ReleaseSettings",

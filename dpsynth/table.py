@@ -498,7 +498,7 @@ def _fit_column(
         column=col.name,
         sampler=sampler,
         allow_large_epsilon=True,  # the table's total was checked
-        **run,  # progress, allow_unconverged
+        **run,  # progress
         **kw,
     )
     if col.mechanism == "ph":
@@ -993,12 +993,12 @@ def synthesize_table(
 
     ``spec`` is checked first (a path, a mapping or a :class:`TableSpec`), then the data's
     header; the budget is charged (``budget_file``) before any value is read and the
-    attempt's outcome recorded whatever happens. A refused or failed column (e.g. not
-    converged) refuses the whole table. ``reference``: the public reference file named by
+    attempt's outcome recorded whatever happens. A refused or failed column refuses the
+    whole table (a fit's convergence never does). ``reference``: the public reference file named by
     the spec (read from its path when not given). ``seed`` makes a research run
-    reproducible and the release NOT private (the report says so). ``allow_unconverged``: a
-    column whose fit misses the convergence policy is released "not established" (so is the
-    table) instead of refusing the table.
+    reproducible and the release NOT private (the report says so). ``allow_unconverged`` is
+    deprecated and ignored: a column whose fit misses the convergence policy is released
+    all the same, and the table's confidential verdict is poor, naming it.
     """
     spec = load_spec(spec)
     epsilon = privacy.require_epsilon("epsilon", epsilon)
@@ -1020,7 +1020,11 @@ def synthesize_table(
     )
     owned = charge if not isinstance(budget_file, budget.Charge) else None
     with budget.attempt(owned):
-        run = {"progress": progress, "allow_unconverged": allow_unconverged}
+        if allow_unconverged:
+            from dpsynth.release import UNCONVERGED_DEPRECATION
+
+            warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=2)
+        run = {"progress": progress}
         out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, run)
         if charge is not None:
             out.report["budget_ledger"] = charge.to_report()
@@ -1134,7 +1138,8 @@ def _release_table(
     report["input_columns_not_released"] = [str(c) for c in frame.columns if c not in spec.columns]
     diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
     first = data if m == 1 else data[data[_set_column()] == 1]
-    diagnostics["verdict"] = _with_guarantee(table_verdict_of(frame, first, spec), report)
+    verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
+    diagnostics["verdict"] = _with_convergence(verdict, releases)
     results = {k: r.confidential for k, r in releases.items()}
     return TableRelease(data, report, diagnostics, results)
 
@@ -1204,36 +1209,57 @@ TABLE_CONVERGENCE_ADVICE = (
     "give the column a larger share or the table a larger epsilon, a public reference "
     "(reference = ... in the spec), longer or more chains (iter_warmup, iter_sampling, "
     "chains), a higher step-size target (adapt_delta), another model (model in the spec) or "
-    'mechanism = "ph" for a level column; or pass allow_unconverged=True to release the '
-    "table without a guarantee"
+    'mechanism = "ph" for a level column'
 )
-"""What a table's refused (unconverged) column may try: the table's own knobs, which the
-one-column advice (its flags) does not name."""
+"""What a table's unconverged column may try: the table's own knobs, which the one-column
+advice (its flags) does not name."""
 TABLE_MULTIMODAL_ADVICE = (
     f"{MULTIMODAL_SAYS}, so longer or more chains will not help: give the column a larger "
     "share or the table a larger epsilon, a public reference (reference = ... in the spec), "
     "predecessors that explain it (its place in the order), another model (model in the "
-    'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains); or '
-    "pass allow_unconverged=True to release the table without a guarantee"
+    'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains)'
 )
-"""The same for chains that settled in different modes (``diagnostics.multimodal``): seen
-on AER::DoctorVisits, whose age is bimodal (young and old), where a censored beta
-regression's two chains each fitted one group, at 2,000 records and at a few hundred."""
+"""The same for chains that settled in different modes (``diagnostics.multimodal``)."""
 
 
 def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
-    """A column's refusal as the table's, naming the column (once); an unconverged fit's
-    advice in the table's terms (:data:`TABLE_MULTIMODAL_ADVICE` for chains in different
-    modes, else :data:`TABLE_CONVERGENCE_ADVICE`)."""
+    """A column's refusal as the table's, naming the column (once)."""
     text = str(exc)
     body = text[len(exc.param) + 2 :] if text.startswith(f"{exc.param}: ") else text
-    if exc.param == "sampler" and "]: " in body:
-        split = body.index("]: ") + 3
-        multimodal = body[split:].startswith(MULTIMODAL_SAYS)
-        body = body[:split] + (TABLE_MULTIMODAL_ADVICE if multimodal else TABLE_CONVERGENCE_ADVICE)
     if f"column {col.name!r}" in body:
         return InputError(exc.param, body)
     return InputError(exc.param, f"column {col.name!r}: {body}")
+
+
+def table_convergence_note(note: str, column: str) -> str:
+    """A column's convergence note (:func:`dpsynth.diagnostics.convergence_note`) in the
+    table's terms: the column named, the advice :data:`TABLE_MULTIMODAL_ADVICE` for chains
+    in different modes, else :data:`TABLE_CONVERGENCE_ADVICE`."""
+    split = note.index("]: ") + 3 if "]: " in note else len(note)
+    multimodal = note[split:].startswith(MULTIMODAL_SAYS)
+    advice = TABLE_MULTIMODAL_ADVICE if multimodal else TABLE_CONVERGENCE_ADVICE
+    return f"column {column!r}: {note[:split]}{advice}"
+
+
+def _with_convergence(verdict: dict[str, Any], releases: dict[str, Any]) -> dict[str, Any]:
+    """The table verdict, poor where a column's fit did not converge (the release is made
+    all the same: its outcome must not depend on the data), naming the first such column."""
+    notes = [
+        table_convergence_note(r.diagnostics["utility"]["next_step"], name)
+        for name, r in releases.items()
+        if r.diagnostics.get("utility", {}).get("converged") is False
+    ]
+    if not notes:
+        return verdict
+    reasons = [n[: n.index(": ")] + ": the MCMC fit did not converge" for n in notes]
+    return {
+        **verdict,
+        "verdict": "poor",
+        "converged": False,
+        "next_step": notes[0],
+        "convergence": notes,
+        "reasons": reasons + list(verdict.get("reasons", [])),
+    }
 
 
 def _public_matrix(frame: pd.DataFrame, encoders: list[_PublicEncoder]) -> np.ndarray:

@@ -48,6 +48,7 @@ ALLOWED: dict[str, dict[str, str]] = {
         "1.38": "log-density of Normal(0, 0.1^2) at its mean, a closed form",
     },
     "book/scaling.md": {},
+    "book/threat_model.md": {},
     "book/quickstart.md": {"3.11": "the Python version required"},
     "book/install.md": {
         "3.11": "the Python version required",

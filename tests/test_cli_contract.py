@@ -425,11 +425,6 @@ CASES = [
         ["--pieces", "{tmp}/x.pieces", "--stan-file", str(TEST_STAN / "honest_normal.stan")],
         base="stan",
     ),
-    # convergence
-    pytest.param(
-        Case("unconverged", "convergence", FLAGS["sampler"], base="stan"),
-        marks=pytest.mark.slow,
-    ),
 ]
 
 
@@ -490,7 +485,7 @@ def _run_in_process(argv: list[str], capsys) -> tuple[int, str]:
     return code, captured.err
 
 
-STAN_FAMILIES = ("user program", "pieces", "convergence")
+STAN_FAMILIES = ("user program", "pieces")
 """Refusals that come from Stan's side (compiling, checking, sampling): run on each backend."""
 
 

@@ -319,14 +319,14 @@ def test_advice_never_repeats_what_the_run_did():
     assert "censor-uw" not in v["next_step"] and "(centring_from)" in v["next_step"]
 
 
-def test_convergence_refusal_proposes_centring_only_when_not_centred():
+def test_convergence_note_proposes_centring_only_when_not_centred():
     from dpsynth.cli import api_words_as_flags
-    from dpsynth.release import convergence_refusal
+    from dpsynth.diagnostics import convergence_note
 
     modes = {"rhat_max": 1.83, "ess_bulk_min": 3.0, "divergences": 0}
-    fresh = api_words_as_flags(convergence_refusal(modes))
+    fresh = api_words_as_flags(convergence_note(modes))
     assert "--centring-from" in fresh and "--centring " not in fresh
-    centred = api_words_as_flags(convergence_refusal(modes, centred=True))
+    centred = api_words_as_flags(convergence_note(modes, centred=True))
     assert "centr" not in centred.replace("censored", "") and "--model" in centred
     assert centred != fresh
 
@@ -367,7 +367,7 @@ def test_posterior_release_verdict_adds_other_retained_draws():
         warnings.simplefilter("ignore")
         release = synthesize(
             y, model="lognormal", mechanism="censor-uw", epsilon=5.0, bounds=(0.0, 1e6),
-            seed=2, allow_unconverged=True,
+            seed=2,
             sampler=Sampler(chains=2, iter_warmup=150, iter_sampling=150),
         )  # fmt: skip
     v = release.diagnostics["utility"]

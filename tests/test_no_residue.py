@@ -65,12 +65,8 @@ def _fresh_env(tmp_path: Path, stan_backend: str) -> dict[str, str]:
 
 def _release_cmd(chains: int, iter_warmup: int) -> list[str]:
     """``dpsynth synthesize in.csv`` (censor-uw, beta) with its three named outputs."""
-    from dpsynth.cli_options import OPTIONS
-
     cmd = [sys.executable, "-m", "dpsynth", "synthesize", "in.csv", "--column", "y"]
     cmd += ["--mechanism", "censor-uw", "--epsilon", "6", "--m", "2", "--quiet"]
-    if any(option.flag == "--allow-unconverged" for option in OPTIONS):
-        cmd += ["--allow-unconverged"]
     cmd += ["--chains", str(chains), "--iter-warmup", str(iter_warmup)]
     cmd += ["--iter-sampling", "200", "--out", "out.csv", "--report", "report.json"]
     return cmd + ["--diagnostics", "diag.json"]

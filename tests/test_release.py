@@ -26,7 +26,7 @@ from dpsynth.program_checks import check_censored, check_convention
 from dpsynth.release import (
     CONFIDENTIAL_BANNER,
     CONVERGENCE,
-    ConvergenceError,
+    EXACT_DRAW_PREMISE,
     KnownSeedWarning,
     Release,
     converged,
@@ -287,17 +287,27 @@ def test_add_remove_with_covariates_is_refused(beta_data):
 
 
 @pytest.mark.slow
-def test_unconverged_strict_dp_fit_is_refused_or_released_without_guarantee(
-    beta_data, tiny_sampler
+def test_unconverged_fit_is_released_with_the_same_label_and_a_poor_verdict(
+    beta_data, tiny_sampler, converging_sampler
 ):
-    kw = dict(y=beta_data, mechanism="censor-uw", epsilon=3.0, seed=SEED, sampler=tiny_sampler)
-    with pytest.warns(KnownSeedWarning), pytest.raises(ConvergenceError) as exc:
-        synthesize(**kw)
-    assert exc.value.param == "sampler"
-    assert "R-hat" in str(exc.value) and "allow_unconverged" in str(exc.value)
-    rel = _quiet_seeded(**kw, allow_unconverged=True)
-    assert rel.report["guarantee"] == "not established"
-    assert rel.report["epsilon"] is None and rel.report["epsilon_budgeted"] == pytest.approx(3.0)
+    """Once the data are read, a fit's convergence never refuses nor relabels a release
+    (it would make the outcome depend on the data): the unconverged run and a converged one
+    state the same guarantee and report keys; the confidential verdict of the unconverged
+    one is poor, driven by its convergence, with its figures marked confidential."""
+    kw = dict(y=beta_data, mechanism="censor-uw", epsilon=3.0, seed=SEED)
+    bad = _quiet_seeded(**kw, sampler=tiny_sampler)
+    good = _quiet_seeded(**kw, sampler=converging_sampler)
+    assert not converged(bad.diagnostics["mcmc"]) and converged(good.diagnostics["mcmc"])
+    for rel in (bad, good):
+        assert rel.report["if_unseeded"]["guarantee"] == "DP"
+        assert EXACT_DRAW_PREMISE in rel.report["caveats"]
+    assert set(bad.report) == set(good.report) and set(bad.diagnostics) == set(good.diagnostics)
+    verdict = bad.diagnostics["utility"]
+    assert verdict["verdict"] == "poor" and verdict["converged"] is False
+    assert verdict["rules"][0] == "convergence" and "CONFIDENTIAL" in verdict["next_step"]
+    assert good.diagnostics["utility"].get("converged") is None
+    with pytest.warns(DeprecationWarning, match="allow_unconverged has no effect"):
+        _quiet_seeded(**kw, sampler=tiny_sampler, allow_unconverged=True)
     assert any("convergence" in c for c in rel.report["caveats"])
     assert not converged(rel.diagnostics["mcmc"])
 
@@ -636,7 +646,6 @@ def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch, stan_
             mechanism="censor-uw",
             epsilon=1.0,
             sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
-            allow_unconverged=True,
         )
     assert exc.value.param == "stan_file"
     assert not any(f"{v:.4f}" in str(exc.value) for v in y)  # no value in the message
@@ -656,7 +665,6 @@ def test_prior_reading_n_is_refused_under_add_remove(stan_backend):
             neighbours="add-remove",
             n_synthetic=60,
             sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
-            allow_unconverged=True,
         )
 
 
@@ -675,7 +683,6 @@ def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch
         mechanism="censor-uw",
         epsilon=1.0,
         sampler=Sampler(chains=2, iter_warmup=200, iter_sampling=200),
-        allow_unconverged=True,
     )
     assert not np.isin(rel.data["y"].to_numpy(), y).any()
     assert set(rel.data["y"]) == {1.0}  # the public placeholder, copied
@@ -797,15 +804,14 @@ def test_adapt_delta_is_validated():
         ({"rhat_max": 1.02, "ess_bulk_min": 80.0, "divergences": 0}, "longer chains"),
     ],
 )
-def test_convergence_refusals_explain_and_mark_their_figures_confidential(figures, advice):
+def test_convergence_notes_explain_and_mark_their_figures_confidential(figures, advice):
     from dpsynth.cli import api_words_as_flags
-    from dpsynth.release import convergence_refusal
+    from dpsynth.diagnostics import convergence_note
 
-    text = convergence_refusal(figures)
+    text = convergence_note(figures)
     assert advice in text and "CONFIDENTIAL" in text
-    assert "allow_unconverged=True" in text  # API words in the library ...
+    assert "allow_unconverged" not in text  # there is nothing to allow: never refused
     cli = api_words_as_flags(text)
-    assert "--allow-unconverged" in cli and "allow_unconverged=True" not in cli  # ... flags
     if advice == "adapt_delta":
         assert "--adapt-delta" in cli
 
@@ -827,3 +833,19 @@ def test_centring_values_are_checked_by_name_and_shape(beta_data, centring, mess
             centring=centring,
         )  # fmt: skip
     assert exc.value.param == "centring"
+
+
+def test_a_record_with_no_finite_reference_centre_is_centred_at_zero():
+    """Reference centring at public values where one record's log-likelihood is not finite
+    (a beta record at 0): that record is centred at 0, a rule of the record alone, where
+    the release was refused before (whether a release happens would reveal the record)."""
+    from dpsynth.models import record_centre, stan_data
+
+    model = MODELS["beta"]
+    y = np.array([0.2, 0.5, 0.0, 0.7])
+    data = stan_data(model, y, np.ones(4))
+    centre = record_centre(model, data, {"beta1": 2.0, "beta2": 3.0})
+    finite = record_centre(model, stan_data(model, y[[0, 1, 3]], np.ones(3)),
+                           {"beta1": 2.0, "beta2": 3.0})  # fmt: skip
+    assert centre[2] == 0.0 and np.all(np.isfinite(centre))
+    np.testing.assert_array_equal(centre[[0, 1, 3]], finite)

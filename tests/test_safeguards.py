@@ -117,7 +117,6 @@ def test_beta_regression_release_stays_inside_bounds():
         epsilon=8.0,
         X=X,
         bounds=BOUNDS,
-        allow_unconverged=True,
         sampler=Sampler(chains=1, iter_warmup=150, iter_sampling=150),
     )
     values = rel.data["y"].to_numpy()
@@ -342,7 +341,7 @@ def test_cli_regression_drops_records_with_a_missing_covariate(tmp_path):
         "--covariates", "x", "--drop-missing", "--bounds", "0", "100", "--epsilon", "6",
         "--mechanism", "censor-uw",
         "--chains", "1", "--iter-warmup", "150", "--iter-sampling", "150",
-        "--allow-unconverged", "--out", str(tmp_path / "o.csv"),
+        "--out", str(tmp_path / "o.csv"),
         "--report", str(tmp_path / "r.json"), "--quiet",
     ]  # fmt: skip
     assert cli.main(argv) == 0
@@ -469,7 +468,6 @@ def test_pystan_release_leaves_no_socket_in_the_temp_folder(tmp_path, monkeypatc
         y,
         mechanism="censor-uw",
         epsilon=6,
-        allow_unconverged=True,
         sampler=Sampler(chains=2, iter_warmup=50, iter_sampling=50, backend="pystan"),
     )
     assert sorted(p.name for p in Path(folder).iterdir()) == []
@@ -484,7 +482,7 @@ def test_progress_never_prints_the_confidential_count_of_records_kept(capsys):
         warnings.simplefilter("ignore")
         synthesize(
             y, mechanism="censor-uw", epsilon=2.0, bounds=(0, 1), drop_missing=True,
-            n_synthetic=150, progress=True, seed=3, allow_unconverged=True,
+            n_synthetic=150, progress=True, seed=3,
         )  # fmt: skip
     err = capsys.readouterr().err
     assert "fitting" in err

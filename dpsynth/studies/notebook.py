@@ -287,44 +287,23 @@ def shell_command(args: Iterable[str], program: str = "dpsynth", width: int = 76
     return "\n".join(lines)
 
 
-def run_cli(*args: str, cwd: Any = None, retry_unconverged: bool = False) -> Any:
+def run_cli(*args: str, cwd: Any = None) -> Any:
     """Show ``dpsynth ARGS`` as the shell command a reader would type, then run it.
 
     Runs ``python -m dpsynth ARGS`` with this kernel's Python in ``cwd`` (so file names in
     the command are relative) and returns the ``subprocess.CompletedProcess`` (text output).
-    With ``retry_unconverged``, a release refused because the sampler did not converge is
-    rerun once with longer chains, as a data owner would, and that command is shown too;
-    should that be refused as well (a slower or different machine), it runs once more with
-    ``--allow-unconverged`` under a warning box: that release is NOT DP (its report says
-    so), and the chapter goes on instead of stopping the book.
+    A release whose sampler did not converge is made all the same (its outcome must not
+    depend on the data); the notebook reads the convergence from the confidential
+    diagnostics (:func:`check_convergence`).
     """
     import subprocess
     import sys
 
-    def once(argv: tuple[str, ...]) -> Any:
-        command = shell_command(argv)
-        _display(f'<pre class="dpsynth-command">$ {_escape(command)}</pre>', f"$ {command}")
-        return subprocess.run(
-            [sys.executable, "-m", "dpsynth", *argv], capture_output=True, text=True, cwd=cwd
-        )
-
-    def refused(run: Any) -> bool:
-        return bool(retry_unconverged and run.returncode == 2 and "did not converge" in run.stderr)
-
-    run = once(args)
-    if refused(run):
-        print("refused: the sampler did not converge; again with longer chains:")
-        longer = (*args, "--iter-warmup", "2000", "--iter-sampling", "2000")
-        run = once(longer)
-        if refused(run):
-            _warning_box(
-                "The sampler did not converge on this machine even with longer chains, so the "
-                "release was refused. To let the chapter go on, it runs once more with "
-                "--allow-unconverged: that release has NO DP guarantee (its report says "
-                "'not established'); a data owner would run longer chains instead."
-            )
-            run = once((*longer, "--allow-unconverged"))
-    return run
+    command = shell_command(args)
+    _display(f'<pre class="dpsynth-command">$ {_escape(command)}</pre>', f"$ {command}")
+    return subprocess.run(
+        [sys.executable, "-m", "dpsynth", *args], capture_output=True, text=True, cwd=cwd
+    )
 
 
 def _escape(text: str) -> str:

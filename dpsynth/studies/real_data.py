@@ -221,7 +221,6 @@ def release_sets(
             sampler=sampler_of(cfg),
             reference=ref_y,
             reference_X=reference_X if ref_y is not None else None,
-            allow_unconverged=True,
             allow_large_epsilon=True,  # the study's total: sets x the per-set epsilon
             **tuning,
         )
