@@ -68,7 +68,7 @@ def main() -> None:
         cli += ["--iter-warmup", str(args.iter_warmup)]
         cli += ["--iter-sampling", str(args.iter_sampling), "--quiet"]
         cli += ["--out", str(t / "o.csv"), "--report", str(t / "r.json")]
-        cli += ["--diagnostics", str(t / "d.json"), "--allow-unconverged"]
+        cli += ["--diagnostics", str(t / "d.json")]
         script_s, cli_s = [], []
         for r in range(args.repeats):
             t0 = time.perf_counter()

@@ -135,7 +135,6 @@ def one_release(
             bounds=bounds,
             seed=seed,
             sampler=Sampler(),
-            allow_unconverged=True,
             **tuning,
         )
     syn = release.data["y"].to_numpy(dtype=float)
@@ -187,7 +186,6 @@ def regression_case(reps: int) -> pd.DataFrame:
                         bounds=bounds,
                         X=X,
                         seed=1000 + rep,
-                        allow_unconverged=True,
                         **tuning,
                     )
                 v = verdict_of_release(y, release, outcome="positive", X=X, bounds=bounds)

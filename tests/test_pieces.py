@@ -30,6 +30,9 @@ TEST_STAN = Path(__file__).resolve().parent / "stan"
 NORMAL = EXAMPLES / "normal_known_sd.pieces"
 INTERCEPT_ONLY = ("normal_known_sd", "normal", "lognormal", "poisson")
 
+GRID = 201
+"""Grid outcomes of the tests' normal model: step 0.05 between the bounds -4 and 6."""
+
 HONEST = """
 functions {
   real record_lpdf(real y, row_vector x, real mu) { return normal_lpdf(y | mu, 1); }
@@ -221,7 +224,9 @@ def test_a_constant_in_the_prior_is_harmless():
 
 @pytest.fixture(scope="module")
 def normal_model():
-    return pieces.from_pieces(NORMAL)
+    """The known-sd normal pieces on a grid of 201 outcomes (step 0.05 on the tests' bounds
+    -4 to 6): a fifth of the default's cells, so the tests run faster."""
+    return pieces.from_pieces(NORMAL, grid_max=GRID)
 
 
 @pytest.mark.slow
@@ -232,7 +237,7 @@ def test_closed_form_posterior_through_the_pieces(normal_model, stan_backend):
     error about 0.03 sd) and the sd within 10%.
     """
     y = np.random.default_rng(11).normal(1.5, 1.0, 50)
-    y = np.round(y, 2)  # on the public grid (step 0.01 between -4 and 6): no snapping
+    y = np.round(y * 20) / 20  # on the public grid (step 0.05 between -4 and 6): no snapping
     syn = Synthesizer(y, normal_model, bounds=(-4.0, 6.0), seed=3, sampler=Sampler(4, 1000, 1000))
     draws = syn.unweighted().fit.stan_fit.draws["mu"]
     v = 1.0 / (y.size + 1.0 / 100.0)
@@ -256,7 +261,7 @@ def test_pieces_release_on_censor_uw_is_dp(normal_model, converging_sampler, sta
     assert report["guarantee"] == "DP" and report["epsilon"] == 8.0, rel.diagnostics["mcmc"]
     assert "program_checks" not in report  # nothing to test: private by construction
     checks = report["pieces_checks"]
-    assert checks["cells"]["outcomes"] == pieces.GRID_MAX
+    assert checks["cells"]["outcomes"] == GRID
     assert checks["cells"]["covariate_rows"] == 1
     assert not np.isin(rel.data["y"].to_numpy(), y).any()
 
@@ -268,7 +273,7 @@ def test_pieces_release_centred_at_public_values(normal_model, converging_sample
     y = _normal_data(22)
     syn = Synthesizer(y, normal_model, bounds=(-4.0, 6.0), seed=1)
     centre = syn._centre({"mu": 1.0})
-    snapped = np.round(y, 2)  # each record's nearest grid outcome (step 0.01)
+    snapped = np.round(y * 20) / 20  # each record's nearest grid outcome (step 0.05)
     expected = -0.5 * (snapped - 1.0) ** 2 - 0.5 * np.log(2 * np.pi)
     np.testing.assert_allclose(centre, expected, rtol=1e-10)
     rel = synthesize(y, model=normal_model, mechanism="censor-uw", epsilon=2.0,
@@ -340,9 +345,9 @@ def test_pieces_hierarchical_prior_passes_transformed_parameters(long_sampler, s
     (the synthesis program recomputes it from the draw's parameters): synthetic outcomes
     follow the covariates."""
     rng = np.random.default_rng(24)
-    X = rng.integers(-1, 2, size=(150, 3)).astype(float)  # at most 27 distinct public rows
+    X = rng.choice([-1.0, 1.0], size=(150, 3))  # 8 distinct public rows: 8 x 51 cells
     y = 0.5 + X @ np.array([1.0, 0.0, -1.0]) + rng.normal(0.0, 0.5, 150)
-    model = pieces.from_pieces(EXAMPLES / "hierarchical.pieces", grid_max=101)
+    model = pieces.from_pieces(EXAMPLES / "hierarchical.pieces", grid_max=51)
     rel = synthesize(y, model=model, X=X, mechanism="censor-uw", epsilon=20.0,
                      bounds=(-8.0, 9.0), sampler=long_sampler)  # fmt: skip
     assert rel.report["guarantee"] == "DP", rel.diagnostics["mcmc"]
@@ -377,26 +382,28 @@ prior { theta ~ exponential(1); }
 WINDOW_TRAP = """
 functions {
   real record_lpdf(real y, row_vector x, real mu) {
-    if (y < 2.5 || y > 2.6) {  // raises only between 2.5 and 2.6 while mu < -0.5
-      return normal_lpdf(y | mu, 1);
+    // raises only for outcomes between 2.5 and 2.6 while mu lies in the posterior's
+    // region (0.9, 1.1), where the prior's draws almost never are
+    if (y >= 2.5 && y <= 2.6 && mu > 0.9 && mu < 1.1) {
+      return poisson_lpmf(0 | mu - 2.0);
     }
-    return normal_lpdf(y | mu, 1) + poisson_lpmf(0 | mu + 0.5);
+    return normal_lpdf(y | mu, 1);
   }
   real record_rng(row_vector x, real mu) { return normal_rng(mu, 1); }
 }
 parameters { real mu; }
-prior { mu ~ normal(0, 10); }
+prior { mu ~ normal(0, 100); }
 """
 
 
 @pytest.mark.slow
 def test_a_window_that_raises_confines_every_database_alike(tmp_path, stan_backend):
-    """A record function that raises in a narrow window of outcomes for some parameter
-    values (mu < -0.5): the old record loop raised only when a record lay in the window,
-    so the release was refused with the record and made without it. The fit now evaluates
-    every public cell (the window's grid outcomes among them) at every mu, so the same
-    values of mu are rejected for both databases: both are released, with the same
-    public report fields, and the draws respect mu >= -0.5 both times."""
+    """A record function that raises in a narrow window of outcomes while mu lies in the
+    posterior's region: the old record loop raised only when a record lay in the window, so
+    the release was refused with the record and made without it. The fit now evaluates every
+    public cell (the window's grid outcomes among them) at every mu, so the same values of mu
+    are rejected for both databases: both are released, with the same public report fields,
+    and no draw lies in the band (0.9, 1.1) either time."""
     path = tmp_path / "window.pieces"
     path.write_text(WINDOW_TRAP)
     model = pieces.from_pieces(path)
@@ -409,7 +416,8 @@ def test_a_window_that_raises_confines_every_database_alike(tmp_path, stan_backe
             rel = synthesize(data, model=model, mechanism="censor-uw", epsilon=4.0,
                              bounds=(-4.0, 6.0), seed=5, sampler=Sampler(2, 300, 300))  # fmt: skip
         outs.append(rel)
-        assert rel.confidential.fit.stan_fit.draws["mu"].min() >= -0.5
+        mu = rel.confidential.fit.stan_fit.draws["mu"]
+        assert not np.any((mu > 0.9) & (mu < 1.1))
     a, b = (o.report["if_unseeded"] for o in outs)
     assert a["guarantee"] == b["guarantee"] == "DP"
     assert set(outs[0].report) == set(outs[1].report)
@@ -562,15 +570,15 @@ def test_cli_releases_whether_or_not_a_record_lies_in_a_raising_window(
 ):
     """The window trap through the CLI with a budget file, on a database and on its
     neighbour with a record in the window: exit 0 both times, the same public report keys
-    and guarantee, each attempt in the ledger as released, no data value on the terminal."""
+    and guarantee, each attempt in its ledger as released, no data value on the terminal."""
     from dpsynth import budget
 
     y = _normal_data()
     trap = tmp_path / "window.pieces"
     trap.write_text(WINDOW_TRAP)
-    ledger = tmp_path / "budget.jsonl"
     reports = []
     for k, value in enumerate((y[0], 2.55)):
+        ledger = tmp_path / f"budget{k}.jsonl"  # one ledger per dataset
         data = y.copy()
         data[0] = value
         inp = tmp_path / f"in{k}.csv"
@@ -586,10 +594,10 @@ def test_cli_releases_whether_or_not_a_record_lies_in_a_raising_window(
         reports.append(json.loads((tmp_path / f"r{k}.json").read_text()))
         err = capfd.readouterr().err
         assert not any(f"{v:.4f}" in err or f"{v:.6g}" in err for v in data)
+        _, entries = budget.read_ledger(ledger)
+        assert [x.get("outcome") for x in entries if "outcome" in x][-1] == "released"
     assert set(reports[0]) == set(reports[1])
     assert reports[0]["guarantee"] == reports[1]["guarantee"] == "DP"
-    _, entries = budget.read_ledger(ledger)
-    assert [x.get("outcome") for x in entries] == ["released", "released"]
 
 
 def test_cli_refuses_pieces_naming_the_flag(tmp_path, capsys):

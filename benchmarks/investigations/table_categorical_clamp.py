@@ -73,9 +73,7 @@ def one_run(frame: pd.DataFrame, clamp: str, seed: int, sampler: Sampler | None)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = synthesize_table(
-            frame, spec(clamp), EPSILON, seed=seed, sampler=sampler, allow_unconverged=True
-        )
+        rel = synthesize_table(frame, spec(clamp), EPSILON, seed=seed, sampler=sampler)
     seconds = time.perf_counter() - start
     column = rel.diagnostics["columns"]["health"]
     figures = rel.diagnostics["verdict"]["figures"]
