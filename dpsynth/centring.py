@@ -1,7 +1,7 @@
 """Public centring values checked against a model: by name (what its mirror reads) and shape.
 
 Centring is dpsynth's extension of the censored mechanisms (:func:`dpsynth.models.record_centre`):
-each record's contribution is measured from a public reference value of the parameters
+each record's contribution is taken relative to a public reference value of the parameters
 before it is clamped (censoring paper, Eq. 3.5). This module holds the check of such
 values, beside the models and program checks it reads.
 """

@@ -3,8 +3,7 @@
 Censoring clamps each record's term clamp(d (ll(x_i | theta) - c(x_i)), -M, M) (censoring
 paper, Eq. 3.5; c the public centre, d the public weight). At a small bound M the records a
 coefficient explains best reach +M first and stop pulling, so the posterior sits between
-the centre and the data's fit: on the CPS 1988 wage (a centre with slopes 0, M = 0.36)
-the schooling and experience slopes came out at 0.6 to 0.8 of the data's.
+the centre and the data's fit (slopes short of the data's where the centre's are 0).
 
 The correction estimates that shrinkage where the answer is known: it simulates a data set
 from the released draw theta_1 at the public design (the public columns and the synthetic
@@ -15,13 +14,11 @@ draw, public inputs and fresh randomness, never a confidential value, so the rel
 draw's guarantee covers the corrected one (post-processing); the function's signature
 holds no confidential argument.
 
-Measured offline on the CPS 1988 wage (a 2,000-record fit at M = 0.36, ten subsamples; the
-clamped objective's mode in numpy, one synthetic wage per fit): the analysis
-coefficients' mean interval overlap rose from 0.108 to 0.306 after one step; further steps
-lowered it again (0.270, 0.234), the simulation's own noise then outweighing the bias left.
-One step corrects part of the shrinkage, less where it is strong: a simulated beta
-regression at M = 0.25 whose censored slope is a third of the data's gets back about a fifth
-of the gap (``tests/test_table.py``).
+One step, not more: further steps let the simulation's own noise outweigh the bias left,
+and one step corrects part of the shrinkage, less where it is strong
+(``tests/test_table.py`` checks it on a simulated beta regression). dpsynth's extension (the
+papers do not correct the shrinkage). Evidence: book/choices.md, section choices-fit-records
+(one bootstrap step against the shrinkage).
 """
 
 from __future__ import annotations

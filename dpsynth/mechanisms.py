@@ -200,8 +200,8 @@ class WeightedFit:
     ) -> tuple[np.ndarray, np.ndarray]:
         """The scan for a mirror linear in per-record statistics (:class:`LinearForm`):
         per chunk of records, all draws' terms alpha_i (W_s . Z_i - centre_i) by one matrix
-        product, reduced to max_s |term| (2x faster than evaluating the mirror at n = 10^5,
-        measured; same result up to rounding)."""
+        product, reduced to max_s |term| (faster than evaluating the mirror; same result up to
+        rounding)."""
         W = form.coefficients(self.stan_fit.draws)
         Za = form.statistics(data) * alpha[:, None]
         shift = alpha * offset  # offset: 0 or the centres of these records

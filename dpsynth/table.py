@@ -63,10 +63,9 @@ from dpsynth.table_spec import (
 )
 
 TABLE_SAMPLER = Sampler(iter_sampling=TABLE_ITER_SAMPLING, adapt_delta=TABLE_ADAPT_DELTA)
-"""A table's default MCMC settings: 2 x (1000 + 4000) (``table_spec.TABLE_ITER_SAMPLING``)
-at a step-size target of 0.95 (``table_spec.TABLE_ADAPT_DELTA``). Every column must pass
-the convergence policy; fewer draws (2 x (500 + 1000)) failed it (max R-hat 1.01-1.02) on
-a 300-record test table with three public columns."""
+"""A table's default MCMC settings: 2 x (1000 + 4000) (``table_spec.TABLE_ITER_SAMPLING``) at a
+step-size target of ``table_spec.TABLE_ADAPT_DELTA``. Public (in ``__all__``). Evidence:
+book/choices.md, section choices-sampler."""
 
 PUBLIC_COPIED = (
     "public columns are copied verbatim from the input (they are public: no privacy is "
@@ -576,9 +575,9 @@ def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
     centre (a fit to public inputs only: the marginal's or the reference's), its dispersion
     fixed at the centre's value, so the fit draws the coefficients alone (the synthetic sets
     get the matched dispersion anyway, :func:`matched_dispersion`). A fitted dispersion is
-    what lets a censored fit at a small bound concentrate on one group of records: on
-    AER::DoctorVisits' bimodal age the two chains fitted the young and the old
-    (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``)."""
+    what lets a censored fit at a small bound concentrate on one group of records, each chain
+    on another (``dpsynth.table_spec.DISPERSION_MATCHED_MODELS``; evidence: book/choices.md,
+    section choices-table-models)."""
     model = column_model(col).with_clamp(col.clamp)
     if not _fixes_dispersion(col) or not isinstance(centring, dict):
         return model
@@ -690,10 +689,11 @@ def _marginal_centre(
 
 
 MARGINAL_CENTRE_DRAWS = 500
-"""Warmup and retained draws per chain (at most) of a marginal centre's fit: it is an
-uncensored fit to public pseudo-data, well identified, and only its posterior mean is used,
-whose Monte Carlo error at about 1,000 draws is a few percent of its posterior sd. With the
-table's 2 x (1000 + 4000), the five centre fits of a PSID7682 table took 205 of its 1,000 s."""
+"""Warmup and retained draws per chain (at most) of a marginal centre's fit: it is an uncensored
+fit to public pseudo-data, well identified, and only its posterior mean is used, whose Monte
+Carlo error at about 1,000 draws is a few percent of its posterior sd. Internal (not in
+``__all__``); dpsynth's extension (a shorter run than the table's own, ``TABLE_SAMPLER``).
+Evidence: book/choices.md, section choices-table-models."""
 
 
 def centre_sampler(sampler: Sampler) -> Sampler:

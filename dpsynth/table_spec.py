@@ -35,37 +35,26 @@ MISSING_LEVEL = "<missing>"
 (last among its levels; written back as missing)."""
 CENTRINGS = ("none", "saturated", "reference", "marginal", "auto")
 MARGINAL_CENTRED_TYPES = ("count", "binary", "categorical")
-"""Column types whose model is centred at its marginal by default when the spec gives no
-public reference (as is a calibrated continuous column): the censored fit is centred at the
-model fitted to a sample of a perturbed histogram of the column's marginal (public inputs
-only; the histogram spends ``calibrate_share`` of the column's share). Uncentred ("none",
-the paper's own), a discrete column's log-likelihoods are all at most 0 (a level's at most
-0 exactly), a small bound M censors every record below -M, and the fit runs to where the
-other records' terms are largest: at epsilon 0.3 a Poisson column of AER::DoctorVisits
-(5,190 records, mean 1.4) was synthesized all zeros, a logistic or categorical column all
-its majority level. An uncalibrated continuous column stays uncentred: its log densities
-may lie inside [-M, M] at the optimum, and a marginal centre (slopes near 0) then censors
-the records a strong dependence explains best (corr of logs 0.58 instead of 0.93 on
-``tests/test_table.py``'s table at epsilon 6), but only where M is large: its centring is
-``"auto"`` (:data:`AUTO_CENTRE_BOUND`)."""
+"""Column types whose model is centred at its marginal by default when the spec gives no public
+reference (as is a calibrated continuous column): the censored fit is centred at the model
+fitted to a sample of a perturbed histogram of the column's marginal (public inputs only; the
+histogram spends ``calibrate_share`` of the column's share). Internal (not in ``__all__``).
+Uncentred (``"none"``, the censoring paper's own Eq. 3.5), a discrete column's log-likelihoods
+are all at most 0, a small bound M censors every record below -M, and the fit runs to where the
+other records' terms are largest (a count column drawn all zeros, a binary or categorical one
+all its majority level). An uncalibrated continuous column is centred ``"auto"``
+(:data:`AUTO_CENTRE_BOUND`). Centring is dpsynth's extension. Evidence: book/choices.md, section
+choices-table-models."""
 AUTO_CENTRE_BOUND = 0.5
-"""``centring = "auto"`` (the default of an uncalibrated continuous model column with no
-public reference) is resolved when the release's epsilon is known
-(:func:`resolve_centring`): ``"marginal"`` where the bound M of the column's fit, at the
-part of its share the fit would spend when centred (``1 - calibrate_share``, amplified by
-its subsample, per set), is below this many nats; ``"none"`` (its whole share to the fit)
-otherwise. Uncentred at a small M, a log density is censored wherever it lies more than M
-from 0, and the fit runs to the few records the model can bring near 0: on AER::PSID7682's
-wage (4,165 records, a gamma regression after seven columns, epsilon 3/8, M 0.12-0.17,
-seed 5) the analysis' mean coefficient overlap was 0.08 uncentred and 0.36 centred, its
-one-way TVD 0.071 and 0.051; a log-normal wage after six PH columns, 0.12 and 0.29. The
-same log-normal wage (seeds 5 and 6, overlap and one-way TVD, uncentred -> centred; M of
-the centred fit): M 0.40, 0.037 -> 0.096 and 0.356 -> 0.521, TVD 0.102 -> 0.054 and
-0.070 -> 0.057; M 0.69, 0.035 -> 0.141 and 0.336 -> 0.332, TVD 0.101 -> 0.044 and 0.046
--> 0.049; M 1.93, 0.134 -> 0.070 and 0.506 -> 0.541, TVD 0.041 -> 0.046 and 0.033 -> 0.037. At epsilon 6 on
-``tests/test_table.py``'s table (M 0.525 centred), whose columns are far more strongly
-dependent, uncentred kept the dependence better (above). The log-normal runs:
-``benchmarks/investigations/table_auto_centring.py`` and its committed results."""
+"""The censoring bound M, in nats, below which ``centring = "auto"`` resolves to ``"marginal"``
+(and at or above which to ``"none"``, the column's whole share to the fit). Internal (not in
+``__all__``); a constant, so the choice depends on epsilon, the spec and the record count only.
+``"auto"`` is the default of an uncalibrated continuous model column with no public reference,
+resolved when the release's epsilon is known (:func:`resolve_centring`); M is the bound of the
+column's fit at the part of its share the fit would spend when centred (``1 - calibrate_share``,
+amplified by its subsample, per set). dpsynth's extension (the papers' fits are uncentred).
+Evidence: book/choices.md, sections choices-fit-records (a log-normal or gamma column's centre,
+from ``benchmarks/investigations/table_auto_centring.py``) and choices-table-models."""
 TABLE_NEIGHBOURS = ("substitution",)
 MODEL_TYPES = {
     "beta-regression": "continuous",
@@ -78,52 +67,36 @@ MODEL_TYPES = {
 }
 """The regression models a table column may use, by name, and the column type each fits."""
 MODEL_ALIASES = {"poisson": "poisson-regression", "negbin": "negbin-regression"}
-"""Names a spec may also give a count column's model: a table's count columns use the
-regression programs with independent weakly informative priors, never the papers'
-``poisson`` (hierarchical prior: a funnel under a weak censored likelihood) or ``negbin``
-(normal(0, 10): slow mixing) programs. On AER::DoctorVisits' illness at epsilon 0.3
-(centred): poisson.stan 22 divergent transitions at adapt_delta 0.8 and 9 at 0.95, the
-regression program none (max R-hat 1.007); negbin.stan max R-hat 1.018 (uncentred), the
-regression program 1.005 (centred)."""
+"""Names a spec may also give a count column's model: a table's count columns use the regression
+programs with independent weakly informative priors, never the papers' ``poisson`` (hierarchical
+prior: a funnel under a weak censored likelihood) or ``negbin`` (normal(0, 10): slow mixing)
+programs. Internal (not in ``__all__``). Evidence: book/choices.md, section
+choices-table-models."""
 MISSING_SUFFIX = "_missing"
 """A confidential column ``c`` with ``missing = "indicator"`` gets the binary column
 ``c_missing`` (1 = missing), synthesized right before ``c``."""
 INDICATOR_MECHANISM = "ph"
-"""A missingness indicator is drawn by PH given the level columns before it. A censored
-logistic fit at an indicator's half share amplified the majority: on carData::SLID at
-epsilon 1 (8 columns), 97 synthetic wages of 7,425 records against 4,147 in the data."""
+"""The mechanism of a missingness indicator column: PH given the level columns before it (a
+censored logistic fit at an indicator's half share amplified the majority level). Internal (not
+in ``__all__``); dpsynth's extension. Evidence: book/choices.md, section
+choices-table-models."""
 
 DEBIASED_TYPES = ("continuous", "count")
 """Column types whose censor-uw fit may be bias-corrected (``debias``)."""
 CLAMP_DEFAULT: dict[str, str] = {"categorical": "smooth"}
 """``clamp`` (``dpsynth.registry.CLAMPS``) of a censored model column when the spec does not
-say, by model: "smooth" for a categorical column, "hard" (the paper's clamp) for every other.
-A categorical fit at a small bound meets the hard clamp's kinks at every record near it, and
-its sampler crawls: on AER::NMES1988's three-level health (2,000 of 4,406 records, 18
-coefficients, M = 0.11, centred at its marginal; 2 chains of 300 warm-up and 300 draws),
-the hard clamp took 115-377 leapfrog steps per draw (seeds 1 and 2, adapt_delta 0.8 or
-0.95), the smooth one 93 (seed 1, 0.95); at the table's 2 x (1000 + 4000) the smooth
-clamp's fit took 62 steps per draw and 118 s, R-hat 1.001, no divergent transition, where
-the hard clamp's was not finished after 14 minutes (a probe of the fit alone, read from
-Stan's sampler output). The whole table's time and R-hat under each clamp:
-``benchmarks/investigations/table_categorical_clamp.py`` (book: Where the papers leave a
-choice)."""
+say, by column type: "smooth" (M tanh(t / M), dpsynth's extension) for a categorical column,
+"hard" (the censoring paper's clamp, Eq. 3.5) for every other. Internal (not in ``__all__``). A
+categorical fit at a small bound meets the hard clamp's kinks at nearly every record, and its
+sampler crawls. Evidence: book/choices.md, section choices-clamp, from
+``benchmarks/investigations/table_categorical_clamp.py``."""
 DEBIAS_DEFAULT = True
-"""Whether ``debias`` is on where it applies when the spec does not say: yes. On the CPS
-1988 wage alone (its other columns nearly exact, the wage's fit at epsilon 0.3, 2,000 of
-28,155 records, centred at its marginal: slopes 0; seeded) schooling's coefficient in the
-analysis went from 0.64 and 0.73 of the data's to 0.89 and 0.96, experience's from 0.58
-and 0.73 to 0.77 and 0.93, part-time's from 0.56 and 0.51 to 0.79 and 0.79; the mean
-interval overlap from 0.232 and 0.084 to 0.252 and 0.148 (seeds 1 and 2; a second step,
-seed 1, overshot the small region coefficients: 0.096). On the whole benchmark, against
-the same code without it (the benchmark's debiased rows against its known-dispersion
-rows, the same seeds): mean overlap 0.165 and 0.127 against 0.000 and 0.109 at
-epsilon 3, 0.240 and 0.236 against 0.246 and 0.200 at epsilon 6; mean two-way TVD and pMSE
-ratio lower in all four pairs. At epsilon 1 the five debiased runs' median, 0.149, is above
-the 0.126 of five unpublished reruns of the same code without it. The regions' small
-coefficients came out several times the data's with or without the step (a censored draw's
-region coefficients compensate for its shrunk schooling slope); the step moves them a
-little further."""
+"""Whether ``debias`` (one parametric-bootstrap step against the censored fit's shrinkage,
+:mod:`dpsynth.debias`; post-processing) is on where it applies when the spec does not say: yes.
+Internal (not in ``__all__``); dpsynth's extension. Evidence: book/choices.md, section
+choices-fit-records (one bootstrap step against the shrinkage), from
+``benchmarks/results/table.csv`` (rows ``dpsynth-table-debiased`` against
+``dpsynth-table-known-dispersion``)."""
 
 
 _TOP_KEYS = {
@@ -190,99 +163,73 @@ PH_CALIBRATION = (
     "parents: post-processing"
 )
 """What ``calibrate_share`` does on a PH column given parents (off unless the spec sets it).
-The joint's marginal of a column sums the noise of its P parent cells: P times the noise
-variance of an own histogram at the same epsilon (schooling given region, ethnicity and
-metropolitan area on CPS 1988: P = 16). The price is a noisier joint."""
+Report text; Internal (not in ``__all__``). The joint's marginal of a column sums the noise of
+its P parent cells: P times the noise variance of an own histogram at the same epsilon. The
+price is a noisier joint. dpsynth's extension. Evidence: book/choices.md, section
+choices-ph-calibration."""
 CALIBRATE_BINS_DEFAULT = 20
 """``calibrate_bins`` of a beta-regression column that does not set it (0 turns it off).
-Twenty equal-width bins nest the table verdict's ten public bins
-(``table_verdict.DEFAULT_BINS``): a histogram whose bins straddle the bins a marginal is
-judged on spreads heaped values (integer years, round amounts) across their edges. A
-curator who judges on other public bins should give a multiple of them. On the full CPS
-1988 file at epsilon 1, calibration with a marginal centre took dpsynth's table from worse
-than AIM to better on the one-way TVDs and the coefficients (``benchmarks/results/table.csv``,
-rows ``dpsynth-table-marginal``)."""
+Internal (not in ``__all__``). Twenty equal-width bins nest the table verdict's ten public bins
+(``table_verdict.DEFAULT_BINS``): a histogram whose bins straddle the bins a marginal is judged
+on spreads heaped values (integer years, round amounts) across their edges. A curator who judges
+on other public bins should give a multiple of them. dpsynth's extension. Evidence:
+book/choices.md, section choices-table-models, from ``benchmarks/results/table.csv`` (rows
+``dpsynth-table-marginal``)."""
 DISPERSION_MATCHED_MODELS = ("beta-regression", "negbin-regression")
 """The models whose calibrated synthetic draws get their dispersion from the calibration
-histogram (``calibrate_dispersion``, on by default where calibrated): each set's draw keeps
-its coefficients, and its precision kappa is replaced by the one whose synthetic values'
-variance at the set's design equals the histogram sample's (``table.matched_kappa``; a
-negative binomial's intercept is first moved to the histogram's mean, then its phi matched,
-``table.matched_phi``). At a
-small bound a censored fit is too precise: the records far from their mean, which hold the
-precision down, are the ones censored. On CPS 1988 at epsilon 6 (seeded runs of
-``benchmarks/investigations/table_wage_overlap.py``) the analysis' R^2 on the synthetic
-table was 0.53 against the data's 0.41 and its schooling coefficient 1.16 to 1.18 times the
-data's; with the matched kappa, 0.41 and 1.01 (seed 1). Where the column is centred (at its
-marginal's fit, or the reference's), its censored fit also takes the centre's precision as
-known and draws the coefficients alone (``table.fit_model``): a fitted precision lets a
-censored fit at a small bound concentrate on one group of records. On AER::DoctorVisits'
-bimodal age (a beta regression on gender, 2,000 records, epsilon 2/3, seeds 1-4), with the
-precision fitted: one fit refused (max R-hat 1.02), the others censored 90-95% of the
-records, their coefficients 8 to 11 standard errors from the data's; with the centre's
-precision, every fit converged (max R-hat 1.001), 32-53% censored, 2.4 to 4.3 standard
-errors. On the same table's health (a negative binomial regression after six columns, epsilon
-2/3, the table's seed 21), the fitted-dispersion fit was refused with its chains in two
-modes (max R-hat 1.83, bulk ESS 3); with the centre's phi (same seed) it converged (max
-R-hat 1.001), and so did the table's other four fits."""
+histogram (``calibrate_dispersion``, on by default where calibrated): each set's draw keeps its
+coefficients, and its precision kappa is replaced by the one whose synthetic values' variance at
+the set's design equals the histogram sample's (``table.matched_kappa``; a negative binomial's
+intercept is first moved to the histogram's mean, then its phi matched, ``table.matched_phi``).
+Internal (not in ``__all__``); dpsynth's extension (post-processing). At a small bound a
+censored fit is too precise: the records far from their mean, which hold the precision down, are
+the ones censored. Where the column is centred (at its marginal's fit, or the reference's), its
+censored fit also takes the centre's precision as known and draws the coefficients alone
+(``table.fit_model``): a fitted precision lets a censored fit at a small bound concentrate on
+one group of records. Evidence: book/choices.md, sections choices-fit-records (from
+``benchmarks/investigations/table_wage_overlap.py``) and choices-table-models."""
 CALIBRATED_BY_DEFAULT = ("beta-regression", "poisson-regression", "negbin-regression")
 """The models calibrated unless the spec says otherwise: a bounded column, whose equal-width
-public bins suit it, and a count column, on one bin per integer of its bounds (when they hold
-at most ``table.MARGINAL_UNIT_BINS``, else on ``calibrate_bins``). A count column's censored
-fit at a small share keeps the order of its records better than their level: at epsilon 1/3
-AER::DoctorVisits' health (mean 1.22, 58% zeros) came out with mean 0.32 and 73% zeros. A
-log-normal or gamma column over wide bounds would put most of its
-mass in one or two equal-width bins (on a test table the rank map then lost a fifth of the
-correlation of logs), so it is calibrated only where the spec asks."""
+public bins suit it, and a count column, on one bin per integer of its bounds (when they hold at
+most ``table.MARGINAL_UNIT_BINS``, else on ``calibrate_bins``). Internal (not in ``__all__``);
+dpsynth's extension. A count column's censored fit at a small share keeps the order of its
+records better than their level; a log-normal or gamma column over wide bounds would put most of
+its mass in one or two equal-width bins, so it is calibrated only where the spec asks. Evidence:
+book/choices.md, section choices-table-models."""
 CALIBRATE_BINS = (2, 1000)
 """The range of ``calibrate_bins``: the public equal-width bins of a calibrated column's
 perturbed marginal histogram (its synthetic values are mapped onto that marginal by rank)."""
 
 
 DOWNSCALE_NATS = 1.5
-"""``downscale = "auto"`` (a censored model column's option; the default is d = 1, the
-paper's): every record's weight is
-d = min(1, M / 1.5), M the column's censoring bound, so a record's term is clamped only
-where its log-likelihood moves 1.5 nats from its centre's, not M. A fit centred at its
-marginal (slopes near 0) and censored at a small M reaches the bound first on the records
-the slopes explain best, which then stop pulling: the fit's slopes shrink towards the
-centre's. Downscaling trades that bias for a tempered (wider) posterior. On CPS 1988's wage
-(every other column public, 2,000 records, seeded runs), the schooling coefficient of the
-analysis came out at 0.64 and 0.77 times the data's with d = 1 (epsilon 0.3, seeds 1 and 2),
-at 0.97 with d = 0.25 (seed 2; 7% of the records censored against 33%); the mean
-coefficient overlap rose from 0.018 to 0.141 (seed 2) and from 0.044 to 0.130 (epsilon 0.5,
-seed 1). On the whole benchmark table (``dpsynth-table-downscaled``, five seeds per
-epsilon) the slopes came closer to the data's, but the median mean overlap fell: 0.057,
-0.125 and 0.119 at epsilon 1, 3 and 6 against 0.105, 0.222 and 0.341 without (the rows
-``dpsynth-table-systematic``, taken before the known dispersion): a tempered posterior is
-wider, and one set's intervals then miss from the draw's noise. So "auto" is an option, not
-the default. The threshold is a public constant, so d depends on epsilon, the spec and the
-record count only."""
+"""The threshold, in nats, of ``downscale = "auto"`` (a censored model column's option; the
+default is d = 1, the paper's): every record's weight is d = min(1, M / DOWNSCALE_NATS), M the
+column's censoring bound, so a record's term is clamped only where its log-likelihood moves this
+many nats from its centre's, not M. Internal (not in ``__all__``); a constant, so d depends on
+epsilon, the spec and the record count only. dpsynth's extension (the weights of the censoring
+paper's Eq. 3.5, set from public inputs). It trades the shrinkage of a centred fit's slopes for
+a tempered (wider) posterior, so "auto" is an option, not the default. Evidence:
+book/choices.md, section choices-fit-records (downscaled weights)."""
 
 TABLE_ADAPT_DELTA = 0.95
-"""A table's default step-size target (Stan's adapt_delta; Stan's own default is 0.8): a
-censored likelihood has kinks where records meet the bound, and a table refuses every
-column with a single divergent transition. At 0.8 a centred logistic column (1,200 records,
-epsilon 0.35) had one (``tests/test_table.py``)."""
+"""A table's default step-size target (Stan's adapt_delta; Stan's own default is 0.8). Internal
+(not in ``__all__``). A censored likelihood has kinks where records meet the bound, and
+divergent transitions count against a column's convergence. Evidence: ``tests/test_table.py``
+and book/choices.md, section choices-sampler."""
 TABLE_ITER_SAMPLING = 4000
-"""A table's default draws per chain (2 chains after 1,000 warm-up iterations; the library's
-one-column default is 2,000). A table refuses every column whose largest R-hat exceeds 1.01,
-and a column's regression can have 25 parameters (a public year one-hot, the columns
-before it): chains that have converged still scatter above 1.01, the more so the more
-parameters and the fewer draws. ``benchmarks/investigations/rhat_many_parameters.py``
-measures it on stationary (converged) chains; with 2,000 draws carData::GSSvocab's
-education column was refused at epsilon 6 (max R-hat 1.01, a scatter)."""
+"""A table's default retained draws per chain (2 chains after 1,000 warm-up iterations; the
+library's one-column default is 2,000). Internal (not in ``__all__``). A column's regression can
+have 25 parameters (a public year one-hot, the columns before it), and chains that have
+converged still scatter above the R-hat threshold, the more so the more parameters and the fewer
+draws. Evidence: book/choices.md, section choices-sampler, from
+``benchmarks/investigations/rhat_many_parameters.py``."""
 FIT_RECORDS_DEFAULT = 2000
-"""``fit_records`` when the spec omits it: a model column of a table with more records is
-fitted to a random 2,000 of them (a table of at most 2,000 fits every record). A censored
-fit's time grows with the records it reads, and at a column's share of epsilon a fit on all
-of a large file is censored at a small bound: on CPS 1988 (28,155 records) at epsilon 6,
-about half the records' terms were censored at the full fit's optimum against an eighth at
-2,000, whose fit may spend the larger, amplified epsilon (book: A whole table). Once a
-continuous column's draw is bias-corrected (``debias``) the subsample's noise is what limits
-an analysis' coefficients: the benchmark's wage fitted to 8,000 records (its rows
-``dpsynth-table-8000``) overlapped them more in most pairs of seeds. The default stays, measured
-on that one model; the table verdict proposes a larger ``fit_records`` when it matters."""
+"""``fit_records`` when the spec omits it: a model column of a table with more records is fitted
+to a random ``FIT_RECORDS_DEFAULT`` of them (a table of at most that many fits every record).
+Internal (not in ``__all__``); dpsynth's extension (subsampling amplifies the fit's epsilon). A
+censored fit's time grows with the records it reads, and a fit on all of a large file at a
+column's share of epsilon is censored at a small bound. The table verdict proposes a larger
+``fit_records`` when it matters. Evidence: book/choices.md, section choices-fit-records."""
 
 
 @dataclass(frozen=True)

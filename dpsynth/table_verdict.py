@@ -351,10 +351,9 @@ def pmse(
     (k - 1) c (1 - c) / N, k the estimable parameters (intercept included: 1 + the rank of
     the design). To first order p - c is the projection of the labels' deviations onto the
     design, so N pMSE / (c (1 - c)) is chi-square with k - 1 degrees of freedom. Snoke et al.
-    (2018) print (k - 1)(1 - c)^2 c / N, smaller by the factor 1 - c; simulated null tables
-    (random labels, 30 replicates, k = 11, N = 4000) gave mean ratios 1.94 (c = 1/2) and
-    1.44 (c = 1/4) against that, 0.97 and 1.08 against ours, so ours is used (a ratio near 1
-    means what chance gives). ``pmse_share`` is pMSE over its maximum c (1 - c).
+    (2018) print (k - 1)(1 - c)^2 c / N, smaller by the factor 1 - c; against theirs a null
+    table's (random labels) ratio lies near 1 / (1 - c), against ours near 1, so ours is
+    used (a ratio near 1 means what chance gives). ``pmse_share`` is pMSE over its maximum c (1 - c).
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression

@@ -192,7 +192,7 @@ def compile_program(
     (stanc, then ``httpstan.models.build_services_extension_module``), not through
     ``stan.build``'s HTTP request, whose 5-minute client timeout a first compile on a
     loaded machine can exceed (``TimeoutError``). A build that times out inside
-    (``stanc`` has a 1 s limit) is retried; concurrent processes wait on a file lock and
+    (``stanc`` has a one-second limit) is retried; concurrent processes wait on a file lock and
     reuse the result. cmdstanpy: the executable path. :func:`fit` calls this first.
     """
     name = choose_backend(backend)

@@ -193,7 +193,7 @@ def _cmdstan_progress(folder: str, total: int, quiet: bool) -> Iterator[None]:
     """Print ``Sampling: N%`` in tenths to stderr (unless quiet), as the PyStan path does.
 
     A daemon thread reads the chains' console files (``*-stdout.txt``, CmdStan's
-    ``Iteration: i / n`` lines) every 0.2 s; cmdstanpy's own progress bars stay off.
+    ``Iteration: i / n`` lines) five times a second; cmdstanpy's own progress bars stay off.
     """
     if quiet:
         yield
@@ -360,7 +360,7 @@ def _cmdstanpy_logging(quiet: bool) -> Iterator[None]:
 
 _CMDSTAN_MODELS: dict[str, Any] = {}
 """``CmdStanModel`` per executable path, for this process (creating one runs stanc and
-the executable to ask for their info: about 0.1 s)."""
+the executable to ask for their info, a fraction of a second)."""
 
 
 def stanc_errors(code: str) -> str | None:  # pragma: no cover - needs a CmdStan installation

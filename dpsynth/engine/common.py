@@ -228,7 +228,7 @@ def interruptible(call: Callable[[], _T], on_interrupt: Callable[[], None]) -> _
     So a KeyboardInterrupt or SystemExit (from a SIGTERM handler) reaches this thread at
     once, even while ``call`` blocks (cmdstanpy waits for its CmdStan processes in a
     thread pool). Then ``on_interrupt`` runs (it should make ``call`` return, for example
-    by killing child processes), the worker is given 10 s to finish, and the exception
+    by killing child processes), the worker is given ten seconds to finish, and the exception
     is re-raised.
 
     The wait is on an event the worker sets when done, not on ``Thread.join``: a join

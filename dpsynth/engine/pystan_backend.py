@@ -119,10 +119,9 @@ def progress_refresh(iterations: int) -> int:
     every 100 iterations (Stan's default).
 
     httpstan reads a chain's messages in a loop that yields to its event loop only when
-    no message arrived for 0.01 s: a message every 100 iterations of a fast program kept
-    it busy, so the next chain's request, and every progress poll, waited until the
-    chain ended (1,000,000 warm-up iterations of a one-parameter program: no progress
-    line until the end, and the chains ran one after the other).
+    no message arrived for a short while: a message every 100 iterations of a fast program
+    kept it busy, so the next chain's request, and every progress poll, waited until the
+    chain ended (no progress line until the end, and the chains ran one after the other).
     """
     return max(100, int(iterations) // 20)
 
@@ -135,12 +134,11 @@ def generate(code: str, data: dict, params: dict, seed: int, quiet: bool) -> np.
 
 
 STANC_TIMEOUT_S = 600.0
-"""Seconds stanc may take (httpstan gives it 1 s, which a busy machine exceeds: a load of 20
-on 2 cores timed out a 30-line program three times in a row)."""
+"""Seconds stanc may take (httpstan's own limit is one second, which a busy machine exceeds)."""
 
 
 def stanc(program_code: str, stan_model_name: str) -> tuple[str, str]:
-    """``httpstan.compile.compile`` with :data:`STANC_TIMEOUT_S` instead of 1 s: (C++, warnings).
+    """``httpstan.compile.compile`` with :data:`STANC_TIMEOUT_S` instead of one second: (C++, warnings).
 
     The same stanc binary (httpstan's), arguments and errors (``ValueError`` with stanc's
     text); installed in place of httpstan's by :func:`_patient_stanc`, so httpstan's own
@@ -263,7 +261,7 @@ def _run_httpstan(
     their printing): it keeps the fits' names, deletes their cache files once read (also
     on error or interruption), withholds Stan's messages and stops httpstan's sampler
     processes when interrupted. Output names and dims are asked once per program and
-    :func:`shape_key` (measured 0.15 s per request).
+    :func:`shape_key` (each request is a round trip to httpstan).
     """
     import stan.fit
 
@@ -374,7 +372,8 @@ class _JsonWithData:
     """A request body ``{...payload, "data": data}`` whose (large) data part is encoded once.
 
     httpstan takes the data with every chain's request; encoding it once per fit instead of
-    once per chain saves about 1.4 s per chain at 10^6 records (measured).
+    once per chain saves the encoding of every chain but the first (seconds per chain at a
+    million records).
     """
 
     def __init__(self, jdata: Mapping[str, Any]) -> None:

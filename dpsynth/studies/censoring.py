@@ -115,17 +115,17 @@ PROFILES: dict[str, dict[str, Any]] = derive_profiles(
     PAPER,
     ci={"n": 300, "R": 2, **CI_MCMC, "sdr_n": 400},
 )
-"""Study settings. ``ci``: R = 2 small replicates (a notebook runs in about a minute);
-``paper``: Section 4's R = 100 replicates of n = 2000 and Section 5's full sample. The paper
+"""Study settings. ``ci``: R = 2 small databases (a notebook runs in about a minute);
+``paper``: Section 4's R = 100 databases of n = 2000 and Section 5's full sample. The paper
 does not state its MCMC run length; ``paper`` keeps S = 2000 retained draws from 2 chains of
 1000 warmup + 1000 sampling iterations (the Lipschitz bounds are maxima over these S draws),
-which keeps the whole book within its time budget on 2 cores. With 500 + 500 the censored fits
-at epsilon 3-4 mixed slowly (measured over R = 100: bulk ESS down to 30, max R-hat 1.061, above
-the studies' convergence threshold
-:data:`~dpsynth.studies.profiles.STUDY_RHAT_MAX`, 1.05).
-``n_jobs``: replicate worker processes. ``paper`` runs 2 (measured on 2 cores with 2 chains
-per fit: 6.1 s per replicate against 10 s with 1, as httpstan's per-call overhead of one worker
-overlaps the other's sampling); ``ci`` runs its 2 replicates in this process. ``sdr_n`` subsamples the SDR data (None:
+which keeps the whole book within its time budget on 2 cores; shorter runs left some censored
+fits at epsilon 3-4 above the studies' convergence threshold
+(:data:`~dpsynth.studies.profiles.STUDY_RHAT_MAX`; evidence: book/choices.md, section
+choices-mcmc).
+``n_jobs``: replicate worker processes. ``paper`` runs 2 (on 2 cores with 2 chains per fit,
+httpstan's per-call overhead of one worker overlaps the other's sampling);
+``ci`` runs its replicates in this process. ``sdr_n`` subsamples the SDR data (None:
 all records); ``data_path`` None means the SIMULATED stand-in.
 
 Where the paper leaves a choice (the evidence is on the book's page "Where the papers leave a

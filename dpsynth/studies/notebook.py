@@ -73,8 +73,8 @@ def show(fig: Any) -> None:
     """Display a figure inline, then close it (so it is not shown twice).
 
     If two tick labels of an axis overlap (:func:`dpsynth.studies.plots.tick_label_overlaps`,
-    measured with the figure's renderer), the x tick labels are slanted
-    (:func:`dpsynth.studies.plots.slant_x_tick_labels`) and measured again; if they still
+    computed with the figure's renderer), the x tick labels are slanted
+    (:func:`dpsynth.studies.plots.slant_x_tick_labels`) and checked again; if they still
     overlap, a visible note says so under the figure: the book
     check (``tools/check_book.py``) fails on it, and a reader sees why a label is unreadable.
     """

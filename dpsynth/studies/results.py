@@ -1,7 +1,7 @@
 """Committed paper-scale results: written by the ``paper`` profile, read back by ``ci``.
 
 The ``ci`` book runs every study at a small scale (a few replicates of small databases),
-which cannot be compared with a paper's R = 100 replicates of n = 2,000 records. So each
+which cannot be compared with a paper's R = 100 databases of n = 2,000 records. So each
 study notebook ends with :func:`paper_scale`:
 
 * under the ``paper`` profile (settings exactly the profile's, apart from worker counts), it

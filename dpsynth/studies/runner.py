@@ -343,8 +343,8 @@ def _mark_worker() -> None:
 
     A worker that ran PyStan owns httpstan's module-level "fork" process pool. Child
     processes of ``multiprocessing`` skip ``atexit``, so that pool is never shut down and the
-    worker's exit waits for its idle children for ever (measured: the runner hung after the
-    last replicate). A ``multiprocessing`` finalizer, which does run, stops them first.
+    worker's exit waits for its idle children for ever (the runner hung after the last
+    replicate). A ``multiprocessing`` finalizer, which does run, stops them first.
     """
     from multiprocessing.util import Finalize
 
@@ -434,8 +434,8 @@ def run_replicates(
 
     Replicates may sample with PyStan in worker processes: httpstan's own sampler pool is
     stopped when a worker exits (see ``_mark_worker``). With 2 chains per fit on 2 cores,
-    2 workers ran the censoring study's replicates 1.6x faster than 1 (the per-fit
-    overhead of httpstan's round trips overlaps with the other worker's sampling).
+    2 workers run faster than 1: the per-fit overhead of httpstan's round trips overlaps
+    with the other worker's sampling.
     """
     name = _qualified_name(func)
     _canonical_params(params)
