@@ -178,8 +178,8 @@ WEIGHTED = registry.weighted_names()
 """Mechanisms whose weights cost utility (switching to censor-uw drops them)."""
 
 MOVES: dict[str, str] = {
-    "censor_uw": "censor-uw (no weights; in the trials Censor_w -> Censor_uw "
-    "moved a regression release from fair to good)",
+    "censor_uw": "censor-uw (no weights: the weights' cost to utility goes, the bound "
+    "stays the same)",
     "centre_reference": "centre the censored likelihood at a public reference fit "
     "(centring_from), i.e. centring = dpsynth.plan.reference_point of a public file",
     "ph": "PH (mechanism ph), which fits no model to one outcome",
