@@ -107,16 +107,16 @@ CHUNK_ELEMENTS = 2**22
 
 
 def fit_description(tag: str) -> str:
-    """A fit's purpose in a user's words, for progress lines (``tag`` is internal)."""
+    """A fit's purpose in a user's words, for progress lines (``tag`` is internal: a
+    mechanism's name, possibly followed by ``-`` and details; its declaration's
+    ``fit_purpose`` says what the fit is)."""
     if "-rw-" in tag:
         return "a re-weighted posterior (capped weights)"
-    if tag.startswith("censor"):
-        return "the censored posterior"
-    if tag.startswith("weighted-e"):
-        return "the Weighted-e posterior"
-    if tag == "unweighted":
-        return "the unweighted posterior (each record's bound)"
-    return "the weighted posterior"
+    named = [
+        m for m in registry.MECHANISMS.values() if tag == m.name or tag.startswith(f"{m.name}-")
+    ]
+    spec = max(named, key=lambda m: len(m.name), default=None)
+    return "the weighted posterior" if spec is None else spec.fit_purpose
 
 
 @dataclass
@@ -605,39 +605,16 @@ class Synthesizer:
         centring: Any = "none",
         **tuning: Any,
     ) -> Result:
-        """Dispatch by mechanism name (see ``MECHANISMS``); ``epsilon`` is per draw.
+        """Run ``mechanism`` (see ``MECHANISMS``) by the function its declaration names
+        (``registry.Mechanism.fit``) with its declared options; ``epsilon`` is per draw.
 
         ``centring`` applies to ``censor-w`` and ``censor-uw`` only (dpsynth's extension).
         """
         require_choice("mechanism", mechanism, MECHANISMS)
         require_choice("neighbours", neighbours, privacy.NEIGHBOURS)
-        if mechanism == "unweighted":
-            return self.unweighted()
-        if mechanism == "lw":
-            return self.lw(**_pick(tuning, *registry.get(mechanism).synthesizer_options))
-        if mechanism == "cw":
-            if tuning.get("radius") is None:
-                raise InputError("radius", "the CW mechanism needs a radius r (Algorithm 2)")
-            return self.cw(**_pick(tuning, *registry.get(mechanism).synthesizer_options))
-        if mechanism == "sw":
-            target = tuning.get("target_lipschitz")
-            if target is None:
-                target = privacy.censor_bound(
-                    privacy.require_epsilon("epsilon", epsilon), neighbours
-                )
-            result = self.sw(target)
-            result.neighbours = neighbours
-            return result
-        if mechanism == "weighted-e":
-            kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
-            return self.weighted_e(epsilon, neighbours=neighbours, **kw)
-        if mechanism == "censor-w":
-            kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
-            return self.censor_w(
-                epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **kw
-            )
-        kw = _pick(tuning, *registry.get(mechanism).synthesizer_options)
-        return self.censor_uw(epsilon, neighbours=neighbours, centring=centring, **kw)
+        spec = registry.get(mechanism)
+        options = _pick(tuning, *sorted(spec.options))
+        return spec.fitter()(self, epsilon, neighbours, alpha, centring, options)
 
     def synthesize(self, result: Result, m: int = 1, n_synthetic: int | None = None) -> np.ndarray:
         """m synthetic datasets (m x N) from m distinct retained draws (posterior predictive).
@@ -771,6 +748,46 @@ def _take(value: Any, rows: np.ndarray, n: int) -> Any:
     if np.ndim(value) >= 1 and np.shape(value)[0] == n:
         return np.asarray(value)[rows]
     return value
+
+
+# -- the posterior mechanisms' fit functions (named by their declarations' ``fit``) ---------
+# Each takes (synthesizer, epsilon per draw, neighbours, reference weights, centring, the
+# declared options given) and returns the mechanism's Result.
+
+
+def fit_unweighted(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    return syn.unweighted()
+
+
+def fit_lw(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    return syn.lw(**options)
+
+
+def fit_cw(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    if options.get("radius") is None:
+        raise InputError("radius", "the CW mechanism needs a radius r (Algorithm 2)")
+    return syn.cw(**options)
+
+
+def fit_sw(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    target = options.get("target_lipschitz")
+    if target is None:
+        target = privacy.censor_bound(privacy.require_epsilon("epsilon", epsilon), neighbours)
+    result = syn.sw(target)
+    result.neighbours = neighbours
+    return result
+
+
+def fit_weighted_e(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    return syn.weighted_e(epsilon, neighbours=neighbours, **options)
+
+
+def fit_censor_w(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    return syn.censor_w(epsilon, neighbours=neighbours, alpha=alpha, centring=centring, **options)
+
+
+def fit_censor_uw(syn: Synthesizer, epsilon, neighbours, alpha, centring, options) -> Result:
+    return syn.censor_uw(epsilon, neighbours=neighbours, centring=centring, **options)
 
 
 def _pick(d: dict[str, Any], *keys: str) -> dict[str, Any]:

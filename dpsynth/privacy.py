@@ -90,25 +90,6 @@ the file (the relation the mechanism's internal bound is set for is the same one
 substitution bound covers an addition or removal, tested in ``tests/test_privacy.py``)."""
 
 
-PUBLIC_TUNING = frozenset(
-    {
-        "c",
-        "g",
-        "radius",
-        "reweight",
-        "downscale",
-        "target_lipschitz",
-        "n_bins",
-        "integer",
-        "consistency",
-        "draw",
-        "centring",
-        "truncation",
-    }
-)
-"""Tuning values set by the user (publishable); values searched on the data are not."""
-
-
 def require_public_bounds(bounds: Any, param: str = "bounds") -> tuple[float, float]:
     """Public bounds (lo, hi): two finite numbers with lo < hi (never read from the data)."""
     from dpsynth.errors import require_bounds

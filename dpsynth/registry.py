@@ -13,17 +13,22 @@ entry here and one function named by its ``runner``.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Any, Literal
 
-NEIGHBOURS: tuple[str, ...] = ("substitution", "add-remove")
+Neighbours = Literal["substitution", "add-remove"]
+"""A neighbour relation: the one type every function taking ``neighbours`` uses."""
+
+NEIGHBOURS: tuple[Neighbours, ...] = ("substitution", "add-remove")
 """The neighbour relations dpsynth states guarantees under (``privacy.NEIGHBOUR_MEANING``)."""
 
-DEFAULT_NEIGHBOURS = "substitution"
+DEFAULT_NEIGHBOURS: Neighbours = "substitution"
 """A release's relation unless the user names one: n public, one record replaced."""
 
-PAPER_NEIGHBOURS = "add-remove"
+PAPER_NEIGHBOURS: Neighbours = "add-remove"
 """The papers' relation (censoring paper Eq. 3.5: epsilon = 2M); the studies reproducing
 them state it explicitly."""
 
@@ -88,33 +93,56 @@ SUBSAMPLING_MEANING = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Mechanism:
     """A mechanism as one declaration (the way an OpenDP measurement carries its own map).
 
-    ``privacy_map`` takes (epsilon per set, neighbour relation) to the internal bound the
-    code enforces (``bound_name`` says which); ``None`` for mechanisms whose epsilon is
-    computed after the fit from draws (asymptotic DP), and for SBS, whose map splits
-    epsilon over several statistics (``modips``).
-    ``runner`` names the function that makes the release (``dpsynth.release.RUNNERS``).
+    Built with keywords only. ``privacy_map`` takes (epsilon per set, neighbour relation) to
+    the internal bound the code enforces (``bound_name`` says which); ``None`` for mechanisms
+    whose epsilon is computed after the fit from draws (asymptotic DP), and for SBS, whose
+    map splits epsilon over several statistics (``modips``). ``options`` is the one set of
+    options the mechanism takes (the release refuses any other).
+
+    Behaviour is named, not dispatched on the name: ``runner`` is a lazy ``"module:function"``
+    reference to the function that makes the release (``(Request, BudgetLedger) ->
+    RunnerOutput``), and ``fit`` one to the function that runs a posterior mechanism on a
+    :class:`dpsynth.mechanisms.Synthesizer` (``None``: the mechanism fits no model). Both are
+    resolved on use (:func:`resolve`), so this module stays import-light.
+
+    Capabilities (what the rest of the library asks instead of comparing names):
+    ``reference`` (takes reference weights from a public file), ``weighted`` (weights
+    records), ``censored`` (clamps each record's log-likelihood term: a censored fit),
+    ``histogram`` (draws from a noisy histogram on public bins, ``n_bins``), ``public_n``
+    (its sensitivities assume n public under every relation, so a private n, e.g. records
+    dropped for a missing value, is refused), ``table`` (a whole-table column may use it).
     """
 
     name: str
     label: str
     paper: str
     guarantee: str
-    neighbours: tuple[str, ...]
-    privacy_map: Callable[[float, str], float] | None
-    bound_name: str | None
-    options: frozenset[str]
-    outcomes: tuple[str, ...]
+    summary: str
     runner: str
-    default_neighbours: str = DEFAULT_NEIGHBOURS
+    fit: str | None = None
+    neighbours: tuple[Neighbours, ...] = NEIGHBOURS
+    privacy_map: Callable[[float, str], float] | None = None
+    bound_name: str | None = None
+    options: frozenset[str] = frozenset()
+    outcomes: tuple[str, ...] = ("continuous", "count")
+    default_neighbours: Neighbours = DEFAULT_NEIGHBOURS
     reference: bool = False
     weighted: bool = False
+    censored: bool = False
+    histogram: bool = False
+    public_n: bool = False
     table: bool = False
-    summary: str = ""
-    synthesizer_options: frozenset[str] = field(default_factory=frozenset)
+    extra_source: str = "other retained posterior draws"
+    fit_purpose: str = "the weighted posterior"
+
+    @property
+    def fits_model(self) -> bool:
+        """True for a (pseudo) posterior mechanism: it fits an outcome model."""
+        return self.fit is not None
 
     def internal_bound(self, epsilon: float, neighbours: str) -> float:
         """The bound enforced at ``epsilon`` per set under ``neighbours``; refuses a relation
@@ -125,87 +153,106 @@ class Mechanism:
             raise ValueError(f"{self.name} has no a-priori privacy map ({self.guarantee})")
         return self.privacy_map(epsilon, neighbours)
 
+    def release_runner(self) -> Callable[..., Any]:
+        """The function that makes this mechanism's release (``runner``, resolved now)."""
+        return resolve(self.runner)
+
+    def fitter(self) -> Callable[..., Any]:
+        """The function that runs this posterior mechanism on a synthesizer (``fit``)."""
+        if self.fit is None:
+            raise ValueError(f"{self.name} fits no model")
+        return resolve(self.fit)
+
+
+def resolve(reference: str) -> Callable[..., Any]:
+    """The function a ``"module:function"`` reference names, looked up at each call (so a
+    test may replace it on its module)."""
+    module, _, attr = reference.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
 
 _WEIGHTS = frozenset({"c", "g", "reweight", "k"})
-POSTERIOR_RUNNER = "posterior"
-"""The runner of the mechanisms made by a (pseudo) posterior fit."""
-_ALL_OUTCOMES = ("continuous", "count")
+SEARCHED_OPTIONS = frozenset({"k"})
+"""Options whose value a fit may search on the data (the re-weighting k): never published."""
 PH_CONSISTENCY = ("clamp", "simplex")
 """PH's ``consistency`` option, how its noisy counts are made non-negative (the first is the
 default: the censoring paper's; ``histogram.consistent_counts``)."""
 PH_DRAWS = ("iid", "systematic")
 """PH's ``draw`` option, how records are drawn from the noisy shares (the first is the
 default: the censoring paper's independent draws; ``histogram.drawn_cells``)."""
+_POSTERIOR = "dpsynth.release:_posterior"
+_FRESH_NOISE = (
+    "fresh {} on the confidential {}: published, they would spend budget; unpublished, they "
+    "only make this confidential verdict steadier"
+)
 
 MECHANISMS: dict[str, Mechanism] = {
     m.name: m
     for m in (
         Mechanism(
-            "unweighted", "Unweighted", "Savitsky et al., Section 2", "aDP", NEIGHBOURS,
-            None, None, frozenset(), _ALL_OUTCOMES, POSTERIOR_RUNNER,
+            name="unweighted", label="Unweighted", paper="Savitsky et al., Section 2",
+            guarantee="aDP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_unweighted",
+            fit_purpose="the unweighted posterior (each record's bound)",
             summary="the plain posterior: its local epsilon is only measured (the baseline)",
         ),
         Mechanism(
-            "lw", "Weighted", "Savitsky et al., Algorithm 1 (LW)", "aDP", NEIGHBOURS,
-            None, None, _WEIGHTS, _ALL_OUTCOMES, POSTERIOR_RUNNER,
-            weighted=True,
+            name="lw", label="Weighted", paper="Savitsky et al., Algorithm 1 (LW)",
+            guarantee="aDP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_lw",
+            options=_WEIGHTS, weighted=True,
             summary="record-level weights from each record's own log-likelihood range",
-            synthesizer_options=_WEIGHTS,
         ),
         Mechanism(
-            "cw", "CW", "Savitsky et al., Algorithm 2 (CW)", "aDP", NEIGHBOURS,
-            None, None, _WEIGHTS | {"radius"}, _ALL_OUTCOMES, POSTERIOR_RUNNER,
-            weighted=True,
+            name="cw", label="CW", paper="Savitsky et al., Algorithm 2 (CW)",
+            guarantee="aDP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_cw",
+            options=_WEIGHTS | {"radius"}, weighted=True,
             summary="weights from a record's distance to the others (radius r)",
-            synthesizer_options=_WEIGHTS | {"radius"},
         ),
         Mechanism(
-            "sw", "SW", "Savitsky et al., Algorithm 3 (SW)", "aDP", NEIGHBOURS,
-            None, None, frozenset({"target_lipschitz"}), _ALL_OUTCOMES, POSTERIOR_RUNNER,
-            weighted=True,
+            name="sw", label="SW", paper="Savitsky et al., Algorithm 3 (SW)",
+            guarantee="aDP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_sw",
+            options=frozenset({"target_lipschitz"}), weighted=True,
             summary="one scalar weight that meets a target Lipschitz bound",
-            synthesizer_options=frozenset({"target_lipschitz"}),
         ),
         Mechanism(
-            "weighted-e", "Weighted-e", "Hu et al., Section 3.1 (Weighted-e)", "aDP",
-            NEIGHBOURS, None, None, frozenset({"c", "g", "truncation"}), _ALL_OUTCOMES,
-            POSTERIOR_RUNNER,
-            weighted=True,
+            name="weighted-e", label="Weighted-e", paper="Hu et al., Section 3.1 (Weighted-e)",
+            guarantee="aDP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_weighted_e",
+            options=frozenset({"c", "g", "truncation"}), weighted=True,
+            fit_purpose="the Weighted-e posterior",
             summary="LW weights truncated so the local bound meets the target epsilon",
-            synthesizer_options=frozenset({"c", "g", "truncation"}),
         ),
         Mechanism(
-            "censor-w", "Censor_w", "Hu et al., Section 3.2 (Censor_w)", "DP", NEIGHBOURS,
-            censoring_map, "censor_bound", _WEIGHTS | {"downscale", "centring"},
-            _ALL_OUTCOMES, POSTERIOR_RUNNER, reference=True,
-            weighted=True,
-            table=True,
+            name="censor-w", label="Censor_w", paper="Hu et al., Section 3.2 (Censor_w)",
+            guarantee="DP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_censor_w",
+            privacy_map=censoring_map, bound_name="censor_bound",
+            options=_WEIGHTS | {"downscale", "centring"},
+            reference=True, weighted=True, censored=True, table=True,
+            fit_purpose="the censored posterior",
             summary="weighted, clamped log-likelihood; DP with weights from a public file",
-            synthesizer_options=_WEIGHTS | {"downscale"},
         ),
         Mechanism(
-            "censor-uw", "Censor_uw", "Hu et al., Section 3.2 (Censor_uw)", "DP", NEIGHBOURS,
-            censoring_map, "censor_bound", frozenset({"centring", "downscale"}), _ALL_OUTCOMES,
-            POSTERIOR_RUNNER,
-            table=True,
+            name="censor-uw", label="Censor_uw", paper="Hu et al., Section 3.2 (Censor_uw)",
+            guarantee="DP", runner=_POSTERIOR, fit="dpsynth.mechanisms:fit_censor_uw",
+            privacy_map=censoring_map, bound_name="censor_bound",
+            options=frozenset({"centring", "downscale"}), censored=True, table=True,
+            fit_purpose="the censored posterior",
             summary="clamped log-likelihood: strict DP by construction",
-            synthesizer_options=frozenset({"downscale"}),
         ),
         Mechanism(
-            "ph", "PH", "Hu et al., Section 4 (perturbed histogram)", "DP", NEIGHBOURS,
-            histogram_map,
-            "laplace_scale",
-            frozenset({"n_bins", "integer", "consistency", "draw"}),
-            ("continuous", "count"), "histogram",
-            table=True,
+            name="ph", label="PH", paper="Hu et al., Section 4 (perturbed histogram)",
+            guarantee="DP", runner="dpsynth.release:_ph",
+            privacy_map=histogram_map, bound_name="laplace_scale",
+            options=frozenset({"n_bins", "integer", "consistency", "draw"}),
+            histogram=True, table=True,
+            extra_source=_FRESH_NOISE.format("Laplace noise", "histogram"),
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",
         ),
         Mechanism(
-            "sbs", "SBS", "Liu, Algorithm 1 (SBS)", "DP", ("substitution",), None,
-            "laplace_scale",
-            frozenset({"data_type", "known_sd", "sanitization", "allocation", "bounding"}),
-            ("continuous", "binary"), "sbs",
-            default_neighbours="substitution",
+            name="sbs", label="SBS", paper="Liu, Algorithm 1 (SBS)",
+            guarantee="DP", runner="dpsynth.release:_sbs", neighbours=("substitution",),
+            bound_name="laplace_scale",
+            options=frozenset({"data_type", "known_sd", "sanitization", "allocation", "bounding"}),
+            outcomes=("continuous", "binary"), public_n=True,
+            extra_source=_FRESH_NOISE.format("noise", "statistics"),
             summary=(
                 "sanitized sufficient statistics, then Bayesian synthesis (modips): its map "
                 "splits epsilon over the statistics (modips.allocation_weights), n public"
@@ -216,9 +263,7 @@ MECHANISMS: dict[str, Mechanism] = {
 """Every mechanism dpsynth offers, in the order the book and the CLI list them."""
 
 NAMES: tuple[str, ...] = tuple(MECHANISMS)
-POSTERIOR_NAMES: tuple[str, ...] = tuple(
-    n for n, m in MECHANISMS.items() if m.runner == POSTERIOR_RUNNER
-)
+POSTERIOR_NAMES: tuple[str, ...] = tuple(n for n, m in MECHANISMS.items() if m.fits_model)
 """The mechanisms made by a (pseudo) posterior fit (``mechanisms.Synthesizer.run``)."""
 
 
@@ -262,13 +307,37 @@ def weighted_names() -> tuple[str, ...]:
     return tuple(n for n, m in MECHANISMS.items() if m.weighted)
 
 
-def model_free(name: str) -> bool:
+def model_free(name: str | None) -> bool:
     """True for a mechanism that fits no outcome model (a histogram, SBS's own model)."""
-    mechanism = MECHANISMS.get(name)
-    return mechanism is not None and mechanism.runner != POSTERIOR_RUNNER
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and not mechanism.fits_model
+
+
+def censored(name: str | None) -> bool:
+    """True for a mechanism that censors (clamps) each record's log-likelihood term."""
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and mechanism.censored
+
+
+def histogram(name: str | None) -> bool:
+    """True for a mechanism that draws from a noisy histogram on public bins."""
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and mechanism.histogram
+
+
+def takes_reference(name: str | None) -> bool:
+    """True for a mechanism that takes reference weights from a public file."""
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and mechanism.reference
 
 
 def table_names() -> tuple[str, ...]:
     """The mechanisms a whole-table column may use (``dpsynth.table_spec``): strict DP with an
     a-priori map, so a table's epsilon is the sum of its columns'."""
     return tuple(n for n, m in MECHANISMS.items() if m.table)
+
+
+PUBLIC_OPTIONS: frozenset[str] = (
+    frozenset().union(*(m.options for m in MECHANISMS.values())).difference(SEARCHED_OPTIONS)
+)
+"""Options set by the user (publishable in a report); values searched on the data are not."""

@@ -18,7 +18,7 @@ counts, MCMC diagnostics, the local epsilon of the aDP mechanisms). :meth:`Relea
 writes every file atomically: all of them or none (:func:`dpsynth.io.atomic_write_all`).
 
 This module orchestrates only: the mechanisms are declared in :mod:`dpsynth.registry` (each
-names its runner, a function of :data:`RUNNERS`), files and provenance are
+names its runner, a function here, by a lazy ``"module:function"`` reference), files and provenance are
 :mod:`dpsynth.io`'s, the convergence policy :mod:`dpsynth.diagnostics`', the centring check
 :mod:`dpsynth.centring`'s, SBS's settings :mod:`dpsynth.modips`' and the noise of public
 utility figures :mod:`dpsynth.privacy`'s.
@@ -266,8 +266,8 @@ def synthesize(
 
     The keywords are a :class:`ReleaseSettings` (which says what each means), validated
     before any record is read; then the budget is charged, the records are checked against
-    the public bounds, the mechanism's runner (:data:`RUNNERS`, named by its declaration in
-    :mod:`dpsynth.registry`) makes the sets, and the report, the ledger and the curator's
+    the public bounds, the mechanism's runner (named by its declaration in
+    :mod:`dpsynth.registry`, ``Mechanism.runner``) makes the sets, and the report, the ledger and the curator's
     utility verdict (:func:`dpsynth.curator.utility_verdict`: synthetic against
     confidential, in the confidential diagnostics) are assembled.
     """
@@ -376,7 +376,7 @@ def _release(y: Any, *, settings: ReleaseSettings, n_clipped: int) -> Release:
     seed, known_seed = _seed(s.seed)
     req = Request.of(y, s, seed, known_seed)
     ledger = privacy.BudgetLedger(s.epsilon, param="epsilon")
-    out = RUNNERS[registry.get(s.mechanism).runner](req, ledger)
+    out = registry.get(s.mechanism).release_runner()(req, ledger)
     sets = out.frame[s.column].to_numpy(dtype=float).reshape(s.m, -1)
     extra = out.diagnostics.pop(EXTRA_SETS, None)  # confidential, for the verdict: never stored
     report = _public_report(req, s, out.report, sets, ledger)
@@ -419,14 +419,6 @@ EXTRA_SETS = "_verdict_extra_sets"
 """Key under which a mechanism hands the release its extra, never published synthetic sets
 (:data:`dpsynth.curator.EXTRA_DRAWS`); popped before the diagnostics are stored."""
 
-_EXTRA_SOURCE = {
-    "histogram": "fresh Laplace noise on the confidential histogram: published, they would "
-    "spend budget; unpublished, they only make this confidential verdict steadier",
-    "sbs": "fresh noise on the confidential statistics: published, they would spend "
-    "budget; unpublished, they only make this confidential verdict steadier",
-}
-"""Where a runner's extra, unpublished sets come from (by runner; otherwise posterior draws)."""
-
 
 def _verdict(
     req: Request, sets: np.ndarray, extra: np.ndarray | None, report: dict, diag: dict
@@ -444,7 +436,7 @@ def _verdict(
             np.asarray(req.y, dtype=float),
             sets,
             n_published=req.m,
-            extra_source=_EXTRA_SOURCE.get(spec.runner, "other retained posterior draws"),
+            extra_source=spec.extra_source,
             centring="reference" if isinstance(centring, dict) else centring,
             reference_weights=spec.reference and req.reference is not None,
             outcome=_verdict_outcome(req, spec),
@@ -469,7 +461,7 @@ def _verdict(
 
 def _verdict_outcome(req: Request, spec: registry.Mechanism) -> str:
     """The outcome type the verdict measures: the model's, or the noise mechanisms' options."""
-    if spec.runner == registry.POSTERIOR_RUNNER:
+    if spec.fits_model:
         return _model_outcome(req.model)
     integer = bool(req.tuning.get("integer")) or req.tuning.get("data_type") == "binary"
     return "count" if integer else "real"
@@ -698,7 +690,7 @@ def _guarantee_fields(kind: str, mechanism: str, eps_set: float, m: int, referen
 
 def _public_tuning(tuning: dict[str, Any]) -> dict[str, Any]:
     """The user's settings only: anything searched on the data (the re-weighting k) is not."""
-    return {k: v for k, v in tuning.items() if k in privacy.PUBLIC_TUNING}
+    return {k: v for k, v in tuning.items() if k in registry.PUBLIC_OPTIONS}
 
 
 def _with_covariates(frame, covariates, X, m) -> pd.DataFrame:
@@ -827,16 +819,6 @@ def _sbs(req: Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
     return RunnerOutput(frame, report, {EXTRA_SETS: np.vstack(extra.datasets)})
 
 
-RUNNERS: dict[str, Callable[[Request, privacy.BudgetLedger], RunnerOutput]] = {
-    registry.POSTERIOR_RUNNER: _posterior,
-    "histogram": _ph,
-    "sbs": _sbs,
-}
-"""The function that makes each kind of release, by the ``runner`` a declaration names: a
-new mechanism is one :class:`dpsynth.registry.Mechanism` and (unless it reuses one) one
-function here."""
-
-
 # ----------------------------------------------------------------------------- helpers
 
 
@@ -853,7 +835,6 @@ def synthetic_frame(sets: np.ndarray, column: str, integer: bool) -> pd.DataFram
 __all__ = [
     "ALL_MECHANISMS",
     "CONVERGENCE",
-    "RUNNERS",
     "KnownSeedWarning",
     "Release",
     "ReleaseSettings",

@@ -73,7 +73,7 @@ def test_refused_and_failed_attempts_cost_budget(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("a failure inside the mechanism")
 
-    monkeypatch.setitem(release.RUNNERS, "histogram", boom)  # the runner PH's declaration names
+    monkeypatch.setattr(release, "_ph", boom)  # the runner PH's declaration names
     with pytest.raises(RuntimeError):
         synthesize(
             Y,

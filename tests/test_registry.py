@@ -40,6 +40,8 @@ SELECTIONS = {
     ("dpsynth/audit.py", "_RELEASES"),  # the audit's choice: the two Laplace releases
     ("dpsynth/audit.py", "audit_summary"),
     ("dpsynth/studies/real_data.py", "targets"),  # the count study's comparison
+    ("tools/golden.py", "CASES"),  # the golden test's seeded cases, one per mechanism
+    ("tools/golden.py", "case_plan"),  # the golden plan's candidates
 }
 PENDING: set[tuple[str, str]] = set()
 
@@ -129,7 +131,9 @@ def test_the_library_constants_derive_from_the_declarations():
     assert release.ALL_MECHANISMS == registry.NAMES
     assert mechanisms.MECHANISMS == registry.POSTERIOR_NAMES
     assert mechanisms.GUARANTEE == {n: registry.get(n).guarantee for n in registry.POSTERIOR_NAMES}
-    assert {m.runner for m in registry.MECHANISMS.values()} <= set(release.RUNNERS)
+    for m in registry.MECHANISMS.values():
+        assert callable(m.release_runner()), m.name
+        assert not m.fits_model or callable(m.fitter()), m.name
     assert set(registry.labels()) == set(registry.NAMES)
     assert privacy.NEIGHBOURS == registry.NEIGHBOURS
 
@@ -141,8 +145,7 @@ def test_every_declaration_is_complete():
         assert set(m.neighbours) <= set(registry.NEIGHBOURS) and m.neighbours, name
         assert m.default_neighbours in m.neighbours, name
         assert set(m.outcomes) <= set(registry.OUTCOMES), name
-        assert m.synthesizer_options <= m.options, name
-        assert (m.privacy_map is None) == (m.guarantee != "DP" or m.runner == "sbs"), name
+        assert (m.privacy_map is None) == (m.guarantee != "DP" or m.public_n), name
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 2.0, 7.0])
@@ -224,12 +227,12 @@ def _dummy_runner(req: release.Request, ledger: privacy.BudgetLedger) -> RunnerO
 def dummy(monkeypatch):
     """One declaration and one function: the whole of a new mechanism."""
     spec = registry.Mechanism(
-        "dummy", "Dummy", "none", "none", ("add-remove",), None, None,
-        frozenset({"knob"}), ("continuous",), "dummy-runner",
-        default_neighbours="add-remove", summary="uniform on the public bounds",
+        name="dummy", label="Dummy", paper="none", guarantee="none",
+        neighbours=("add-remove",), options=frozenset({"knob"}), outcomes=("continuous",),
+        runner=f"{__name__}:_dummy_runner", default_neighbours="add-remove",
+        summary="uniform on the public bounds",
     )  # fmt: skip
     monkeypatch.setitem(registry.MECHANISMS, "dummy", spec)
-    monkeypatch.setitem(release.RUNNERS, "dummy-runner", _dummy_runner)
     return spec
 
 
