@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "stan" / "examples" / "pieces"
+EXAMPLES = Path(__file__).resolve().parents[1] / "dpsynth" / "stan" / "examples" / "pieces"
 
 CONFIGS = {
     # name: (pieces file, n, distinct covariate values or None, bounds)

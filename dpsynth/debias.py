@@ -38,7 +38,7 @@ average, its value settles long before 10^5 rows, and the optimizer's cost is li
 the rows."""
 PRIOR_SD = 2.5
 """The slopes' prior scale in the simulated objective: the table programs' normal(0, 2.5)
-priors on the slopes (``stan/*_regression.stan``). The intercept is left unpenalised: its
+priors on the slopes (``dpsynth/stan/*_regression.stan``). The intercept is left unpenalised: its
 prior differs by program and every record pins it."""
 
 

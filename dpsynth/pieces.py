@@ -18,7 +18,7 @@ dpsynth writes everything else, in three programs:
 * the **fit program**: confidential data under reserved names (``dpsynth_y``,
   ``dpsynth_alpha``, ...; no user identifier may start with ``dpsynth_``), the loop calling
   the record function once per record with that record's outcome and covariate row alone,
-  the clamp and the sum by ``dpsynth_centred_target`` (``stan/dpsynth_functions.stan``), and
+  the clamp and the sum by ``dpsynth_centred_target`` (``dpsynth/stan/dpsynth_functions.stan``), and
   the generated quantities the :class:`~dpsynth.mechanisms.Synthesizer` reads;
 * the **synthesis program**: public inputs and the number of records only, the user's
   parameters, and ``y_rep`` from ``record_rng`` per record, run at a posterior draw with
@@ -276,7 +276,7 @@ def _fit_program(pieces: Pieces) -> _Program:
     a distinct public covariate row; :class:`Cells`) at every parameter value, whatever the
     data; record i's term is its cell's value, which ``dpsynth_centred_target`` weights,
     centres and clamps to [-M, M] and sums (Hu, Williams & Savitsky, Eq. 3.5;
-    ``stan/dpsynth_functions.stan``). So whether an evaluation raises, how long it takes
+    ``dpsynth/stan/dpsynth_functions.stan``). So whether an evaluation raises, how long it takes
     and whether its gradient is finite never depend on the confidential data, which enter
     only as record i's cell index. With ``dpsynth_prior_only = 1`` the likelihood is off.
     """

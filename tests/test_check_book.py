@@ -61,7 +61,7 @@ def test_object_reprs_fail(bad):
 @pytest.mark.parametrize(
     "bad",
     [
-        "<p>STAN_DIR = '/work/main/stan'</p>",
+        "<p>STAN_DIR = '/work/main/dpsynth/stan'</p>",
         "<dl><dd><code>/root/.cache/httpstan</code></dd></dl>",
         "<pre>written to /home/ana/out.csv</pre>",
         "<p>see /tmp/dpsynth-abc/report.json</p>",

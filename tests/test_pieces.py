@@ -25,7 +25,7 @@ from dpsynth.mechanisms import Sampler, Synthesizer
 from dpsynth.models import MODELS, stan_data
 from dpsynth.release import synthesize
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "stan" / "examples" / "pieces"
+EXAMPLES = Path(__file__).resolve().parents[1] / "dpsynth" / "stan" / "examples" / "pieces"
 TEST_STAN = Path(__file__).resolve().parent / "stan"
 NORMAL = EXAMPLES / "normal_known_sd.pieces"
 INTERCEPT_ONLY = ("normal_known_sd", "normal", "lognormal", "poisson")

@@ -173,8 +173,9 @@ def case_beta_regression() -> dict[str, Any]:
 
 def case_pieces() -> dict[str, Any]:
     from dpsynth import pieces
+    from dpsynth.engine import STAN_DIR
 
-    model = pieces.from_pieces(ROOT / "stan/examples/pieces/normal_known_sd.pieces", grid_max=201)
+    model = pieces.from_pieces(STAN_DIR / "examples/pieces/normal_known_sd.pieces", grid_max=201)
     y = np.random.default_rng(12).normal(1.0, 1.0, 80)
     return _release(
         y, model=model, mechanism="censor-uw", epsilon=8.0, bounds=(-4.0, 6.0), seed=108

@@ -1,4 +1,4 @@
-"""Stan engine: compile, cache and sample the programs in ``stan/`` under one interface.
+"""Stan engine: compile, cache and sample the programs in ``dpsynth/stan/`` under one interface.
 
 Two backends run the same ``.stan`` files, side by side in this package:
 
@@ -68,10 +68,10 @@ __all__ = [
     "stanc_errors",
 ]
 
-STAN_DIR = Path(__file__).resolve().parents[2] / "stan"
-"""The folder of the shipped Stan programs and the shared functions file: ``stan/`` at the
-root of the repository, beside the ``dpsynth`` package (a ``pathlib.Path``, absolute on the
-machine that imports dpsynth)."""
+STAN_DIR = Path(__file__).resolve().parents[1] / "stan"
+"""The folder of the shipped Stan programs and the shared functions file: ``dpsynth/stan/``,
+inside the package and installed with it as package data, so an installed copy finds them
+wherever it runs (a ``pathlib.Path``, absolute on the machine that imports dpsynth)."""
 
 SHARED_FUNCTIONS = "dpsynth_functions.stan"
 BACKENDS = ("auto", "cmdstanpy", "pystan")
@@ -126,7 +126,7 @@ class StanFit:
 def program_code(stan_file: str | Path) -> str:
     """Return the program text with ``#include`` lines inlined.
 
-    Includes are searched beside the program, then in the shipped ``stan/`` folder,
+    Includes are searched beside the program, then in the shipped ``dpsynth/stan/`` folder,
     so a user's program can ``#include dpsynth_functions.stan`` from anywhere.
     """
     path = Path(stan_file)

@@ -248,7 +248,7 @@ def _module_path(package: Path, name: str) -> Path | None:
 
 
 def code_fingerprint(func: ReplicateFunc | None = None) -> str:
-    """SHA-256 of the code a replicate function runs: its module's dpsynth imports and stan/.
+    """SHA-256 of the code a replicate function runs: its dpsynth imports and dpsynth/stan/.
 
     Part of every cache key, so a change to a mechanism, a model or a study function
     invalidates cached replicates instead of silently reusing stale ones; a change to a
@@ -257,7 +257,7 @@ def code_fingerprint(func: ReplicateFunc | None = None) -> str:
     module = getattr(func, "__module__", None) or "dpsynth"
     if not module.startswith("dpsynth"):
         module = "dpsynth"
-    stan = Path(__file__).resolve().parents[2] / "stan"
+    stan = Path(__file__).resolve().parents[1] / "stan"  # dpsynth/stan/
     files = imported_modules(module) + sorted(stan.glob("*.stan"))
     digest = hashlib.sha256()
     for path in files:
