@@ -650,12 +650,12 @@ def _rules(
     """The rules of :data:`RULES` that fire, in order (see its docstring)."""
     mechanism, model = context["mechanism"] or "", context["model"] or ""
     fires = {
-        "censored": (shares["censored"] or 0.0) >= MANY_CENSORED and mechanism.startswith("censor"),
+        "censored": (shares["censored"] or 0.0) >= MANY_CENSORED and registry.censored(mechanism),
         "zero_weight": (shares["zero_weight"] or 0.0) >= MANY_ZERO_WEIGHT,
         "beta_on_skewed": model.startswith("beta")
         and context["skewness"] > SKEWED
         and levels["mean_error"] != "good",
-        "ph_wide_bounds": mechanism == "ph"
+        "ph_wide_bounds": registry.histogram(mechanism)
         and levels["max_ecdf"] != "good"
         and context["span"] is not None
         and context["span"] < _PH_SPAN,
@@ -679,11 +679,11 @@ def _rule(name: str) -> tuple[str, str]:
 def _applies(move: str, context: dict[str, Any]) -> bool:
     """Whether a move of :data:`MOVES` is new to the run and possible for it."""
     mechanism = context["mechanism"] or ""
-    censoring = mechanism.startswith("censor")
+    censoring = registry.censored(mechanism)
     checks = {
         "censor_uw": mechanism in WEIGHTED,
         "centre_reference": censoring and context["centring"] != "reference",
-        "ph": mechanism != "ph" and not context["regression"],
+        "ph": not registry.histogram(mechanism) and not context["regression"],
         "model": bool(mechanism) and not registry.model_free(mechanism),
         "lognormal_gamma": (context["model"] or "").startswith("beta"),
         "tighten_bounds": registry.model_free(mechanism),

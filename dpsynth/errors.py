@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dpsynth import registry
+
 if TYPE_CHECKING:  # numpy is imported where it is used: the CLI checks arguments without it
     import numpy as np
 
@@ -193,8 +195,10 @@ def require_drop_missing_usage(
             "with drop_missing=True the number of records kept is private: give the number "
             "of synthetic records as a public number",
         )
-    if mechanism == "sbs":
-        raise InputError("drop_missing", "does not apply to sbs (its sensitivities need n public)")
+    if registry.needs_public_n(mechanism):
+        raise InputError(
+            "drop_missing", f"does not apply to {mechanism} (its sensitivities need n public)"
+        )
 
 
 def require_clip_bounds(clip: bool, bounds: Any) -> None:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpsynth import registry
 from dpsynth.curator import VERDICTS
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler, Synthesizer
@@ -276,10 +277,10 @@ def _candidate_row(
     tuning: dict[str, Any] = {}
     if centring == "reference":
         tuning["centring"] = dict(point or {})
-    if mechanism == "ph" and outcome == "count":
+    if registry.histogram(mechanism) and outcome == "count":
         tuning["integer"] = True
     extra: dict[str, Any] = {}
-    if mechanism == "censor-w":
+    if registry.takes_reference(mechanism):
         extra = {"reference": ref_y, "reference_X": ref_X}
     row: dict[str, Any] = {"candidate": candidate, "mechanism": mechanism, "centring": centring}
     start = time.perf_counter()

@@ -325,6 +325,12 @@ def histogram(name: str | None) -> bool:
     return mechanism is not None and mechanism.histogram
 
 
+def needs_public_n(name: str | None) -> bool:
+    """True for a mechanism whose sensitivities assume n public (a private n is refused)."""
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and mechanism.public_n
+
+
 def takes_reference(name: str | None) -> bool:
     """True for a mechanism that takes reference weights from a public file."""
     mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import budget, privacy
+from dpsynth import budget, privacy, registry
 from dpsynth.errors import (
     EPSILON_SANITY_LIMIT,
     InputError,
@@ -156,7 +156,7 @@ def check_drop_missing(
     require_drop_missing_usage(drop, mechanism, X is not None, n_synthetic)
     if not drop:
         return tuning
-    if mechanism == "ph" and tuning.get("n_bins") is None:
+    if registry.histogram(mechanism) and tuning.get("n_bins") is None:
         from dpsynth.histogram import ph_bins
 
         bins = ph_bins(int(n_synthetic), bounds, bool(tuning.get("integer")))

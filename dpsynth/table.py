@@ -469,7 +469,7 @@ def _fit_column(
     epsilon = fit_epsilon(col, epsilon, state.fit_records, n)
     kw: dict[str, Any] = {}
     parents = ph_parents(col, state.done)
-    if col.mechanism == "ph":
+    if registry.model_free(col.mechanism):
         outcome, kw = _ph_inputs(col, parents, state.real, y)
         if parents:  # a large joint sample: the conditional draw then adds little noise
             kw["n_synthetic"] = ph_joint_draws(n)
@@ -500,7 +500,7 @@ def _fit_column(
         **run,  # progress
         **kw,
     )
-    if col.mechanism == "ph":
+    if registry.model_free(col.mechanism):
         sets = rel.data[col.name].to_numpy(dtype=float).reshape(m, -1)
         if parents:
             rng = entropy.stream(col_seed, 2)
@@ -612,7 +612,7 @@ def _marginal_histogram(
 
     n = state.public.shape[0]
     y = state.real[col.name]
-    if col.mechanism == "ph":
+    if registry.model_free(col.mechanism):
         values = _own_codes(col, y).astype(float)
         cells = {
             "integer": True,
@@ -723,7 +723,7 @@ def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator
 def subsample_size(col: ConfidentialColumn, fit_records: int | None, n: int) -> int | None:
     """k when the column's model is fitted to a k-of-n subsample (the spec's ``fit_records``),
     else None: PH columns, and k >= n, take every record."""
-    if fit_records is None or fit_records >= n or col.mechanism == "ph":
+    if fit_records is None or fit_records >= n or registry.model_free(col.mechanism):
         return None
     return fit_records
 
@@ -951,14 +951,16 @@ def _reference_inputs(col: ConfidentialColumn, state: _State, has_X: bool, sampl
     kw: dict[str, Any] = {}
     if col.centring == "saturated":
         kw["centring"] = "saturated"
-    if state.ref_public is None or (col.mechanism != "censor-w" and col.centring != "reference"):
+    if state.ref_public is None or (
+        not registry.takes_reference(col.mechanism) and col.centring != "reference"
+    ):
         return kw
     y = state.ref[col.name]
     rows = np.isfinite(y)
     parts = [features(p, state.ref[p.name]) for p in state.done]
     ref_X = _design(state.ref_public, parts, rows) if has_X else None
     ref_y = _stan_outcome(col, y[rows])
-    if col.mechanism == "censor-w":
+    if registry.takes_reference(col.mechanism):
         kw.update(reference=ref_y, reference_X=ref_X)
     if col.centring == "reference":
         from dpsynth.plan import reference_point
@@ -1171,7 +1173,7 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
     for c in [*spec.public, *spec.confidential]:
         if c.type in ("continuous", "count") and c.bounds is None:
             continue  # a public column without public bounds has no public bins
-        conf = isinstance(c, ConfidentialColumn) and c.mechanism == "ph"
+        conf = isinstance(c, ConfidentialColumn) and registry.model_free(c.mechanism)
         columns[c.name] = {
             "type": c.type,
             "bounds": c.bounds,
@@ -1352,7 +1354,7 @@ def _table_report(
             bounds=None if col.bounds is None else list(col.bounds),
             levels=None if col.levels is None else list(col.levels),
             predecessors=[c.name for c in order[:j]]
-            if col.mechanism != "ph"
+            if not registry.model_free(col.mechanism)
             else [p.name for p in parents],
             missingness_indicator_of=col.indicator_of,
         )
@@ -1445,7 +1447,7 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
     """A model column's public choices for the report: its centring (with the rule, where
     ``"auto"`` chose it) and its debias step."""
     out = {"debias": DEBIAS_MEANING} if col.debias else {}
-    if col.mechanism != "ph":
+    if not registry.model_free(col.mechanism):
         out["centring"] = col.centring
         out["clamp"] = f"{col.clamp}: {registry.CLAMP_MEANING[col.clamp]}"
     if col.centring_auto:
@@ -1454,7 +1456,7 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
 
 
 def _marginal_meaning(col: ConfidentialColumn) -> str:
-    if col.mechanism == "ph":
+    if registry.model_free(col.mechanism):
         return PH_CALIBRATION
     if col.levels is not None:
         return LEVEL_CALIBRATION_MEANING
@@ -1492,7 +1494,7 @@ def _calibration_entry(
         "used_for": _marginal_uses(col),
         "meaning": _marginal_meaning(col),
     }
-    if col.mechanism == "ph":  # public: the spec's share and the parents' cells
+    if registry.model_free(col.mechanism):  # public: the spec's share and the parents' cells
         calibration["weight_on_own_histogram"] = ph_calibration_weight(
             n_cells(col, parents), col.calibrate_share
         )
@@ -1505,7 +1507,7 @@ def _calibration_entry(
 def _histogram_bins(col: ConfidentialColumn) -> int:
     """The cells of a column's marginal histogram: a PH column's own cells, else
     :func:`marginal_cells`."""
-    if col.mechanism == "ph":
+    if registry.model_free(col.mechanism):
         return own_size(col)
     cells = marginal_cells(col)
     return cells.get("n_bins") or int(cells["bounds"][1] - cells["bounds"][0]) + 1
@@ -1514,7 +1516,11 @@ def _histogram_bins(col: ConfidentialColumn) -> int:
 def _marginal_uses(col: ConfidentialColumn) -> list[str]:
     """What a column's marginal histogram served: calibration (rank map; a level column's
     intercepts; a PH column's raking), centring, or both."""
-    calibrated = col.calibrate_bins is not None or col.levels is not None or col.mechanism == "ph"
+    calibrated = (
+        col.calibrate_bins is not None
+        or col.levels is not None
+        or registry.model_free(col.mechanism)
+    )
     uses = ["calibration"] if calibrated else []
     return [*uses, "centring"] if col.centring == "marginal" else uses
 

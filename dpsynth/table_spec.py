@@ -389,9 +389,13 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     order = spec.order()  # with the missingness indicators: a PH column's parents at run time
     for j, col in enumerate(order):
         _check_given(col, order[:j])
-        if col.mechanism == "ph" and j > 0:
+        if registry.model_free(col.mechanism) and j > 0:
             _check_conditional_ph(col, order[:j])
-        if col.mechanism == "ph" and col.calibrate_share > 0 and not ph_parents(col, order[:j]):
+        if (
+            registry.model_free(col.mechanism)
+            and col.calibrate_share > 0
+            and not ph_parents(col, order[:j])
+        ):
             raise InputError(
                 "calibrate_share",
                 f"column {col.name!r}: a ph column is calibrated only when drawn given others "
@@ -408,7 +412,7 @@ given its parents (the discrete columns before it, or those its ``given`` names)
 def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
     """The columns a PH column is drawn given: those its ``given`` names, else (a level
     column) the binary and categorical ones before it, in synthesis order."""
-    if col.mechanism != "ph":
+    if not registry.model_free(col.mechanism):
         return []
     if col.given is not None:
         return [p for p in before if p.name in col.given]
@@ -595,7 +599,7 @@ def _confidential(
     missing = entry.get("missing", "refuse")
     if missing not in MISSING:
         raise InputError("missing", f"column {name!r}: must be one of {', '.join(MISSING)}")
-    if missing == "indicator" and mechanism == "ph":
+    if missing == "indicator" and registry.model_free(mechanism):
         raise InputError(
             "missing",
             f"column {name!r}: a ph column cannot follow its indicator (a binary or categorical "
@@ -632,7 +636,7 @@ def _clamp(entry: Mapping[str, Any], name: str, mechanism: str, model: str | Non
     Whether the model's program accepts it is checked with the models
     (``dpsynth.table.require_available_models``), before any data are read."""
     value = entry.get("clamp")
-    if mechanism == "ph":
+    if registry.model_free(mechanism):
         if value is not None:
             raise InputError("clamp", f"column {name!r}: a ph column has no likelihood to clamp")
         return "hard"
@@ -648,7 +652,7 @@ def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | s
     """``downscale`` of a censored model column: a number in (0, 1] (default 1, the paper's
     Censor_uw) or "auto" (:data:`DOWNSCALE_NATS`); a PH column has no likelihood to weight."""
     value = entry.get("downscale")
-    if mechanism == "ph":
+    if registry.model_free(mechanism):
         if value is not None:
             raise InputError("downscale", f"column {name!r}: a ph column has no weights")
         return None
@@ -657,10 +661,15 @@ def _downscale(entry: Mapping[str, Any], name: str, mechanism: str) -> float | s
     return "auto" if value == "auto" else require_downscale(value, name)
 
 
+def _debiased(mechanism: str) -> bool:
+    """Debiasing applies to an unweighted censored fit (Censor_uw; :mod:`dpsynth.debias`)."""
+    return registry.censored(mechanism) and not registry.get(mechanism).weighted
+
+
 def _debias(entry: Mapping[str, Any], name: str, mechanism: str, kind: str) -> bool:
     """``debias`` of a column: for a censor-uw continuous or count model column only (on
     by default, :data:`DEBIAS_DEFAULT`), refused for any other (:mod:`dpsynth.debias`)."""
-    applies = mechanism == "censor-uw" and kind in DEBIASED_TYPES
+    applies = _debiased(mechanism) and kind in DEBIASED_TYPES
     if "debias" not in entry:
         return applies and DEBIAS_DEFAULT
     value = entry["debias"]
@@ -679,7 +688,7 @@ def _missing_level(
 ) -> tuple[str, tuple[Any, ...]]:
     """``missing = "level"``: a PH binary or categorical column with ``MISSING_LEVEL``
     as one more public level (a binary one becomes categorical: three cells)."""
-    if mechanism != "ph" or kind not in ("binary", "categorical"):
+    if not registry.model_free(mechanism) or kind not in ("binary", "categorical"):
         raise InputError(
             "missing",
             f'column {name!r}: missing = "level" is for a ph binary or categorical column '
@@ -697,7 +706,7 @@ def _calibration(
 ) -> dict:
     """``calibrate_bins`` (and ``calibrate_share``): a continuous model column's synthetic
     values mapped by rank onto a perturbed histogram of its marginal."""
-    model_column = kind in ("continuous", "count") and mechanism != "ph"
+    model_column = kind in ("continuous", "count") and not registry.model_free(mechanism)
     default = CALIBRATE_BINS_DEFAULT if model in CALIBRATED_BY_DEFAULT else None
     bins, share = entry.get("calibrate_bins", default), entry.get("calibrate_share")
     if bins is None or (bins == 0 and not isinstance(bins, bool)):
@@ -763,7 +772,7 @@ def _marginal_share(
     if centring in ("marginal", "auto"):  # auto: spent only if resolved to marginal
         return {"calibrate_share": _share_part(entry.get("calibrate_share"), name)}
     if entry.get("calibrate_share") is not None:
-        if mechanism == "ph":
+        if registry.model_free(mechanism):
             return {"calibrate_share": _share_part(entry["calibrate_share"], name)}
         raise InputError(
             "calibrate_share",
@@ -804,7 +813,7 @@ def _given(entry: Mapping[str, Any], name: str, mechanism: str, kind: str) -> di
         if bins is not None:
             raise InputError("given_bins", f"column {name!r}: needs given")
         return out
-    if mechanism != "ph" or kind == "count":
+    if not registry.model_free(mechanism) or kind == "count":
         raise InputError(
             "given",
             f"column {name!r}: only a ph level or continuous column is drawn given chosen "
@@ -821,7 +830,7 @@ def _own_bins(bins: Any, name: str, mechanism: str, kind: str) -> dict:
     """``bins``: a continuous PH column's own equal-width public bins."""
     if bins is None:
         return {}
-    if mechanism != "ph" or kind != "continuous":
+    if not registry.model_free(mechanism) or kind != "continuous":
         raise InputError("bins", f"column {name!r}: only a continuous ph column has bins")
     return {"bins": _bin_count(bins, "bins", name)}
 
@@ -842,7 +851,7 @@ def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tupl
     model = MODEL_ALIASES.get(model, model) if isinstance(model, str) else model
     if kind is not None and kind not in COLUMN_TYPES:
         raise InputError("type", f"column {name!r}: must be one of {', '.join(COLUMN_TYPES)}")
-    if mechanism == "ph":
+    if registry.model_free(mechanism):
         if model is not None:
             raise InputError("model", f"column {name!r}: ph is a histogram and takes no model")
         return kind or "continuous", None  # binary / categorical: a histogram on the levels
@@ -871,20 +880,20 @@ def _centring(
     """Centring: reference by default where a public reference is given, else marginal for
     a calibrated column and a discrete one (:data:`MARGINAL_CENTRED_TYPES`), else auto
     (:data:`AUTO_CENTRE_BOUND`); ph has none."""
-    if mechanism == "censor-w" and reference is None:
+    if registry.takes_reference(mechanism) and reference is None:
         raise InputError(
             "mechanism",
             f"column {name!r}: censor-w is DP only with weights from a public reference: "
             'give reference = "PUBLIC.csv"',
         )
-    marginal = mechanism != "ph" and (calibrated or kind in MARGINAL_CENTRED_TYPES)
-    default = "marginal" if marginal else "auto" if mechanism != "ph" else "none"
-    if reference is not None and mechanism != "ph":
+    marginal = not registry.model_free(mechanism) and (calibrated or kind in MARGINAL_CENTRED_TYPES)
+    default = "marginal" if marginal else "auto" if not registry.model_free(mechanism) else "none"
+    if reference is not None and not registry.model_free(mechanism):
         default = "reference"
     centring = entry.get("centring", default)
     if centring not in CENTRINGS:
         raise InputError("centring", f"column {name!r}: must be one of {', '.join(CENTRINGS)}")
-    if mechanism == "ph" and centring != "none":
+    if registry.model_free(mechanism) and centring != "none":
         raise InputError("centring", f"column {name!r}: does not apply to ph")
     if centring == "reference" and reference is None:
         raise InputError("centring", f"column {name!r}: reference centring needs reference = ...")

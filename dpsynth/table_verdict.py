@@ -588,7 +588,12 @@ def _ignored_parent(
     """A PH column drawn given parents that leave out the other column of its worst pair:
     name it among them (PH never reads the public columns: a model does)."""
     col = next((c for c in columns if c.name == later), None)
-    if col is None or col.mechanism != "ph" or col.given is None or other in col.given:
+    if (
+        col is None
+        or not registry.model_free(col.mechanism)
+        or col.given is None
+        or other in col.given
+    ):
         return None
     if other in public:
         return (
@@ -608,7 +613,7 @@ def _ph_advice(columns: Sequence[ColumnInfo], names: Sequence[str]) -> str | Non
         c.name
         for c in columns
         if c.name in names and not c.public and c.kind in ("binary", "categorical")
-        and c.mechanism not in (None, "ph")
+        and c.mechanism is not None and not registry.model_free(c.mechanism)
     ]  # fmt: skip
     if not censored:
         return None
@@ -640,7 +645,12 @@ def next_step(
         return advice
     if figure in ("one_way_tvd", "max_ecdf", "mean_error"):
         col = next((c for c in columns if c.name == names[0]), None)
-        if col is not None and col.mechanism == "ph" and col.given and not col.calibrated:
+        if (
+            col is not None
+            and registry.model_free(col.mechanism)
+            and col.given
+            and not col.calibrated
+        ):
             return (
                 f"give {names[0]!r} a calibrate_share (drawn given {', '.join(col.given)}, "
                 "its marginal sums the noise of every parent cell; a histogram of its own "

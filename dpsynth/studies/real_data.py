@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import optimize, stats
 from scipy.special import digamma, gammaln
 
+from dpsynth import registry
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import Sampler
 from dpsynth.models import transfer_beta
@@ -102,7 +103,7 @@ PAPER: dict[str, Any] = {
     # regression_epsilons=[1.0, 3.0, 5.0] (and add "censor-w") to run them.
     "regression_epsilons": [3.0, 5.0],
     "models": ["negbin", "poisson"],
-    "variants": [v for v in VARIANTS if v != "unweighted"],
+    "variants": [v for v, (mech, _) in VARIANTS.items() if mech in registry.strict_names()],
     "regression_variants": ["censor-uw", "censor-uw/reference", "censor-w/reference", "unweighted"],
     "sets": 5,
     "bound": 60,
@@ -206,7 +207,7 @@ def release_sets(
         tuning["centring"] = "saturated"
     elif centring == "reference":
         tuning["centring"] = dict(centre_point or {})
-    ref_y = reference[DATASET[2]].to_numpy() if mechanism == "censor-w" else None
+    ref_y = reference[DATASET[2]].to_numpy() if registry.takes_reference(mechanism) else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", KnownSeedWarning)
         release = synthesize(
@@ -365,7 +366,7 @@ def targets(table: pd.DataFrame, epsilon: float = 5.0) -> dict[str, Any]:
     err = (bayes["mean"] / data["mean"] - 1).abs()
     zero_gap = (bayes["zero_share"] - data["zero_share"]).abs()
     best = bayes.assign(mean_error=err, zero_gap=zero_gap).sort_values("max_ecdf").head(1)
-    ph = at.loc[at["mechanism"] == "ph", "max_ecdf"]
+    ph = at.loc[at["mechanism"].map(registry.histogram).astype(bool), "max_ecdf"]
     peer = at.loc[at["mechanism"] == "opendp-histogram", "max_ecdf"]
     out: dict[str, Any] = {"epsilon": epsilon}
     if len(best):
