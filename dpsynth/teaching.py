@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import betaln, logsumexp
 
-from dpsynth import inference, privacy, weights
+from dpsynth import inference, privacy, registry, weights
 from dpsynth.errors import InputError
 from dpsynth.histogram import perturbed_histogram
 from dpsynth.utility import ecdf_measures
@@ -221,7 +221,7 @@ def _dp_bernoulli() -> np.ndarray:
     theta = np.linspace(0.05, 0.95, 1801)
     ll = np.concatenate([np.log(theta), np.log1p(-theta)])  # records x = 1 and x = 0
     delta = float(np.max(np.abs(ll)))
-    return np.array([delta, privacy.epsilon_of(delta)])
+    return np.array([delta, privacy.epsilon_of(delta, registry.PAPER_NEIGHBOURS)])
 
 
 def _pp_lw() -> np.ndarray:
@@ -233,7 +233,12 @@ def _pp_bounds() -> np.ndarray:
     log_lik = np.array([[-0.5, 1.2, -4.0], [0.3, 0.9, -6.0]])
     contrib = privacy.weighted_contributions(log_lik, np.array([1.0, 1.0, 0.25]))
     delta = privacy.lipschitz_bound(contrib)
-    return np.concatenate([privacy.record_bounds(contrib), [delta, privacy.epsilon_of(delta)]])
+    return np.concatenate(
+        [
+            privacy.record_bounds(contrib),
+            [delta, privacy.epsilon_of(delta, registry.PAPER_NEIGHBOURS)],
+        ]
+    )
 
 
 def _pp_sw() -> np.ndarray:
@@ -305,13 +310,16 @@ def _hand_record() -> np.ndarray:
     f = float(beta_log_lik([0.01], 0.5, 3.0)[0, 0])
     clamped = [
         float(privacy.weighted_contributions(np.array([[f]]), np.ones(1), m)[0, 0])
-        for m in (privacy.censor_bound(4.0), privacy.censor_bound(2.0))
+        for m in (
+            privacy.censor_bound(4.0, registry.PAPER_NEIGHBOURS),
+            privacy.censor_bound(2.0, registry.PAPER_NEIGHBOURS),
+        )
     ]
     return np.array([f, *clamped])
 
 
 def _hand_compose() -> np.ndarray:
-    m = privacy.censor_bound(4.0)
+    m = privacy.censor_bound(4.0, registry.PAPER_NEIGHBOURS)
     return np.array([3 * privacy.epsilon_of(m, nb) for nb in ("add-remove", "substitution")])
 
 

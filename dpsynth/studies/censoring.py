@@ -387,7 +387,12 @@ class _Weighted:
         """Weighted-e at ``epsilon`` (add/remove), the LW weights x ``downscale`` if given."""
         if self.q is None:
             return self.syn.weighted_e(
-                epsilon, self.c, self.g, truncation=self.rule, downscale=downscale
+                epsilon,
+                self.c,
+                self.g,
+                truncation=self.rule,
+                downscale=downscale,
+                neighbours=registry.PAPER_NEIGHBOURS,
             )
         alpha = self.alpha if downscale is None else weights.downscaled(self.alpha, downscale)
         if self.rule == "lw-bound":
@@ -408,12 +413,20 @@ class _Weighted:
     def censor_w(self, epsilon: float, downscale: float | None = None) -> Result:
         if self.q is None:
             return self.syn.censor_w(
-                epsilon, self.c, self.g, downscale=downscale, reweight=self.reweight, k=self.k
+                epsilon,
+                self.c,
+                self.g,
+                downscale=downscale,
+                reweight=self.reweight,
+                k=self.k,
+                neighbours=registry.PAPER_NEIGHBOURS,
             )
         alpha = self.alpha
         if self.reweight:
             alpha = weights.reweighted(alpha, self.result.fit.record_bounds, self.k)
-        return self.syn.censor_w(epsilon, alpha=alpha, downscale=downscale)
+        return self.syn.censor_w(
+            epsilon, alpha=alpha, downscale=downscale, neighbours=registry.PAPER_NEIGHBOURS
+        )
 
     def downscaled(self, epsilon: float, factor: float) -> tuple[Result, Result]:
         """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
@@ -475,7 +488,10 @@ class _ReplicateRows:
         self.add("main", eps, lw)
         we = weighted.weighted_e(eps)
         self.add("main", eps, we, n_invoked=we.n_zero_weight - lw_zero)
-        for censored in (weighted.censor_w(eps), self.syn.censor_uw(eps)):
+        for censored in (
+            weighted.censor_w(eps),
+            self.syn.censor_uw(eps, neighbours=registry.PAPER_NEIGHBOURS),
+        ):
             self.add("main", eps, censored, n_invoked=censored.fit.n_censored)
 
     def ph(self, eps: float, rng: np.random.Generator, bin_rule: str) -> None:
@@ -1036,7 +1052,11 @@ def _sdr_mechanisms(
     results = {
         "Weighted": weighted,
         "Weighted-e": syn.weighted_e(
-            eps, c, g, truncation=params.get("weighted_e_rule", "weighted-fit")
+            eps,
+            c,
+            g,
+            truncation=params.get("weighted_e_rule", "weighted-fit"),
+            neighbours=registry.PAPER_NEIGHBOURS,
         ),
         "Censor_w": syn.censor_w(
             eps,
@@ -1044,8 +1064,9 @@ def _sdr_mechanisms(
             g,
             reweight=bool(params.get("censor_w_reweight", False)),
             k=float(params.get("censor_w_k", 0.95)),
+            neighbours=registry.PAPER_NEIGHBOURS,
         ),
-        "Censor_uw": syn.censor_uw(eps),
+        "Censor_uw": syn.censor_uw(eps, neighbours=registry.PAPER_NEIGHBOURS),
     }
     return c, g, results, trace
 
