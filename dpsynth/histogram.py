@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from dpsynth import errors
+from dpsynth import errors, registry
 from dpsynth.errors import InputError
 from dpsynth.privacy import (
     histogram_sensitivity,
@@ -102,7 +102,7 @@ def perturbed_histogram(
     *,
     n_bins: int | None = None,
     m: int = 1,
-    neighbours: str = "substitution",
+    neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS,
     n_synthetic: int | None = None,
     integer: bool = False,
     bin_rule: str = "sqrt",

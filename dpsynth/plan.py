@@ -197,7 +197,7 @@ def plan(
     reference_X: Any = None,
     seed: int | None = None,
     sampler: Sampler | None = None,
-    neighbours: str = "substitution",
+    neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS,
     n_confidential: int | None = None,
 ) -> pd.DataFrame:
     """Expected utility of each candidate on the public ``reference_y``, best first.

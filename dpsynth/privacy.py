@@ -112,7 +112,7 @@ def censor_bound(epsilon: float, neighbours: str = "add-remove") -> float:
     return registry.censoring_map(epsilon, neighbours)
 
 
-def histogram_sensitivity(neighbours: str = "substitution") -> float:
+def histogram_sensitivity(neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS) -> float:
     """l1 sensitivity of a count vector: 2 under substitution (a record moves), 1 add/remove.
 
     The Laplace scale at epsilon = 1 of PH's declared map (:func:`dpsynth.registry.histogram_map`).

@@ -52,7 +52,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpsynth import engine
+from dpsynth import engine, registry
 from dpsynth.engine import log_density, outputs_at
 from dpsynth.errors import InputError
 from dpsynth.synthesis import PLACEHOLDERS, public_data
@@ -100,7 +100,7 @@ def check_program(
     censor_bound: float | None,
     *,
     seed: int,
-    neighbours: str = "substitution",
+    neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS,
 ) -> dict[str, Any]:
     """Run the differential tests on a user program; return what the public report states.
 
@@ -272,7 +272,7 @@ def check_censored(
     subsets: int = 0,
     backend: str | None = None,
     outcome: str = "real",
-    neighbours: str = "substitution",
+    neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS,
     inputs: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None,
 ) -> None:
     """The censoring tests ``prior``, ``clamp``, ``sum`` and ``locality`` (:data:`CHECKS`).

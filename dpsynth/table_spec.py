@@ -305,7 +305,7 @@ class TableSpec:
 
     public: tuple[PublicColumn, ...]
     confidential: tuple[ConfidentialColumn, ...]
-    neighbours: str = "substitution"
+    neighbours: registry.Neighbours = registry.DEFAULT_NEIGHBOURS
     reference: str | None = None
     analysis: Analysis | None = None
     source: str | None = None
