@@ -48,7 +48,7 @@ def censoring_map(epsilon: float, neighbours: str) -> float:
 
 CLAMPS: dict[str, int] = {"hard": 1, "smooth": 2}
 """How a censored fit bounds each record's term t_i = alpha_i (ll_i - c_i) by M, with the
-code its Stan program reads as ``censor`` (``stan/dpsynth_functions.stan``): "hard" clamps
+code its Stan program reads as ``censor`` (``dpsynth/stan/dpsynth_functions.stan``): "hard" clamps
 t_i to [-M, M] (censoring paper, Eq. 3.5); "smooth" (dpsynth's extension) maps it to
 M tanh(t_i / M), in (-M, M), which equals t_i to first order near 0 and has no kink where a
 record meets the bound. :func:`censoring_map` holds for both: its proof uses only that
