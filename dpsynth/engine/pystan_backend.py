@@ -14,7 +14,7 @@ What is written to disk, and where (httpstan 4.13). The cache root is
   to a fit file when the chain ends. Its ``cache.fit_path`` is replaced
   (:func:`_private_fits`), so the file is
   ``$TMPDIR/dpsynth-pystan-<pid>-*/models/<id>/fits/<fit_id>.jsonlines.gz``, in this
-  process's private folder (mode 0700, :mod:`~dpsynth.engine.private_dir`, with an empty
+  process's private folder (mode 0700, ``dpsynth.engine.private_dir``, with an empty
   ``.owner.lock`` and ``.workers/`` naming the sampler processes). :func:`sample` and
   :func:`generate` read the files and delete them before returning, also on error and
   on interruption; the folder is removed when the process exits. If the process is
