@@ -79,7 +79,6 @@ def versions(backend: str) -> str:
         stan = ".".join(map(str, cmdstanpy.cmdstan_version() or ()))
         return f"CmdStan {stan}, cmdstanpy {cmdstanpy.__version__}"
     import httpstan
-
     import stan  # pystan
 
     return f"httpstan {httpstan.__version__}, pystan {stan.__version__}"
