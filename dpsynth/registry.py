@@ -307,34 +307,35 @@ def weighted_names() -> tuple[str, ...]:
     return tuple(n for n, m in MECHANISMS.items() if m.weighted)
 
 
+def _capability(name: str | None, field: str) -> bool:
+    """The declared capability ``field`` of mechanism ``name`` (False for an unknown name)."""
+    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
+    return mechanism is not None and bool(getattr(mechanism, field))
+
+
 def model_free(name: str | None) -> bool:
     """True for a mechanism that fits no outcome model (a histogram, SBS's own model)."""
-    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
-    return mechanism is not None and not mechanism.fits_model
+    return name in MECHANISMS and not _capability(name, "fits_model")
 
 
 def censored(name: str | None) -> bool:
     """True for a mechanism that censors (clamps) each record's log-likelihood term."""
-    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
-    return mechanism is not None and mechanism.censored
+    return _capability(name, "censored")
 
 
 def histogram(name: str | None) -> bool:
     """True for a mechanism that draws from a noisy histogram on public bins."""
-    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
-    return mechanism is not None and mechanism.histogram
+    return _capability(name, "histogram")
 
 
 def needs_public_n(name: str | None) -> bool:
     """True for a mechanism whose sensitivities assume n public (a private n is refused)."""
-    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
-    return mechanism is not None and mechanism.public_n
+    return _capability(name, "public_n")
 
 
 def takes_reference(name: str | None) -> bool:
     """True for a mechanism that takes reference weights from a public file."""
-    mechanism = MECHANISMS.get(name)  # type: ignore[arg-type]
-    return mechanism is not None and mechanism.reference
+    return _capability(name, "reference")
 
 
 def table_names() -> tuple[str, ...]:
