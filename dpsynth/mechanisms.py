@@ -348,9 +348,9 @@ class Synthesizer:
                 quiet=s.quiet,
                 adapt_delta=s.adapt_delta,
             )
-        except InputError as exc:
+        except engine.InitializationFailed:
             start = getattr(self.model, "starting_fit", None)
-            if start is None or "initialization failed" not in str(exc):
+            if start is None:
                 raise
             return start(inputs, s.chains, s.iter_sampling, seed)
 

@@ -692,29 +692,15 @@ def from_pieces(path: str | Path, grid_max: int = GRID_MAX) -> PiecesModel:
 
 
 def _prior_inputs(
-    X: np.ndarray, outcome: str, domain: tuple[float, float], grid_max: int
+    X: np.ndarray, outcome: str, domain: tuple[float, float], grid_max: int, cells: bool = False
 ) -> dict[str, Any]:
-    """Fit-program data with the likelihood off: public design, the grid's first outcome."""
+    """Fit-program data with the likelihood off, from public inputs only: the rows of ``X``
+    as records, each at the domain's lower bound. With ``cells`` the generated quantities
+    evaluate the record function at every public cell (whatever the records)."""
     n = X.shape[0]
-    y = np.full(n, domain[0], dtype=float)
-    if outcome == "count":
-        y = np.full(n, int(np.ceil(domain[0])), dtype=np.int64)
+    y = np.full(n, domain[0]) if outcome == "real" else np.full(n, int(np.ceil(domain[0])))
     data = {"n": n, "K": X.shape[1], "X": X, "y": y, "alpha": np.zeros(n)}
-    data.update(centre=np.zeros(n), censor=0, M=0.0, want_contrib=0)
-    return fit_inputs(data, domain, outcome, prior_only=True, grid_max=grid_max)
-
-
-def _cell_inputs(
-    X: np.ndarray, outcome: str, domain: tuple[float, float], grid_max: int
-) -> dict[str, Any]:
-    """Fit-program data whose records are the public cells themselves, likelihood off."""
-    rows, _ = public_rows(X, X.shape[1])
-    grid = outcome_grid(outcome, domain, grid_size(rows.shape[0], grid_max))
-    Xc = np.repeat(rows, grid.size, axis=0)
-    y = np.tile(grid, rows.shape[0])
-    n = y.size
-    data = {"n": n, "K": rows.shape[1], "X": Xc, "y": y, "alpha": np.ones(n)}
-    data.update(centre=np.zeros(n), censor=1, M=1.0, want_contrib=1)
+    data.update(centre=np.zeros(n), censor=0, M=0.0, want_contrib=int(cells))
     return fit_inputs(data, domain, outcome, prior_only=True, grid_max=grid_max)
 
 
@@ -759,7 +745,7 @@ def public_precheck(
     try:
         engine.outputs_at(
             model.stan_file,
-            _cell_inputs(X, pieces.outcome, domain, model.grid_max),
+            _prior_inputs(X, pieces.outcome, domain, model.grid_max, cells=True),
             _param_dicts(pieces, draws),
             backend=backend,
         )

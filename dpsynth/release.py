@@ -145,7 +145,7 @@ class ReleaseSettings:
       ``allow_large_epsilon`` (the report then says what such an epsilon means).
     * ``allow_unconverged`` is deprecated and has no effect: once the data are read a
       release is never refused nor relabelled for its fit's convergence, which goes to the
-      confidential diagnostics and the curator's verdict (``book/privacy_audit.md``).
+      confidential diagnostics and the curator's verdict (``book/threat_model.md``).
     * ``budget_file`` (a path, or a :class:`dpsynth.budget.Charge` its caller made before
       reading the data) charges ``epsilon`` to the dataset's privacy-budget ledger BEFORE
       any record is looked at (:func:`dpsynth.budget.charge`; ``budget_total``: the cap of a
@@ -605,7 +605,7 @@ def _posterior_guarantee(req: Request, f: _Fitted) -> tuple[str, list[str]]:
     """The guarantee a posterior release states, from public inputs only: its declaration's,
     less without reference weights or for a whole user program. The confidential fit's
     convergence never changes it and never refuses the release (its diagnostics go to the
-    confidential diagnostics and the curator's verdict; ``book/privacy_audit.md``)."""
+    confidential diagnostics and the curator's verdict; ``book/threat_model.md``)."""
     kind = f.result.guarantee
     if registry.get(req.mechanism).reference and f.ref_alpha is None:
         kind = "none"

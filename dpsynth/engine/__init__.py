@@ -39,6 +39,7 @@ from dpsynth import diagnostics
 from dpsynth.engine import cmdstanpy_backend, pystan_backend
 from dpsynth.engine.common import (
     RECORD_OUTPUTS,
+    InitializationFailed,
     Run,
     message_summary,
     silenced,
@@ -49,6 +50,7 @@ from dpsynth.errors import InputError
 
 __all__ = [
     "BACKENDS",
+    "InitializationFailed",
     "RECORD_OUTPUTS",
     "SHARED_FUNCTIONS",
     "STAN_DIR",

@@ -37,6 +37,10 @@ class Sample(NamedTuple):
     exception_lines: Mapping[int, int] = MappingProxyType({})
 
 
+class InitializationFailed(InputError):
+    """Stan refused every initial value (a non-finite log density or gradient there)."""
+
+
 class StanFailure(Exception):
     """Stan's or httpstan's raw error text; never shown (see :func:`withheld_error`)."""
 
@@ -298,7 +302,7 @@ def withheld_error(text: str, stage: str) -> InputError:
         var = variable.group(1)
         return InputError(var, f"Stan rejected the data: {var} is missing")
     if "Initialization failed" in text or "Rejecting initial value" in text:
-        return InputError(
+        return InitializationFailed(
             "data",
             "Stan failed during sampling: initialization failed (Stan's message withheld: "
             "it can contain data values)",
