@@ -44,7 +44,7 @@ compile: venv
 	@echo "[make] compiling the shipped Stan programs if not cached in ~/.cache/httpstan (once:" \
 	  "about a minute per program on a quiet machine, several under load; a line every 30 s)" >&2
 	@start=$$(date +%s); \
-	$(BIN)/python -c "from dpsynth.models import compile_all; compile_all()" && \
+	$(BIN)/python -c "from dpsynth.models.catalogue import compile_all; compile_all()" && \
 	echo "[make] Stan programs ready in $$(( $$(date +%s) - start )) s" >&2
 
 lint: venv

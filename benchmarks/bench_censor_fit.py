@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from dpsynth import engine
-from dpsynth.mechanisms import Sampler, Synthesizer, WeightedFit
-from dpsynth.models import stan_data
+from dpsynth.mechanisms.posterior import Sampler, Synthesizer, WeightedFit
+from dpsynth.models.catalogue import stan_data
 
 BACKENDS = ("pystan", "cmdstanpy")
 FIELDS = [

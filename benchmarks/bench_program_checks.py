@@ -2,7 +2,7 @@
 
 A Censor_uw release (epsilon 8, substitution, one set, the default sampler) of the test
 program ``tests/stan/honest_normal.stan`` on N(1, 1) data, with the checks
-(:func:`dpsynth.program_checks.check_program`) timed on their own. Prints, per n, the
+(:func:`dpsynth.models.program_checks.check_program`) timed on their own. Prints, per n, the
 whole release and the checks' share. Usage:
 
     .venv/bin/python benchmarks/bench_program_checks.py [--n 2000 20000] [--repeats 3]
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dpsynth import program_checks
-from dpsynth.models import Model
-from dpsynth.release import synthesize
+from dpsynth.models import program_checks
+from dpsynth.models.catalogue import Model
+from dpsynth.release.single import synthesize
 
 PROGRAM = Path(__file__).resolve().parent.parent / "tests" / "stan" / "honest_normal.stan"
 

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from dpsynth import engine
-from dpsynth.models import get_model, stan_data
+from dpsynth.models.catalogue import get_model, stan_data
 
 SETTINGS = {"A 4x(1000+1000)": (4, 1000, 1000), "B 2x(1000+2000)": (2, 1000, 2000)}
 

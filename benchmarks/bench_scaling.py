@@ -1,7 +1,7 @@
 """Scaling benchmark: wall time, CPU time and peak memory of one release against n.
 
 Each (workload, n, backend, repeat) runs in a fresh child process (so peak memory is
-that release's own), through the one release path ``dpsynth.release.synthesize`` with
+that release's own), through the one release path ``dpsynth.release.single.synthesize`` with
 m = 1. Workloads: beta ``censor-w`` (reference weights from a second sample of the
 same size) and ``censor-uw``, negbin ``censor-uw``, ``ph`` and ``sbs``. The Stan
 workloads run on each backend of ``--backend`` (``both``, the default when CmdStan is
@@ -64,8 +64,8 @@ CHILD = r"""
 import json, multiprocessing, resource, sys, time
 import numpy as np
 import psutil
-from dpsynth.mechanisms import Sampler
-from dpsynth.release import synthesize
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.release.single import synthesize
 model, mechanism, n, chains, iters, backend = sys.argv[1:7]
 n, chains, iters = int(n), int(chains), int(iters)
 rng = np.random.default_rng(n)

@@ -30,7 +30,7 @@ Methods, each at total epsilon in {1, 3, 6} under substitution neighbours:
   columns independent; categorical columns coded 0..K-1 with one unit bin per level;
   ``lwage`` with dpsynth's default ceil(sqrt(n)) bins on [2, 9]; noise seeded (a research
   run: reproducible, not a private release).
-* ``dpsynth-table``: :func:`dpsynth.table.synthesize_table` with the spec (issue 29, items
+* ``dpsynth-table``: :func:`dpsynth.table.pipeline.synthesize_table` with the spec (issue 29, items
   1-3), run with ``--dpsynth-path`` put first on the child's PYTHONPATH. The spec's shares
   (1 per PH column, 2 for experience, 3 for the wage: 3/10 of epsilon); the level columns
   (region, ethnicity, smsa, education's 19 years, part time) by PH, each drawn given the
@@ -50,7 +50,7 @@ set (``ru_maxrss`` of itself and its waited-for children), ``load1`` the 1-minut
 average just before the run (2-core machine, shared). Synthetic tables are kept outside
 the repository (``--work``) so that ``--score`` can recompute the metrics without rerunning.
 
-Metrics (the same functions for every method, from :mod:`dpsynth.table_verdict`): one-way
+Metrics (the same functions for every method, from :mod:`dpsynth.curator.table_verdict`): one-way
 TVD per column on the public bins/levels, two-way TVD mean and max over column pairs, pMSE
 and its standardized ratio, the analysis' coefficient-interval overlap (mean and worst).
 
@@ -60,12 +60,12 @@ at epsilon 3 and 6 on this table with "insufficient budget for query: 0.14999999
 until its selection step was asked for a relative 1e-9 less than its share
 (``bench_table_opendp.backed_off_mst_select``; the failed rows were replaced by runs of the
 same seeds with it); AIM's negative-noise-scale failure (opendp/opendp#2790) is caught and
-stops AIM early (``notes: stopped_early``). Scoring needs scikit-learn and :mod:`dpsynth.table_verdict`
+stops AIM early (``notes: stopped_early``). Scoring needs scikit-learn and :mod:`dpsynth.curator.table_verdict`
 (e.g. the benchmark venv with ``PYTHONPATH`` at a dpsynth checkout that has them).
 
     .venv/bin/python benchmarks/bench_table.py [--methods ph mst aim dpsynth-table]
         [--epsilons 1 3 6] [--reps 3] [--first-rep 1] [--work /tmp/bench29]
-        [--dpsynth-path CHECKOUT]   # for dpsynth-table: a checkout with dpsynth.table
+        [--dpsynth-path CHECKOUT]   # for dpsynth-table: a checkout with dpsynth.table.pipeline
     PYTHONPATH=CHECKOUT /work/bench-venv/bin/python benchmarks/bench_table.py --score-only
     .venv/bin/python benchmarks/bench_table.py --time-large   # 10^5 rows x 8 columns
 """
@@ -170,7 +170,7 @@ print(json.dumps({"status": "ok", "seconds": seconds, "peak_mb": peak / 1024, "n
 
 def run_ph(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[pd.DataFrame, str]:
     """Independent per-column PH (censoring paper, supplement S1), epsilon / p per column."""
-    from dpsynth.histogram import perturbed_histogram
+    from dpsynth.mechanisms.histogram import perturbed_histogram
 
     rng = np.random.default_rng(seed)
     share = epsilon / frame.shape[1]
@@ -196,15 +196,15 @@ With the table's default of the time, 2 x (1000 + 2000), the experience column a
 missed the convergence policy (max R-hat > 1.01)."""
 LARGE_SAMPLER_SETTINGS = {"adapt_delta": 0.99}
 """The weeks-worked regression's MCMC: the table's default sampler
-(``dpsynth.table.TABLE_SAMPLER``; its draws per chain were 2,000 in the rows before
+(``dpsynth.table.pipeline.TABLE_SAMPLER``; its draws per chain were 2,000 in the rows before
 2026-11-27, 4,000 since) with adapt_delta 0.99 (0.8 left 8 and 18 divergent transitions
 at epsilon 1 and 6, and the release refused them)."""
 
 
 def _sampler(settings: dict[str, Any]) -> Any:
-    """dpsynth's :class:`~dpsynth.mechanisms.Sampler` (imported here: the scorer's
+    """dpsynth's :class:`~dpsynth.mechanisms.posterior.Sampler` (imported here: the scorer's
     environment need not import dpsynth at module load)."""
-    from dpsynth.mechanisms import Sampler
+    from dpsynth.mechanisms.posterior import Sampler
 
     return Sampler(**settings)
 
@@ -291,7 +291,7 @@ def histogram_spec() -> dict[str, Any]:
 PH_CALIBRATE_SHARE = 0.5
 """``dpsynth-table-calibrated``'s ``calibrate_share`` on schooling and experience (PH columns
 given parents): half of each one's share buys a histogram of its own cells, to which its
-conditional draw is raked (``dpsynth.table_spec.PH_CALIBRATION``). In PH-only research runs
+conditional draw is raked (``dpsynth.table.spec.PH_CALIBRATION``). In PH-only research runs
 of this spec (the wage by PH given schooling and experience; seeds 1-3), 0.5 gave a lower
 mean of the two columns' one-way TVDs than 0.3 at epsilon 1 and 3 (at 6 both were at the
 sampling floor), and the mean two-way TVD moved by at most 0.001."""
@@ -316,15 +316,15 @@ twice, 3 once) the wage's one-way TVD fell in each."""
 def systematic_spec() -> dict[str, Any]:
     """:func:`calibrated_histogram_spec` with the wage calibrated on
     :data:`SYSTEMATIC_WAGE_BINS`. Its rows are the first taken with the table's systematic
-    draws (``dpsynth.table.TABLE_PH``); the other dpsynth rows predate them."""
+    draws (``dpsynth.table.pipeline.TABLE_PH``); the other dpsynth rows predate them."""
     raw = calibrated_histogram_spec()
     return with_keys(raw, ("lwage",), calibrate_bins=SYSTEMATIC_WAGE_BINS, debias=False)
 
 
 def downscaled_spec() -> dict[str, Any]:
     """:func:`systematic_spec` with the wage's weights downscaled (``downscale = "auto"``:
-    ``dpsynth.table_spec.DOWNSCALE_NATS``), its fit taking its centre's dispersion as known
-    as the table does since (``dpsynth.table.fit_model``). Its rows are the first taken with
+    ``dpsynth.table.spec.DOWNSCALE_NATS``), its fit taking its centre's dispersion as known
+    as the table does since (``dpsynth.table.pipeline.fit_model``). Its rows are the first taken with
     both; ``dpsynth-table-systematic``'s predate them. (The rows were taken while "auto" was
     briefly the default; the spec names it, so it runs the same now.)"""
     return with_keys(systematic_spec(), ("lwage",), downscale="auto")
@@ -332,7 +332,7 @@ def downscaled_spec() -> dict[str, Any]:
 
 def debiased_spec() -> dict[str, Any]:
     """:func:`systematic_spec` with the wage's draw bias-corrected (``debias = true``, the
-    default since: ``dpsynth.debias``); the systematic and downscaled rows name
+    default since: ``dpsynth.models.debias``); the systematic and downscaled rows name
     ``debias = false``, so they rerun as they were taken."""
     return with_keys(systematic_spec(), ("lwage",), debias=True)
 
@@ -366,10 +366,10 @@ def run_dpsynth_table(
     **options: Any,
 ) -> tuple[pd.DataFrame, str]:
     """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec
-    (``options``: more keyword arguments of :func:`dpsynth.table.synthesize_table`)."""
+    (``options``: more keyword arguments of :func:`dpsynth.table.pipeline.synthesize_table`)."""
     import warnings
 
-    from dpsynth.table import synthesize_table
+    from dpsynth.table.pipeline import synthesize_table
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the known-seed warning: a research run
@@ -392,7 +392,7 @@ def run_dpsynth_large(frame: pd.DataFrame, epsilon: float, seed: int) -> tuple[p
     import warnings
     from dataclasses import replace
 
-    from dpsynth.table import TABLE_SAMPLER, synthesize_table
+    from dpsynth.table.pipeline import TABLE_SAMPLER, synthesize_table
 
     sampler = replace(TABLE_SAMPLER, **LARGE_SAMPLER_SETTINGS)
     with warnings.catch_warnings():
@@ -660,8 +660,8 @@ def coded(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def score(conf: pd.DataFrame, syn: pd.DataFrame, analysis: str) -> dict[str, float]:
-    """The benchmark's figures, computed by :mod:`dpsynth.table_verdict` (not re-implemented)."""
-    from dpsynth import table_verdict as tv
+    """The benchmark's figures, computed by :mod:`dpsynth.curator.table_verdict` (not re-implemented)."""
+    from dpsynth.curator import table_verdict as tv
 
     cols = tv.describe([c for c in columns_info()])
     conf, syn = coded(conf), coded(syn)

@@ -1,7 +1,7 @@
 """Make ``data/sdr_standin.csv``: a SIMULATED stand-in for the papers' 2017 SDR samples.
 
 Nothing in the output is Survey of Doctorate Recipients data. The real 2017 SDR public-use
-file must be downloaded by the user (see ``dpsynth.data.load_sdr_public_use``); this script
+file must be downloaded by the user (see ``dpsynth.studies.sdr_data.load_sdr_public_use``); this script
 fabricates two samples of n = 1000 whose salary summaries match what the papers publish:
 
 * ``sample == "censoring"``: mimics the mathematics & statistics, 4-year-institution sample of

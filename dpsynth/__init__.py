@@ -1,23 +1,59 @@
 """dpsynth: differentially private Bayesian data synthesis.
 
-Reference implementation of the pseudo posterior, censoring and modips
-mechanisms of Hu, Williams & Savitsky; Savitsky, Hu & Williams; and Liu.
+Reference implementation of the pseudo posterior, censoring and modips mechanisms of Hu,
+Williams & Savitsky; Savitsky, Hu & Williams; and Liu. The packages, in the order of
+:data:`LAYERS` (each imports only from itself and those before it; CONTRIBUTING.md has the
+map of every module): the base modules (``errors``, ``io``, ``entropy``), ``engine``,
+``privacy``, ``models``, ``mechanisms``, ``curator``, ``release``, ``table``, ``cli`` and
+``studies``.
 
-The package, read top-down (see CONTRIBUTING.md):
-
-* ``engine``, ``diagnostics``, ``models``: the Stan boundary (compile, sample, the
-  shipped programs and their numpy mirrors);
-* ``weights``, ``mechanisms``: the weighted and censored pseudo posterior synthesizers;
-* ``privacy``, ``histogram``: DP primitives, sensitivities, the budget ledger, Lipschitz
-  accounting; the perturbed histogram and modips' histogram synthesis;
-* ``modips``, ``inference``: Liu's modips and inference from m synthetic sets;
-* ``release``, ``cli``: the one release path (public report and confidential
-  diagnostics) and the command line;
-* ``studies``: the papers' simulation studies, their profiles, runner and figures.
+The public API below is imported on first use, so that ``python -m dpsynth`` refuses a bad
+command before the scientific stack is imported.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from dpsynth.errors import InputError
 
 __version__ = "0.2.0"
 
-__all__ = ["InputError", "__version__"]
+LAYERS: tuple[str, ...] = (
+    "base",
+    "engine",
+    "privacy",
+    "models",
+    "mechanisms",
+    "curator",
+    "release",
+    "table",
+    "cli",
+    "studies",
+)
+"""The packages from base to command line: a module imports only from its own package and
+those before it (``tests/test_layers.py``); "base" is the top-level modules."""
+
+_API: dict[str, str] = {
+    "synthesize": "dpsynth.release.single",
+    "Release": "dpsynth.release.single",
+    "plan": "dpsynth.release.plan",
+    "synthesize_table": "dpsynth.table.pipeline",
+    "Synthesizer": "dpsynth.mechanisms.posterior",
+    "Sampler": "dpsynth.mechanisms.posterior",
+    "MECHANISMS": "dpsynth.mechanisms.registry",
+    "combine": "dpsynth.mechanisms.inference",
+    "from_pieces": "dpsynth.models.pieces",
+    "BudgetLedger": "dpsynth.privacy.accounting",
+}
+"""The public API: each name and the module that is its one home."""
+
+__all__ = ["InputError", "LAYERS", "__version__", *_API]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's home on first use (PEP 562)."""
+    if name in _API:
+        return getattr(importlib.import_module(_API[name]), name)
+    raise AttributeError(f"module 'dpsynth' has no attribute {name!r}")

@@ -1,3 +1,3 @@
-from dpsynth.cli import main
+from dpsynth.cli.commands import main
 
 raise SystemExit(main())

@@ -6,8 +6,6 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from dpsynth import registry
-
 if TYPE_CHECKING:  # numpy is imported where it is used: the CLI checks arguments without it
     import numpy as np
 
@@ -50,7 +48,7 @@ record: e^20 is about 4.9e8, so above 20 the guarantee protects nothing worth th
 
 def require_adapt_delta(param: str, value: float) -> None:
     """Stan's step-size target must lie in [0.5, 1) (one rule for the library's
-    :class:`~dpsynth.mechanisms.Sampler` and the CLI's check before any budget charge)."""
+    :class:`~dpsynth.mechanisms.posterior.Sampler` and the CLI's check before any budget charge)."""
     if not 0.5 <= float(value) < 1:
         raise InputError(param, f"must lie in [0.5, 1) (got {value!r})")
 
@@ -178,7 +176,7 @@ def require_public_size(neighbours: str, n_synthetic: Any, has_covariates: bool)
 
 
 def require_drop_missing_usage(
-    drop: bool, mechanism: str, has_covariates: bool, n_synthetic: Any
+    drop: bool, mechanism: str, has_covariates: bool, n_synthetic: Any, needs_public_n: bool
 ) -> None:
     """Where dropping records with a missing value would leak or break a bound: refused.
 
@@ -195,7 +193,7 @@ def require_drop_missing_usage(
             "with drop_missing=True the number of records kept is private: give the number "
             "of synthetic records as a public number",
         )
-    if registry.needs_public_n(mechanism):
+    if needs_public_n:  # the declaration's capability (registry.needs_public_n)
         raise InputError(
             "drop_missing", f"does not apply to {mechanism} (its sensitivities need n public)"
         )

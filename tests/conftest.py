@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpsynth import entropy
-from dpsynth.mechanisms import Sampler
+from dpsynth.mechanisms.posterior import Sampler
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,7 +1,7 @@
 """Privacy audits: releases keep the epsilon they state, and broken ones are caught.
 
 Run with ``pytest -s tests/test_audit.py`` to see the figures. About 20 s in all, most of
-it the four Monte Carlo audits of :func:`dpsynth.audit.audit_summary`.
+it the four Monte Carlo audits of :func:`dpsynth.mechanisms.audit.audit_summary`.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth import audit
-from dpsynth.histogram import perturbed_histogram
-from dpsynth.modips import sbs_gaussian
-from dpsynth.privacy import censor_bound
-from dpsynth.release import KnownSeedWarning, synthesize
+from dpsynth.mechanisms import audit
+from dpsynth.mechanisms.histogram import perturbed_histogram
+from dpsynth.mechanisms.modips import sbs_gaussian
+from dpsynth.privacy.accounting import censor_bound
+from dpsynth.release.single import KnownSeedWarning, synthesize
 
 # ----------------------------------------------------------------------------- Clopper-Pearson
 

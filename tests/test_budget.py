@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import budget, cli
+from dpsynth.cli import commands
 from dpsynth.errors import InputError
-from dpsynth.release import synthesize
+from dpsynth.privacy import budget
+from dpsynth.release.single import synthesize
 
 Y = np.array([1.0, 2.0, 3.0, 50.0, 99.0])
 
@@ -68,7 +69,7 @@ def test_refused_and_failed_attempts_cost_budget(tmp_path, monkeypatch):
             budget_total=5.0,
             dataset_sha256="d" * 64,
         )
-    import dpsynth.release as release
+    import dpsynth.release.single as release
 
     def boom(*a, **k):
         raise RuntimeError("a failure inside the mechanism")
@@ -151,17 +152,17 @@ def test_nothing_read_before_the_charge_cli(tmp_path, monkeypatch, capsys):
     inp, ledger = tmp_path / "in.csv", tmp_path / "budget.jsonl"
     pd.DataFrame({"y": [0.1, np.nan, 0.3]}).to_csv(inp, index=False)
     seen = []
-    real = cli.read_input
+    real = commands.read_input
 
     def watched(path, *a, **k):
         seen.append(budget.read_ledger(ledger)[1][-1]["outcome"])
         return real(path, *a, **k)
 
-    monkeypatch.setattr(cli, "read_input", watched)
+    monkeypatch.setattr(commands, "read_input", watched)
     argv = ["synthesize", str(inp), "--column", "y", "--mechanism", "ph", "--bounds", "0", "1"]
     argv += _release_files(tmp_path)
     argv += ["--budget-file", str(ledger), "--budget-total", "4"]
-    assert cli.main(argv) == 2  # the missing value is refused after the charge
+    assert commands.main(argv) == 2  # the missing value is refused after the charge
     assert seen == ["pending"]
     assert budget.summary(ledger)["entries"][0]["outcome"] == "refused: --column"
     header = budget.read_ledger(ledger)[0]
@@ -172,7 +173,7 @@ def test_nothing_read_before_the_charge_cli(tmp_path, monkeypatch, capsys):
 
 _CHARGER = """
 import sys
-from dpsynth import budget
+from dpsynth.privacy import budget
 for _ in range(int(sys.argv[2])):
     budget.charge(sys.argv[1], dataset_sha256="f" * 64, epsilon=0.01, what="p", total=100.0)
 """
@@ -210,7 +211,7 @@ def test_usage_errors_cost_no_budget(tmp_path, capsys, extra, named):
     argv += _release_files(tmp_path)
     argv += extra
     argv += ["--budget-file", str(ledger), "--budget-total", "4"]
-    assert cli.main(argv) == 2
+    assert commands.main(argv) == 2
     err = capsys.readouterr().err
     assert f"error: {named}" in err and err.count("\n") == 1, err
     assert not ledger.exists() and not (tmp_path / "o.csv").exists()

@@ -49,7 +49,7 @@ def test_a_good_page_passes():
 @pytest.mark.parametrize(
     "bad",
     [
-        "<dl><dt>--model</dt><dd>one of &lt;dpsynth.cli._LazyChoices object at 0x7f3a2b1c&gt;</dd></dl>",
+        "<dl><dt>--model</dt><dd>one of &lt;dpsynth.cli.commands._LazyChoices object at 0x7f3a2b1c&gt;</dd></dl>",
         "<pre>choices: &lt;Foo object at 0xdeadbeef&gt;</pre>",
     ],
 )

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from dpsynth import __version__
-from dpsynth.cli import main
-from dpsynth.inference import combine_frame
-from dpsynth.release import CONFIDENTIAL_BANNER
+from dpsynth.cli.commands import main
+from dpsynth.mechanisms.inference import combine_frame
+from dpsynth.release.single import CONFIDENTIAL_BANNER
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:
@@ -355,7 +355,7 @@ def test_beta_regression_with_public_covariates_and_bounds(tmp_path, capsys, str
     syn = pd.read_csv(out)
     assert list(syn.columns) == ["synthetic_set", "salary", "gender", "wkswk"]
     assert len(syn) == 2 * n
-    # the public bounds map back to (lo - 0.5, hi + 0.5) (dpsynth.data.unscale_from_unit)
+    # the public bounds map back to (lo - 0.5, hi + 0.5) (dpsynth.models.scaling.unscale_from_unit)
     assert syn["salary"].between(-0.5, 509000.5).all()
     for j in (1, 2):  # the covariates are written as given, beside each set
         part = syn[syn["synthetic_set"] == j].reset_index(drop=True)

@@ -1,9 +1,9 @@
-"""The command line's contract, table-driven over ``dpsynth.cli.REFUSALS``.
+"""The command line's contract, table-driven over ``dpsynth.cli.commands.REFUSALS``.
 
 For every bad input: exit status 2; stderr exactly one line, ``dpsynth: error: `` and the
 flag to fix (the value of ``cli.FLAGS``); no traceback; no output and no hidden ``.part``
 temporary created; the input (and every other file in the folder) byte-for-byte unchanged.
-Most cases run in-process through ``dpsynth.cli.main``; a few through ``python -m
+Most cases run in-process through ``dpsynth.cli.commands.main``; a few through ``python -m
 dpsynth``. Signals: Ctrl-C exits 130 and SIGTERM 143, during sampling and during writing,
 leaving no output, no temporary and no child process.
 """
@@ -27,8 +27,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import cli, engine
-from dpsynth.cli import FLAGS, REFUSALS, main
+from dpsynth import engine
+from dpsynth.cli import commands
+from dpsynth.cli.commands import FLAGS, REFUSALS, main
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_STAN = Path(__file__).resolve().parent / "stan"
@@ -147,7 +148,7 @@ def _normal_input(tmp: Path) -> Path:
 
 
 def _ledger_of_another_dataset(tmp: Path) -> Path:
-    from dpsynth import budget
+    from dpsynth.privacy import budget
 
     budget.charge(tmp / "budget.jsonl", dataset_sha256="0" * 64, epsilon=1.0, what="x", total=9.0)
     return _default_input(tmp)
@@ -552,7 +553,7 @@ def test_every_refusal_family_has_cases_naming_its_flags():
 
 def _options() -> set[str]:
     """Every option string of every subcommand."""
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices
     return {o for p in sub.values() for a in p._actions for o in a.option_strings}
 
@@ -761,7 +762,7 @@ def slow(jobs):
     return _atomic([(path, hold(writer)) for path, writer in jobs])
 
 io.atomic_write_all = slow
-from dpsynth.cli import main
+from dpsynth.cli.commands import main
 sys.exit(main(sys.argv[1:]))
 """
 

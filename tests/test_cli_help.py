@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dpsynth import cli
+from dpsynth.cli import commands
 
 
 def _actions(parser):
@@ -17,21 +17,21 @@ def _actions(parser):
 
 
 def test_help_strings_name_their_choices():
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     for action in _actions(parser):
         if not action.help or action.help == "==SUPPRESS==":
             continue
         text = action.help % dict(vars(action), prog="dpsynth")
         assert not re.search(r"object at 0x", text), (action.option_strings, text)
-    assert repr(cli.MODELS).startswith(next(iter(cli.MODELS)))
-    assert "lognormal-regression" in repr(cli.MODELS)
+    assert repr(commands.MODELS).startswith(next(iter(commands.MODELS)))
+    assert "lognormal-regression" in repr(commands.MODELS)
 
 
 def test_every_subcommand_is_on_the_book_page():
     from pathlib import Path
 
     page = (Path(__file__).resolve().parents[1] / "book" / "cli.md").read_text()
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     subs = next(a for a in parser._actions if isinstance(getattr(a, "choices", None), dict))
     words = {2: "two", 3: "three", 4: "four", 5: "five"}
     assert f"has {words[len(subs.choices)]} subcommands" in page

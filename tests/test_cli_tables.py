@@ -4,7 +4,7 @@ Every option the parser offers is a row of ``cli_options.OPTIONS`` (and every ro
 option); every library keyword a row names is one the called function accepts
 (``inspect.signature``), checked both from the table and from the keywords the CLI really
 passes (the library function replaced by a recorder); ``--mechanism`` and the option checks
-come from ``dpsynth.registry``; no function of the CLI grows past 60 lines or complexity 10.
+come from ``dpsynth.mechanisms.registry``; no function of the CLI grows past 60 lines or complexity 10.
 """
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dpsynth import cli, cli_options, registry
-from dpsynth.cli_options import OPTIONS, options_of
+from dpsynth.cli import commands, options_table
+from dpsynth.cli.options_table import OPTIONS, options_of
+from dpsynth.mechanisms import registry
 
 REPO = Path(__file__).resolve().parent.parent
-CLI_MODULES = sorted((REPO / "dpsynth").glob("cli*.py"))
+CLI_MODULES = sorted((REPO / "dpsynth" / "cli").glob("*.py"))
 
 
 def _subparsers() -> dict:
-    parser = cli.build_parser()
+    parser = commands.build_parser()
     return next(a for a in parser._actions if a.dest == "command").choices
 
 
@@ -40,7 +41,7 @@ def _parser_flags(sub) -> set[str]:
     return flags
 
 
-@pytest.mark.parametrize("command", list(cli_options.COMMANDS))
+@pytest.mark.parametrize("command", list(options_table.COMMANDS))
 def test_every_parser_option_is_a_table_row(command):
     sub = _subparsers()[command]
     assert _parser_flags(sub) == {o.flag for o in options_of(command)}
@@ -48,7 +49,7 @@ def test_every_parser_option_is_a_table_row(command):
 
 def test_every_row_belongs_to_a_command_and_flags_are_unique():
     for o in OPTIONS:
-        assert o.commands and set(o.commands) <= set(cli_options.COMMANDS), o.flag
+        assert o.commands and set(o.commands) <= set(options_table.COMMANDS), o.flag
         assert set(o.per_command) <= set(o.commands), o.flag
     flags = [o.flag for o in OPTIONS]
     assert len(flags) == len(set(flags))
@@ -59,8 +60,8 @@ def test_flags_name_one_option_per_library_name():
     for o in OPTIONS:
         for name in {o.keyword, *o.aliases} - {None}:
             assert seen.setdefault(name, o.flag) == o.flag, (name, seen[name], o.flag)
-    assert cli.FLAGS == cli_options.FLAGS
-    assert cli.FLAGS["reference"] == "--weights-from" and cli.FLAGS["X"] == "--covariates"
+    assert commands.FLAGS == options_table.FLAGS
+    assert commands.FLAGS["reference"] == "--weights-from" and commands.FLAGS["X"] == "--covariates"
 
 
 def _accepted(fn) -> set[str]:
@@ -68,10 +69,10 @@ def _accepted(fn) -> set[str]:
 
 
 def _callees() -> dict:
-    from dpsynth.inference import combine_frame
-    from dpsynth.mechanisms import Sampler
-    from dpsynth.plan import plan
-    from dpsynth.release import synthesize
+    from dpsynth.mechanisms.inference import combine_frame
+    from dpsynth.mechanisms.posterior import Sampler
+    from dpsynth.release.plan import plan
+    from dpsynth.release.single import synthesize
 
     options = set().union(*(m.options for m in registry.MECHANISMS.values()))
     return {
@@ -118,15 +119,15 @@ def _csv(tmp_path, frame: pd.DataFrame, name: str = "in.csv") -> str:
 
 
 def test_synthesize_passes_only_keywords_the_library_accepts(tmp_path, monkeypatch, capsys):
-    from dpsynth import release
+    from dpsynth.release import single
 
     accepted = _callees()
-    seen = _record(monkeypatch, release, "synthesize")
+    seen = _record(monkeypatch, single, "synthesize")
     inp = _csv(tmp_path, pd.DataFrame({"y": [0.1, 0.5, 0.9]}))
     argv = ["synthesize", inp, "--column", "y", "--mechanism", "ph", "--epsilon", "2"]
     argv += ["--bounds", "0", "1", "--n-bins", "4", "--m", "2", "--quiet"]
     argv += ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
-    assert cli.main(argv) == 1  # the recorder's exception: an internal error, one line
+    assert commands.main(argv) == 1  # the recorder's exception: an internal error, one line
     assert "internal error (_Recorded)" in capsys.readouterr().err
     extra = set(seen) - accepted["synthesize"]
     assert extra == {"n_bins"} and extra <= registry.MECHANISMS["ph"].options
@@ -139,31 +140,32 @@ def test_synthesize_passes_only_keywords_the_library_accepts(tmp_path, monkeypat
 def test_a_zero_is_a_value(tmp_path, monkeypatch, capsys):
     """``--g 0`` reaches the library (it is not an unset option), and ``--radius 0`` is
     refused where the mechanism has no radius."""
-    from dpsynth import release
+    from dpsynth.release import single
 
-    seen = _record(monkeypatch, release, "synthesize")
-    assert cli.main(_argv(tmp_path, "--mechanism", "lw", "--g", "0", "--k", "0")) == 1
+    seen = _record(monkeypatch, single, "synthesize")
+    assert commands.main(_argv(tmp_path, "--mechanism", "lw", "--g", "0", "--k", "0")) == 1
     assert seen["g"] == 0.0 and seen["k"] == 0.0 and "c" not in seen
     capsys.readouterr()
-    assert cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--radius", "0")) == 2
+    assert commands.main(_argv(tmp_path, "--mechanism", "censor-uw", "--radius", "0")) == 2
     assert "--radius: does not apply to the censor-uw mechanism" in capsys.readouterr().err
 
 
 def test_plan_and_combine_pass_only_keywords_the_library_accepts(tmp_path, monkeypatch):
-    from dpsynth import inference, plan
+    from dpsynth.mechanisms import inference
+    from dpsynth.release import plan
 
     accepted = _callees()
     seen_plan = _record(monkeypatch, plan, "plan")
     ref = _csv(tmp_path, pd.DataFrame({"y": [0.1, 0.5, 0.9]}), "ref.csv")
     argv = ["plan", ref, "--column", "y", "--model", "beta", "--epsilon", "3", "--m", "2"]
-    assert cli.main(argv + ["--n-confidential", "500"]) == 1
+    assert commands.main(argv + ["--n-confidential", "500"]) == 1
     assert set(seen_plan) <= accepted["plan"]
     assert seen_plan["epsilon"] == 3.0 and seen_plan["n_confidential"] == 500
     assert seen_plan["sampler"].iter_sampling == 1000  # plan's own default
 
     seen = _record(monkeypatch, inference, "combine_frame")
     synth = _csv(tmp_path, pd.DataFrame({"synthetic_set": [1, 1, 2, 2], "y": [1, 2, 3, 4]}))
-    assert cli.main(["combine", synth, "--column", "y", "--estimand", "mean"]) == 1
+    assert commands.main(["combine", synth, "--column", "y", "--estimand", "mean"]) == 1
     assert seen == {
         "column": "y",
         "estimand": "mean",
@@ -178,7 +180,7 @@ def test_mechanism_choices_and_help_come_from_the_registry():
     assert tuple(action.choices) == registry.NAMES
     for name, mechanism in registry.MECHANISMS.items():
         assert f"{name} ({mechanism.label})" in action.help
-    assert not hasattr(cli, "MECHANISM_CHOICES")
+    assert not hasattr(commands, "MECHANISM_CHOICES")
 
 
 def _argv(tmp_path, *extra: str) -> list[str]:
@@ -207,7 +209,7 @@ def test_an_option_the_mechanism_ignores_is_refused_before_the_budget(
     option = [str(tmp_path / a) if a == "ref.csv" else a for a in option]
     argv = _argv(tmp_path, "--mechanism", mechanism, *option, "--bounds", "0", "1")
     argv += ["--budget-file", str(ledger), "--budget-total", "5"]
-    assert cli.main(argv) == 2
+    assert commands.main(argv) == 2
     err = capsys.readouterr().err
     assert err == (
         f"dpsynth: error: {option[0]}: does not apply to the {mechanism} mechanism "
@@ -227,7 +229,7 @@ def test_the_library_refuses_what_the_cli_refuses_first():
     """The CLI's early refusal (registry) and the library's own agree: every option the CLI
     refuses for a mechanism, release.synthesize refuses too, naming the same parameter."""
     from dpsynth.errors import InputError
-    from dpsynth.release import synthesize
+    from dpsynth.release.single import synthesize
 
     refused = 0
     for option in options_of("synthesize"):
@@ -246,22 +248,24 @@ def test_the_library_refuses_what_the_cli_refuses_first():
 
 
 def test_paired_options_and_program_files(tmp_path, capsys):
-    assert cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--outcome", "real")) == 2
+    assert commands.main(_argv(tmp_path, "--mechanism", "censor-uw", "--outcome", "real")) == 2
     assert capsys.readouterr().err == "dpsynth: error: --outcome: only applies with --stan-file\n"
-    assert cli.main(_argv(tmp_path, "--mechanism", "ph", "--budget-total", "3")) == 2
+    assert commands.main(_argv(tmp_path, "--mechanism", "ph", "--budget-total", "3")) == 2
     assert "--budget-total: only applies with --budget-file" in capsys.readouterr().err
     missing = str(tmp_path / "none.stan")
-    assert cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--stan-file", missing)) == 2
+    assert commands.main(_argv(tmp_path, "--mechanism", "censor-uw", "--stan-file", missing)) == 2
     assert capsys.readouterr().err == f"dpsynth: error: --stan-file: no such file: {missing}\n"
     with pytest.raises(SystemExit) as exc:  # argparse: the exclusive options of a model
-        cli.main(_argv(tmp_path, "--mechanism", "censor-uw", "--model", "beta", "--pieces", "p"))
+        commands.main(
+            _argv(tmp_path, "--mechanism", "censor-uw", "--model", "beta", "--pieces", "p")
+        )
     assert exc.value.code == 2
     assert "--pieces: not allowed with argument --model" in capsys.readouterr().err
 
 
 def _combine(tmp_path, capsys, sets: list[int], *extra: str) -> tuple[int, str]:
     synth = _csv(tmp_path, pd.DataFrame({"synthetic_set": sets, "y": range(len(sets))}))
-    code = cli.main(["combine", synth, "--column", "y", "--estimand", "mean", *extra])
+    code = commands.main(["combine", synth, "--column", "y", "--estimand", "mean", *extra])
     return code, capsys.readouterr().err
 
 

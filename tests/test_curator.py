@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import curator
-from dpsynth.curator import format_summary, utility_verdict, verdict_of_release
+from dpsynth.curator import column_verdict
+from dpsynth.curator.column_verdict import format_summary, utility_verdict, verdict_of_release
 from dpsynth.errors import InputError
 
 PAGE = Path(__file__).parents[1] / "book" / "utility_verdict.md"
@@ -50,18 +50,18 @@ def test_mean_error_thresholds_at_the_boundary(shift, level):
     assert v["summary"]["mean_error"] == shift / 1000
     assert v["summary"]["sd_error"] == pytest.approx(0.0, abs=1e-12)
     assert v["levels"]["mean_error"] == level
-    assert curator.GOOD_MEAN_ERROR == 0.10 and curator.FAIR_MEAN_ERROR == 0.25
+    assert column_verdict.GOOD_MEAN_ERROR == 0.10 and column_verdict.FAIR_MEAN_ERROR == 0.25
 
 
-@pytest.mark.parametrize("figure", list(curator.THRESHOLDS))
+@pytest.mark.parametrize("figure", list(column_verdict.THRESHOLDS))
 def test_every_threshold_boundary(figure):
-    good, fair, direction = curator.THRESHOLDS[figure]
+    good, fair, direction = column_verdict.THRESHOLDS[figure]
     step = 1e-9 if direction == "at most" else -1e-9
-    assert curator._level(figure, good) == "good"
-    assert curator._level(figure, good + step) == "fair"
-    assert curator._level(figure, fair) == "fair"
-    assert curator._level(figure, fair + step) == "poor"
-    assert curator._level(figure, float("nan")) == "poor"
+    assert column_verdict._level(figure, good) == "good"
+    assert column_verdict._level(figure, good + step) == "fair"
+    assert column_verdict._level(figure, fair) == "fair"
+    assert column_verdict._level(figure, fair + step) == "poor"
+    assert column_verdict._level(figure, float("nan")) == "poor"
 
 
 def test_real_outcome_mean_error_is_relative_unless_the_mean_is_near_zero():
@@ -101,7 +101,7 @@ def test_regression_interval_overlap():
     assert same["summary"]["ci_overlap"] == pytest.approx(1.0)
     flipped = np.exp(1.5 + X @ np.array([-0.5, 0.3]) + rng.normal(0, 0.5, n))
     v = utility_verdict(y, flipped, outcome="positive", X=X)
-    assert v["summary"]["ci_overlap"] < curator.FAIR_CI_OVERLAP
+    assert v["summary"]["ci_overlap"] < column_verdict.FAIR_CI_OVERLAP
     assert v["levels"]["ci_overlap"] == "poor" and "regression" in v["rules"]
     with pytest.raises(InputError, match="^X:"):
         utility_verdict(y, y[:-1], outcome="positive", X=X)
@@ -217,8 +217,8 @@ def test_book_page_glues_constants_and_measured_figures():
     used = set(re.findall(r"\{glue:text\}`(\w+):", text))
     assert used and used <= set(glued)
     for name in ("GOOD_MEAN_ERROR", "GOOD_MAX_ECDF", "GOOD_CI_OVERLAP", "MANY_CENSORED"):
-        assert glued[name.lower()] == getattr(curator, name)
-    assert glued["skewed"] == curator.SKEWED
+        assert glued[name.lower()] == getattr(column_verdict, name)
+    assert glued["skewed"] == column_verdict.SKEWED
     hand = sorted(set(quoted_numbers(text)) - set(PAGE_SETTINGS))
     assert not hand, f"hand-copied numbers on the page: {hand}"
 
@@ -241,9 +241,9 @@ def test_regression_verdict_follows_the_worst_coefficient():
     v = utility_verdict(y, syn, outcome="real", X=X)
     coefs = {c["coefficient"]: c for c in v["coefficients"]}
     assert set(coefs) == {"intercept", "x1", "x2"}
-    assert np.mean([c["overlap"] for c in coefs.values()]) >= curator.GOOD_CI_OVERLAP
+    assert np.mean([c["overlap"] for c in coefs.values()]) >= column_verdict.GOOD_CI_OVERLAP
     assert coefs["x1"]["overlap"] == pytest.approx(v["summary"]["ci_overlap"])
-    assert coefs["x1"]["shift_se"] < -curator.FAIR_COEF_SHIFT  # the effect shrank
+    assert coefs["x1"]["shift_se"] < -column_verdict.FAIR_COEF_SHIFT  # the effect shrank
     assert v["levels"]["ci_overlap"] == "poor" and v["levels"]["coef_shift"] == "poor"
     assert v["verdict"] == "poor" and v["rules"][0] == "regression"
     text = format_summary(v)
@@ -253,8 +253,8 @@ def test_regression_verdict_follows_the_worst_coefficient():
 def test_thresholds_of_the_coefficient_shift_match_the_overlap():
     """Equal-width 95% intervals: overlap 1 - d / (2 * 1.96) at a shift of d s.e."""
     for overlap, shift in (
-        (curator.GOOD_CI_OVERLAP, curator.GOOD_COEF_SHIFT),
-        (curator.FAIR_CI_OVERLAP, curator.FAIR_COEF_SHIFT),
+        (column_verdict.GOOD_CI_OVERLAP, column_verdict.GOOD_COEF_SHIFT),
+        (column_verdict.FAIR_CI_OVERLAP, column_verdict.FAIR_COEF_SHIFT),
     ):
         assert 1 - shift / (2 * 1.96) == pytest.approx(overlap, abs=0.01)
 
@@ -320,8 +320,8 @@ def test_advice_never_repeats_what_the_run_did():
 
 
 def test_convergence_note_proposes_centring_only_when_not_centred():
-    from dpsynth.cli import api_words_as_flags
-    from dpsynth.diagnostics import convergence_note
+    from dpsynth.cli.commands import api_words_as_flags
+    from dpsynth.engine.diagnostics import convergence_note
 
     modes = {"rhat_max": 1.83, "ess_bulk_min": 3.0, "divergences": 0}
     fresh = api_words_as_flags(convergence_note(modes))
@@ -337,7 +337,7 @@ def test_release_verdict_adds_unpublished_draws(mechanism):
     nowhere but in the verdict, and says so."""
     import warnings
 
-    from dpsynth.release import EXTRA_SETS, synthesize
+    from dpsynth.release.single import EXTRA_SETS, synthesize
 
     y = np.random.default_rng(4).normal(50.0, 10.0, 300).clip(0, 100)
     with warnings.catch_warnings():
@@ -346,8 +346,8 @@ def test_release_verdict_adds_unpublished_draws(mechanism):
             y, model="normal", mechanism=mechanism, epsilon=3.0, m=2, bounds=(0.0, 100.0), seed=5
         )
     v = release.diagnostics["utility"]
-    assert v["draws"]["published"] == 2 and v["draws"]["total"] == 2 + curator.EXTRA_DRAWS
-    assert "budget" in v["draws"]["source"] and len(v["sets"]) == 2 + curator.EXTRA_DRAWS
+    assert v["draws"]["published"] == 2 and v["draws"]["total"] == 2 + column_verdict.EXTRA_DRAWS
+    assert "budget" in v["draws"]["source"] and len(v["sets"]) == 2 + column_verdict.EXTRA_DRAWS
     assert len(release.data) == 2 * y.size  # only the published sets are released
     assert EXTRA_SETS not in release.diagnostics
     assert "extra draws NOT published" in format_summary(v)
@@ -359,8 +359,8 @@ def test_posterior_release_verdict_adds_other_retained_draws():
     one (so they differ from it), and only the published set is released."""
     import warnings
 
-    from dpsynth.mechanisms import Sampler
-    from dpsynth.release import synthesize
+    from dpsynth.mechanisms.posterior import Sampler
+    from dpsynth.release.single import synthesize
 
     y = _income(200, seed=3)
     with warnings.catch_warnings():
@@ -372,9 +372,9 @@ def test_posterior_release_verdict_adds_other_retained_draws():
         )  # fmt: skip
     v = release.diagnostics["utility"]
     assert v["draws"] == {
-        "total": 1 + curator.EXTRA_DRAWS,
+        "total": 1 + column_verdict.EXTRA_DRAWS,
         "published": 1,
-        "extra": curator.EXTRA_DRAWS,
+        "extra": column_verdict.EXTRA_DRAWS,
         "source": "other retained posterior draws",
     }
     means = [row["synthetic_mean"] for row in v["sets"]]

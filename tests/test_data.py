@@ -1,4 +1,4 @@
-"""Tests of dpsynth.data and data/make_sdr_standin.py: stand-in, real-file loader, scaling."""
+"""Tests of dpsynth.studies.sdr_data and data/make_sdr_standin.py: stand-in, real-file loader, scaling."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.data import (
+from dpsynth.errors import InputError
+from dpsynth.models.scaling import scale_to_unit, unscale_from_unit
+from dpsynth.studies.sdr_data import (
     COLUMNS,
     SALARY_BOUNDS,
     STANDIN_PATH,
@@ -18,10 +20,7 @@ from dpsynth.data import (
     SimulatedDataWarning,
     load_sdr_public_use,
     load_sdr_standin,
-    scale_to_unit,
-    unscale_from_unit,
 )
-from dpsynth.errors import InputError
 
 SCRIPT = Path(__file__).resolve().parent.parent / "data" / "make_sdr_standin.py"
 

@@ -1,12 +1,12 @@
 """Declarations carry behaviour: the library asks a mechanism's declaration
-(:mod:`dpsynth.registry`) what it can do, never its name.
+(:mod:`dpsynth.mechanisms.registry`) what it can do, never its name.
 
 A comparison with a mechanism's name (``mechanism == "ph"``, ``m in ("censor-w", ...)``,
 ``m.startswith("censor")``) outside the registry is an if-chain waiting to miss the next
 mechanism: the declaration's capability (``fits_model``, ``censored``, ``histogram``,
 ``reference``, ``public_n``, ...) or its lazy references (``runner``, ``fit``) say the
 same thing for every mechanism. And there is one neighbour relation by default,
-:data:`dpsynth.registry.DEFAULT_NEIGHBOURS`, wherever a function takes ``neighbours``.
+:data:`dpsynth.privacy.relations.DEFAULT_NEIGHBOURS`, wherever a function takes ``neighbours``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pkgutil
 from pathlib import Path
 
 import dpsynth
-from dpsynth import registry
+from dpsynth.mechanisms import registry
+from dpsynth.privacy import relations
 
 ROOT = Path(__file__).resolve().parents[1]
 DECLARATIONS = {ROOT / "dpsynth" / "registry.py"}
@@ -75,7 +76,7 @@ def test_no_comparison_with_a_mechanism_name_outside_the_declarations():
         where = path.relative_to(ROOT)
         found += [f"{where}:{line}: {s!r}" for line, s in name_tests(path.read_text())]
     assert found == [], (
-        "compared with a mechanism's name outside dpsynth/registry.py (ask the declaration's "
+        "compared with a mechanism's name outside dpsynth/mechanisms/registry.py (ask the declaration's "
         "capability instead):\n" + "\n".join(found)
     )
 
@@ -120,21 +121,6 @@ def _public_functions():
                     yield f"{module.__name__}.{fn.__qualname__}", fn
 
 
-PENDING_NEIGHBOURS = {
-    "dpsynth.mechanisms.Synthesizer.weighted_e",
-    "dpsynth.mechanisms.Synthesizer.censor_w",
-    "dpsynth.mechanisms.Synthesizer.censor_uw",
-    "dpsynth.mechanisms.Synthesizer.run",
-    "dpsynth.privacy.censor_bound",
-    "dpsynth.privacy.epsilon_of",
-}
-"""Functions still defaulting to the papers' add-remove relation: the book's pages
-(``by_hand.md``, ``dp_primer.md``, ``pseudo_posterior.md``), notebook 08, the README and some
-tests call them without ``neighbours`` and rely on add-remove; the library's own callers
-(``teaching``, ``studies.censoring``) state it. Each leaves this set once those callers say
-``registry.PAPER_NEIGHBOURS`` and its default is :data:`registry.DEFAULT_NEIGHBOURS`."""
-
-
 def _default_neighbours() -> dict[str, object]:
     """Each public function's default ``neighbours``, where it has one."""
     out = {}
@@ -150,14 +136,10 @@ def test_every_default_neighbour_relation_is_the_one_default():
     wrong = sorted(
         f"{where}: neighbours={default!r}"
         for where, default in defaults.items()
-        if default not in (registry.DEFAULT_NEIGHBOURS, None) and where not in PENDING_NEIGHBOURS
+        if default not in (relations.DEFAULT_NEIGHBOURS, None)
     )
     assert wrong == [], (
-        f"default neighbour relation other than registry.DEFAULT_NEIGHBOURS "
-        f"({registry.DEFAULT_NEIGHBOURS!r}) or None meaning it:\n" + "\n".join(wrong)
+        f"default neighbour relation other than relations.DEFAULT_NEIGHBOURS "
+        f"({relations.DEFAULT_NEIGHBOURS!r}) or None meaning it:\n" + "\n".join(wrong)
     )
-    done = sorted(
-        w for w in PENDING_NEIGHBOURS if defaults.get(w) in (registry.DEFAULT_NEIGHBOURS, None)
-    )
-    assert done == [], f"now the one default, remove from PENDING_NEIGHBOURS: {done}"
     assert defaults, "the scan found no function taking neighbours"

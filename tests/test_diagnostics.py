@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsynth import diagnostics
+from dpsynth.engine import diagnostics
 
 az = pytest.importorskip("arviz")
 logging.getLogger("arviz").setLevel(logging.ERROR)  # its shape warnings on 1-chain input

@@ -587,7 +587,7 @@ def test_parameters_block_names():
 
 def pystan_replicate(params: dict, replicate: int, seed: int) -> float:
     """A runner replicate that samples with PyStan (module level so workers can import it)."""
-    from dpsynth.models import get_model, stan_data
+    from dpsynth.models.catalogue import get_model, stan_data
 
     model = get_model("beta")
     y = np.random.default_rng(seed).beta(2, 3, 20)
@@ -606,7 +606,7 @@ def pystan_replicate(params: dict, replicate: int, seed: int) -> float:
 def test_pystan_in_parallel_runner_workers_equals_serial_and_exits():
     """httpstan's fork pool inside runner workers: same draws as serial, and the pool exits
     (it used to hang at worker exit). Runs in a child interpreter so a hang is a failure."""
-    from dpsynth.models import get_model
+    from dpsynth.models.catalogue import get_model
     from dpsynth.studies.runner import run_replicates
 
     engine.compile_program(get_model("beta").stan_file)  # a first compile is not timed here

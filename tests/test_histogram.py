@@ -1,4 +1,4 @@
-"""The perturbed histogram (dpsynth.histogram.perturbed_histogram): known answers, bins,
+"""The perturbed histogram (dpsynth.mechanisms.histogram.perturbed_histogram): known answers, bins,
 sensitivity per neighbour definition, refusals, and the OpenDP noise path."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpsynth import histogram
 from dpsynth.errors import InputError
-from dpsynth.histogram import MAX_BINS, perturbed_histogram, ph_bins
+from dpsynth.mechanisms import histogram
+from dpsynth.mechanisms.histogram import MAX_BINS, perturbed_histogram, ph_bins
 
 SEED = 20240601
 
@@ -188,7 +188,7 @@ def test_seeded_runs_agree_and_unseeded_runs_differ():
 def test_add_remove_bins_and_output_size_depend_only_on_public_numbers():
     """Under add/remove n is private: neither the number of bins nor the number of
     synthetic records may depend on it (both follow the public n_synthetic)."""
-    from dpsynth.release import synthesize
+    from dpsynth.release.single import synthesize
 
     reports = []
     for n in (100, 2500):

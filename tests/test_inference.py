@@ -1,4 +1,4 @@
-"""Tests of dpsynth.inference (Liu, Theorem 7 and Section 5.2 rules) and the coverage studies."""
+"""Tests of dpsynth.mechanisms.inference (Liu, Theorem 7 and Section 5.2 rules) and the coverage studies."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.inference import analyze_each, combine, combine_frame, estimate_proportion
-from dpsynth.modips import modips, sbs_model
+from dpsynth.mechanisms.inference import analyze_each, combine, combine_frame, estimate_proportion
+from dpsynth.mechanisms.modips import modips, sbs_model
 from dpsynth.studies.modips_simulation import (
     bounded_normal_moments,
     simulate_sbs,

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import GUARANTEE, MECHANISMS, Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import GUARANTEE, MECHANISMS, Sampler, Synthesizer
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,10 @@ def test_censor_w_and_uw_bound_is_strict(heavy_beta_synth, epsilon):
     syn = heavy_beta_synth
     unweighted = syn.unweighted()
     assert unweighted.lipschitz > epsilon / 2  # the data need censoring at all
-    for result in (syn.censor_w(epsilon), syn.censor_uw(epsilon)):
+    for result in (
+        syn.censor_w(epsilon, neighbours="add-remove"),
+        syn.censor_uw(epsilon, neighbours="add-remove"),
+    ):
         c = result.fit.contributions
         assert np.all(np.abs(c) <= epsilon / 2)  # every contribution in [-eps/2, eps/2]
         assert result.lipschitz <= epsilon / 2
@@ -35,8 +38,11 @@ def test_censor_w_and_uw_bound_is_strict(heavy_beta_synth, epsilon):
         assert result.fit.stan_fit.diagnostics["rhat_max"] < 1.05
     # Censor_uw must censor (Delta_x > eps/2); Censor_w censors fewer records because the
     # LW weights pre-shrink the tails (at eps = 5 often none, as in the paper's Table 1)
-    assert syn.censor_uw(epsilon).fit.n_censored > 0
-    assert syn.censor_w(epsilon).fit.n_censored < syn.censor_uw(epsilon).fit.n_censored
+    assert syn.censor_uw(epsilon, neighbours="add-remove").fit.n_censored > 0
+    assert (
+        syn.censor_w(epsilon, neighbours="add-remove").fit.n_censored
+        < syn.censor_uw(epsilon, neighbours="add-remove").fit.n_censored
+    )
 
 
 @pytest.mark.slow
@@ -45,7 +51,7 @@ def test_weighted_mechanisms_and_weighted_e(heavy_beta_synth):
     lw = syn.lw()
     assert lw.guarantee == "aDP"
     assert lw.lipschitz < syn.unweighted().lipschitz
-    we = syn.weighted_e(3.0, truncation="weighted-fit")
+    we = syn.weighted_e(3.0, truncation="weighted-fit", neighbours="add-remove")
     assert we.n_zero_weight > 0
     # zeroed records: those whose LW record bound exceeded eps/2, plus the riskiest record,
     # which LW already weights 0 (f~ = 1 and g = 0)
@@ -57,8 +63,8 @@ def test_weighted_mechanisms_and_weighted_e(heavy_beta_synth):
 @pytest.mark.slow
 def test_downscaling_reduces_censoring(heavy_beta_synth):
     syn = heavy_beta_synth
-    plain = syn.censor_w(3.0)
-    down = syn.censor_w(3.0, downscale=0.6)
+    plain = syn.censor_w(3.0, neighbours="add-remove")
+    down = syn.censor_w(3.0, downscale=0.6, neighbours="add-remove")
     assert down.fit.n_censored < plain.fit.n_censored
     assert down.lipschitz <= 1.5
 
@@ -84,13 +90,13 @@ def test_weighted_e_lw_bound_rule_zeroes_alpha_times_unweighted_bound(heavy_beta
     syn = heavy_beta_synth
     f = syn.unweighted_fit().record_bounds
     alpha = syn.lw_alpha()
-    we = syn.run("weighted-e", 3.0)  # the default rule
+    we = syn.run("weighted-e", 3.0, neighbours="add-remove")  # the default rule
     zeroed = (alpha * f > 1.5) | (alpha == 0)
     assert np.array_equal(we.fit.alpha == 0, zeroed)
     assert we.tuning["truncation"] == "lw-bound"
     assert zeroed.sum() > (alpha == 0).sum()  # the rule truncates some record here
     with pytest.raises(InputError, match="^truncation:"):
-        syn.weighted_e(3.0, truncation="draws")
+        syn.weighted_e(3.0, truncation="draws", neighbours="add-remove")
 
 
 @pytest.mark.slow
@@ -102,13 +108,13 @@ def test_censor_w_reweighted_uses_equation_6_on_the_weighted_fit(heavy_beta_synt
         0,
         1,
     )
-    r = syn.run("censor-w", 3.0, reweight=True, k=0.95)
+    r = syn.run("censor-w", 3.0, reweight=True, k=0.95, neighbours="add-remove")
     np.testing.assert_allclose(r.fit.alpha, expected)
     assert r.tuning["reweight"] is True and r.tuning["k"] == 0.95
     assert r.lipschitz <= 1.5 and r.guarantee == "DP"
     # re-weighting raises the weights, so at least as many records are clamped
-    assert r.fit.n_censored >= syn.censor_w(3.0).fit.n_censored
-    down = syn.censor_w(3.0, reweight=True, downscale=0.5)
+    assert r.fit.n_censored >= syn.censor_w(3.0, neighbours="add-remove").fit.n_censored
+    down = syn.censor_w(3.0, reweight=True, downscale=0.5, neighbours="add-remove")
     np.testing.assert_allclose(down.fit.alpha, 0.5 * expected)
 
 
@@ -131,7 +137,7 @@ def test_censor_w_reference_reweighting_uses_the_reference_only(small_sampler):
     np.testing.assert_allclose(alphas[0][:-1], alphas[1][:-1])
     syn = Synthesizer(y1, "beta", seed=5, sampler=small_sampler)
     with pytest.raises(InputError, match="^reweight:"):
-        syn.censor_w(3.0, alpha=np.full(y1.size, 0.5), reweight=True)
+        syn.censor_w(3.0, alpha=np.full(y1.size, 0.5), reweight=True, neighbours="add-remove")
 
 
 def test_every_mechanism_has_a_guarantee():
@@ -143,23 +149,23 @@ def test_dispatch_refuses_before_fitting():
     # no Stan: each refusal comes before any fit
     syn = Synthesizer(np.array([0.2, 0.4, 0.6]), "beta", seed=1)
     with pytest.raises(InputError) as exc:
-        syn.run("magic", 1.0)
+        syn.run("magic", 1.0, neighbours="add-remove")
     assert exc.value.param == "mechanism"
     with pytest.raises(InputError) as exc:
-        syn.run("cw", 1.0)
+        syn.run("cw", 1.0, neighbours="add-remove")
     assert exc.value.param == "radius"
     with pytest.raises(InputError) as exc:
         syn.run("censor-uw", 1.0, neighbours="swap")
     assert exc.value.param == "neighbours"
     with pytest.raises(InputError) as exc:
-        syn.run("censor-w", 1.0, reweight=True, k=1.5)
+        syn.run("censor-w", 1.0, reweight=True, k=1.5, neighbours="add-remove")
     assert exc.value.param == "k"
     with pytest.raises(InputError) as exc:
-        syn.run("weighted-e", 1.0, truncation="draws")
+        syn.run("weighted-e", 1.0, truncation="draws", neighbours="add-remove")
     assert exc.value.param == "truncation"
     for eps in (0.0, float("nan"), 1e308):
         with pytest.raises(InputError) as exc:
-            syn.run("censor-uw", eps)
+            syn.run("censor-uw", eps, neighbours="add-remove")
         assert exc.value.param == "epsilon"
     assert syn._fits == {}
 
@@ -182,7 +188,10 @@ def test_scan_over_distinct_records_equals_the_per_record_scan():
     expanded equal the per-record computation exactly (plain and centred censoring)."""
     y = np.random.default_rng(3).negative_binomial(2, 0.4, 1500)
     syn = Synthesizer(y, "negbin", seed=1, sampler=Sampler(2, 200, 200))
-    for result in (syn.censor_uw(3.0), syn.censor_uw(3.0, centring="saturated")):
+    for result in (
+        syn.censor_uw(3.0, neighbours="add-remove"),
+        syn.censor_uw(3.0, centring="saturated", neighbours="add-remove"),
+    ):
         wf = result.fit
         fast, slow = wf._scan, wf._scan_rows(wf.data, wf.alpha)
         assert np.unique(y).size < 50  # the fast path really compresses
@@ -198,8 +207,8 @@ def test_linear_scan_equals_the_elementwise_mirror_scan(centred, bound):
     matrix products gives the same per-record bounds (to 1e-10) and censored records as
     the generic scan over the S x n matrix of the mirror, also on distinct-record subsets."""
     from dpsynth.engine import StanFit
-    from dpsynth.mechanisms import WeightedFit, _centred_source
-    from dpsynth.models import get_model, stan_data
+    from dpsynth.mechanisms.posterior import WeightedFit, _centred_source
+    from dpsynth.models.catalogue import get_model, stan_data
 
     rng = np.random.default_rng(5)
     n, S = 400, 300
@@ -226,7 +235,7 @@ def test_linear_scan_equals_the_elementwise_mirror_scan(centred, bound):
 
 
 def test_stable_input_rounds_within_unit_interval():
-    from dpsynth.mechanisms import STABLE_DECIMALS, stable_input
+    from dpsynth.mechanisms.posterior import STABLE_DECIMALS, stable_input
 
     rng = np.random.default_rng(5)
     alpha = np.concatenate([rng.uniform(0, 1, 1000), [0.0, 1.0, 1 - 1e-12, 1e-12]])

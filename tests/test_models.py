@@ -16,7 +16,7 @@ from scipy.special import expit
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models import (
+from dpsynth.models.catalogue import (
     MODELS,
     TABLE_COUNT_MODELS,
     Model,
@@ -590,7 +590,7 @@ def test_positive_blocked_censored_sum_equals_record_by_record(name, weights):
 
 
 def _check_blocked_sum(name, weights):
-    from dpsynth.program_checks import log_density
+    from dpsynth.models.program_checks import log_density
 
     rng = np.random.default_rng(31)
     model = get_model(name)

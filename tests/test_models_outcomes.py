@@ -14,7 +14,7 @@ from scipy.special import expit, log_softmax
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models import (
+from dpsynth.models.catalogue import (
     OUTCOME_MODELS,
     decode_levels,
     encode_levels,
@@ -22,8 +22,8 @@ from dpsynth.models import (
     record_centre,
     stan_data,
 )
-from dpsynth.program_checks import check_convention
-from dpsynth.release import KnownSeedWarning, synthesize
+from dpsynth.models.program_checks import check_convention
+from dpsynth.release.single import KnownSeedWarning, synthesize
 
 BETA_LOGISTIC = np.array([-0.5, 1.2])
 BETA_CATEGORICAL = np.array([[0.3, -0.2], [1.0, -0.8]])  # K = 2 rows, levels 2 and 3

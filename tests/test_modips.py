@@ -1,4 +1,4 @@
-"""Tests of dpsynth.modips: SBS posteriors, bounding, Algorithm 1, SDD/SDD.MC/SPHC, histograms."""
+"""Tests of dpsynth.mechanisms.modips: SBS posteriors, bounding, Algorithm 1, SDD/SDD.MC/SPHC, histograms."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.histogram import histogram_synthesis
-from dpsynth.modips import (
+from dpsynth.mechanisms.histogram import histogram_synthesis
+from dpsynth.mechanisms.modips import (
     ModipsModel,
     allocation_weights,
     mc_histogram_sample,
@@ -20,7 +20,7 @@ from dpsynth.modips import (
     sdd_sample,
     synthesize_gaussian,
 )
-from dpsynth.privacy import (
+from dpsynth.privacy.accounting import (
     BudgetExceededError,
     BudgetLedger,
     sanitize_bounded,

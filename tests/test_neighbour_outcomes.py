@@ -1,6 +1,6 @@
 """Neighbouring databases give the same public outcome, whatever a pieces model's author plants.
 
-"Whether a release happens must not reveal one record" (``dpsynth.pieces``, module
+"Whether a release happens must not reveal one record" (``dpsynth.models.pieces``, module
 docstring): the fit program evaluates the record function at every public cell (every grid
 outcome between the public bounds, every distinct public covariate row) at every parameter
 value, and record i's term is its cell's value, clamped. So a Stan exception inside the
@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsynth import pieces
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler, Synthesizer
-from dpsynth.release import KnownSeedWarning, synthesize
+from dpsynth.mechanisms.posterior import Sampler, Synthesizer
+from dpsynth.models import pieces
+from dpsynth.release.single import KnownSeedWarning, synthesize
 
 PROGRAMS = Path(__file__).resolve().parent / "stan" / "neighbours"
 REAL = PROGRAMS / "traps_real.pieces"
@@ -346,7 +346,7 @@ def test_reverse_pass_overflow_at_one_value(real_model, stan_backend):
     planted record does (D: infinity). So the target's gradient is infinite at every mu in
     (-3.2, 3.2) for D only, and Stan refuses every initial value of D.
 
-    Found by this file against the first design of ``dpsynth.pieces`` (D was refused after
+    Found by this file against the first design of ``dpsynth.models.pieces`` (D was refused after
     the data were read, D' released). Now a fit that Stan refuses to start stays at its
     public starting points (``pieces.starting_fit``, prior draws): both are released with
     equal public reports; D's confidential verdict says the sampler did not start.

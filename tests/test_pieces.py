@@ -1,4 +1,4 @@
-"""dpsynth.pieces: a user's model as pieces, private by construction.
+"""dpsynth.models.pieces: a user's model as pieces, private by construction.
 
 Fast tests (stanc only, well under a second each): the example files parse and compile in
 the public scope; every attack of issue 26 rewritten against the pieces is refused at
@@ -18,12 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import engine, pieces, synthesis
-from dpsynth.cli import main
+from dpsynth import engine
+from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler, Synthesizer
-from dpsynth.models import MODELS, stan_data
-from dpsynth.release import synthesize
+from dpsynth.mechanisms.posterior import Sampler, Synthesizer
+from dpsynth.models import pieces, synthesis
+from dpsynth.models.catalogue import MODELS, stan_data
+from dpsynth.release.single import synthesize
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "dpsynth" / "stan" / "examples" / "pieces"
 TEST_STAN = Path(__file__).resolve().parent / "stan"
@@ -521,8 +522,8 @@ def test_dpsynths_assembly_passes_the_differential_checks(name, stan_backend):
     """The checks of whole programs, run on dpsynth's own assembled fit program (a test of
     the assembly, not the basis of its label): prior, locality, clamp and sum, with varied
     weights and centres, under add-remove (a record also removed)."""
-    from dpsynth.program_checks import check_censored
-    from dpsynth.synthesis import PLACEHOLDERS
+    from dpsynth.models.program_checks import check_censored
+    from dpsynth.models.synthesis import PLACEHOLDERS
 
     model = pieces.from_pieces(EXAMPLES / f"{name}.pieces")
     model = model.for_domain((0.0, 100.0) if name == "poisson" else (-10.0, 10.0))
@@ -571,7 +572,7 @@ def test_cli_releases_whether_or_not_a_record_lies_in_a_raising_window(
     """The window trap through the CLI with a budget file, on a database and on its
     neighbour with a record in the window: exit 0 both times, the same public report keys
     and guarantee, each attempt in its ledger as released, no data value on the terminal."""
-    from dpsynth import budget
+    from dpsynth.privacy import budget
 
     y = _normal_data()
     trap = tmp_path / "window.pieces"

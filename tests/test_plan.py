@@ -5,10 +5,10 @@ import warnings
 import numpy as np
 import pytest
 
-from dpsynth.curator import VERDICTS
+from dpsynth.curator.column_verdict import VERDICTS
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler
-from dpsynth.plan import (
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.release.plan import (
     COLUMNS,
     _checked_advice,
     plan,
@@ -17,7 +17,7 @@ from dpsynth.plan import (
     sizes_line,
     split_reference,
 )
-from dpsynth.release import KnownSeedWarning
+from dpsynth.release.single import KnownSeedWarning
 
 SHORT = Sampler(chains=2, iter_warmup=150, iter_sampling=150)
 
@@ -123,7 +123,7 @@ def test_plan_input_checks(public_incomes):
 def test_reference_point_of_a_regression_is_on_the_target_design():
     """Coefficients fitted on the reference's standardized design, moved onto the design of
     the data they will centre: the same linear predictor on the raw covariate scale."""
-    from dpsynth.models import design_matrix
+    from dpsynth.models.catalogue import design_matrix
 
     rng = np.random.default_rng(5)
     X_ref, X = rng.normal(2.0, 3.0, (300, 1)), rng.normal(0.0, 1.0, (250, 1))
@@ -171,7 +171,7 @@ def test_plan_judges_at_the_stated_confidential_size_and_says_so(public_incomes)
 
 
 def test_cli_plan_prints_the_sizes(tmp_path, public_incomes, capsys):
-    from dpsynth.cli import main
+    from dpsynth.cli.commands import main
 
     path = tmp_path / "reference.csv"
     path.write_text("income\n" + "\n".join(f"{v:.2f}" for v in public_incomes) + "\n")

@@ -1,4 +1,4 @@
-"""dpsynth.privacy: Laplace / exponential mechanisms (numpy and OpenDP noise), the budget
+"""dpsynth.privacy.accounting: Laplace / exponential mechanisms (numpy and OpenDP noise), the budget
 ledger, neighbour definitions, censoring bounds and the Lipschitz accounting."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth import privacy
 from dpsynth.errors import InputError
-from dpsynth.privacy import (
+from dpsynth.privacy import accounting
+from dpsynth.privacy.accounting import (
     BudgetExceededError,
     BudgetLedger,
     SecureGenerator,
@@ -58,14 +58,14 @@ def test_opendp_scalar_and_secure_generator_route_to_opendp(monkeypatch):
     x = laplace_mechanism(3.0, 1.0, 1.0)  # rng None
     assert isinstance(x, float) and np.isfinite(x) and x != 3.0
     calls = []
-    real = privacy.opendp_laplace
+    real = accounting.opendp_laplace
 
     def spy(values, scale):
         calls.append(scale)
         return real(values, scale)
 
-    monkeypatch.setattr(privacy, "opendp_laplace", spy)
-    gen = privacy.secure_generator()
+    monkeypatch.setattr(accounting, "opendp_laplace", spy)
+    gen = accounting.secure_generator()
     assert isinstance(gen, SecureGenerator)
     out = laplace_mechanism(np.array([1.0, 2.0]), 2.0, 4.0, gen)
     assert out.shape == (2,) and calls == [0.5]
@@ -108,19 +108,19 @@ def test_laplace_rejects_nan_value_and_non_generator():
 def test_truncated_laplace_stays_in_bounds(rng):
     gen = np.random.default_rng(SEED) if rng == "numpy" else None
     loc = np.full(2_000, 0.9)
-    y = privacy.truncated_laplace(loc, 1.0, 0.0, 1.0, gen)
+    y = accounting.truncated_laplace(loc, 1.0, 0.0, 1.0, gen)
     assert y.shape == (2_000,) and y.min() >= 0.0 and y.max() <= 1.0
     # mass is pulled towards the location: Laplace(0.9, 1) truncated to [0, 1] has mean
     # 0.576 and sd 0.280 (numerical integration), so the mean of 2,000 draws (sd 0.0063)
     # exceeds the midpoint 0.5 with 12 sd to spare
     assert y.mean() > 0.5
-    scalar = privacy.truncated_laplace(0.5, 1.0, 0.0, 1.0, gen)
+    scalar = accounting.truncated_laplace(0.5, 1.0, 0.0, 1.0, gen)
     assert isinstance(scalar, float) and 0.0 <= scalar <= 1.0
 
 
 def test_sanitize_bounded_bit_clamps_and_truncation_halves_epsilon(monkeypatch):
     rng = np.random.default_rng(SEED)
-    out = privacy.sanitize_bounded(np.full(500, 0.99), 1.0, 0.1, 0.0, 1.0, "bit", rng)
+    out = accounting.sanitize_bounded(np.full(500, 0.99), 1.0, 0.1, 0.0, 1.0, "bit", rng)
     assert out.min() >= 0.0 and out.max() <= 1.0
     assert np.mean(out == 1.0) > 0.3  # scale 10: about half the draws land above 1
     seen = {}
@@ -129,13 +129,13 @@ def test_sanitize_bounded_bit_clamps_and_truncation_halves_epsilon(monkeypatch):
         seen["scale"] = scale
         return loc
 
-    monkeypatch.setattr(privacy, "truncated_laplace", spy)
-    privacy.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "truncation", rng)
+    monkeypatch.setattr(accounting, "truncated_laplace", spy)
+    accounting.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "truncation", rng)
     assert seen["scale"] == pytest.approx(1.0)  # noise at eps/2 = 1 -> scale 1 / 1
-    privacy.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "truncation", rng, strict_truncation=False)
+    accounting.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "truncation", rng, strict_truncation=False)
     assert seen["scale"] == pytest.approx(0.5)
     with pytest.raises(InputError) as exc:
-        privacy.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "clip", rng)
+        accounting.sanitize_bounded(0.5, 1.0, 2.0, 0.0, 1.0, "clip", rng)
     assert exc.value.param == "bounding"
 
 
@@ -219,67 +219,69 @@ def test_ledger_rejects_bad_total_and_bad_spend():
 
 @pytest.mark.parametrize("value", [1e-6, 0.5, 1000.0])
 def test_require_epsilon_accepts_its_range(value):
-    assert privacy.require_epsilon("epsilon", value) == value
+    assert accounting.require_epsilon("epsilon", value) == value
 
 
 @pytest.mark.parametrize("value", [0.0, -1.0, float("nan"), float("inf"), 1e-308, 1e308, 1001.0])
 def test_require_epsilon_refuses_outside_its_range(value):
     with pytest.raises(InputError) as exc:
-        privacy.require_epsilon("epsilon", value)
+        accounting.require_epsilon("epsilon", value)
     assert exc.value.param == "epsilon"
 
 
 def test_require_epsilon_refuses_text():
     with pytest.raises(InputError, match="must be a number"):
-        privacy.require_epsilon("epsilon", "abc")
+        accounting.require_epsilon("epsilon", "abc")
 
 
 def test_censor_bound_per_neighbour_definition():
     # Eq. 3.5: add/remove eps = 2M (the papers' M = eps/2); substitution eps = 4M.
-    assert privacy.censor_bound(1.0, "add-remove") == 0.5
-    assert privacy.censor_bound(1.0, "substitution") == 0.25
-    assert privacy.censor_bound(3.0) == 1.5  # default: the papers' add/remove
-    for nb in privacy.NEIGHBOURS:
-        assert privacy.epsilon_of(privacy.censor_bound(2.0, nb), nb) == pytest.approx(2.0)
+    assert accounting.censor_bound(1.0, "add-remove") == 0.5
+    assert accounting.censor_bound(1.0, "substitution") == 0.25
+    assert (
+        accounting.censor_bound(3.0) == 0.75
+    )  # default: substitution (relations.DEFAULT_NEIGHBOURS)
+    for nb in accounting.NEIGHBOURS:
+        assert accounting.epsilon_of(accounting.censor_bound(2.0, nb), nb) == pytest.approx(2.0)
     with pytest.raises(InputError) as exc:
-        privacy.censor_bound(1.0, "swap")
+        accounting.censor_bound(1.0, "swap")
     assert exc.value.param == "neighbours"
 
 
 def test_histogram_sensitivity_per_neighbour_definition():
-    assert privacy.histogram_sensitivity("substitution") == 2.0
-    assert privacy.histogram_sensitivity("add-remove") == 1.0
+    assert accounting.histogram_sensitivity("substitution") == 2.0
+    assert accounting.histogram_sensitivity("add-remove") == 1.0
     with pytest.raises(InputError):
-        privacy.histogram_sensitivity("swap")
+        accounting.histogram_sensitivity("swap")
 
 
 def test_guarantees_and_neighbours_are_described():
-    assert set(privacy.GUARANTEES) == {
+    assert set(accounting.GUARANTEES) == {
         "DP",
         "aDP",
         "none",
         "not established",
         "not private (known seed)",
     }
-    assert set(privacy.NEIGHBOUR_MEANING) == set(privacy.NEIGHBOURS)
-    assert privacy.NEIGHBOURS == ("substitution", "add-remove")
+    assert set(accounting.NEIGHBOUR_MEANING) == set(accounting.NEIGHBOURS)
+    assert accounting.NEIGHBOURS == ("substitution", "add-remove")
 
 
 def test_require_public_bounds():
-    assert privacy.require_public_bounds((0, 1)) == (0.0, 1.0)
+    assert accounting.require_public_bounds((0, 1)) == (0.0, 1.0)
     for bad in [(1, 0), (0, float("inf")), (0,), None, (0, "x")]:
         with pytest.raises(InputError) as exc:
-            privacy.require_public_bounds(bad)
+            accounting.require_public_bounds(bad)
         assert exc.value.param == "bounds"
 
 
 def test_sensitivities_of_the_modips_statistics():
-    assert privacy.sensitivity_proportion(50) == pytest.approx(0.02)
-    assert privacy.sensitivity_mean(-2.0, 2.0, 100) == pytest.approx(0.04)
-    assert privacy.sensitivity_variance(-2.0, 2.0, 100) == pytest.approx(0.16)
+    assert accounting.sensitivity_proportion(50) == pytest.approx(0.02)
+    assert accounting.sensitivity_mean(-2.0, 2.0, 100) == pytest.approx(0.04)
+    assert accounting.sensitivity_variance(-2.0, 2.0, 100) == pytest.approx(0.16)
     # n values in [0, 1], half at each end: the largest sample variance n / (4 (n - 1))
     x = np.array([0.0, 1.0] * 5)
-    assert x.var(ddof=1) == pytest.approx(privacy.variance_upper_bound(0.0, 1.0, 10))
+    assert x.var(ddof=1) == pytest.approx(accounting.variance_upper_bound(0.0, 1.0, 10))
 
 
 # ----------------------------------------------------------------------------- Lipschitz
@@ -288,12 +290,12 @@ def test_sensitivities_of_the_modips_statistics():
 def test_record_and_database_bounds():
     ll = np.array([[-1.0, -4.0, 0.5], [-2.0, -1.0, -3.0]])  # S=2, n=3
     alpha = np.array([1.0, 0.5, 0.0])
-    c = privacy.weighted_contributions(ll, alpha)
+    c = accounting.weighted_contributions(ll, alpha)
     assert np.allclose(c, [[-1.0, -2.0, 0.0], [-2.0, -0.5, 0.0]])
-    assert np.allclose(privacy.record_bounds(c), [2.0, 2.0, 0.0])
-    assert privacy.lipschitz_bound(c) == 2.0
-    assert privacy.epsilon_of(2.0) == 4.0  # add/remove (the papers)
-    assert privacy.epsilon_of(2.0, "substitution") == 8.0
+    assert np.allclose(accounting.record_bounds(c), [2.0, 2.0, 0.0])
+    assert accounting.lipschitz_bound(c) == 2.0
+    assert accounting.epsilon_of(2.0) == 8.0  # the one default, substitution
+    assert accounting.epsilon_of(2.0, "substitution") == 8.0
 
 
 def test_censoring_clamps_and_counts():
@@ -301,10 +303,10 @@ def test_censoring_clamps_and_counts():
     ll = rng.standard_cauchy((50, 200)) * 10  # heavy tails
     alpha = rng.uniform(0, 1, 200)
     M = 1.5
-    c = privacy.weighted_contributions(ll, alpha, M)
+    c = accounting.weighted_contributions(ll, alpha, M)
     assert np.all(np.abs(c) <= M)
-    raw = privacy.weighted_contributions(ll, alpha)
-    mask = privacy.censored_records(raw, M)
+    raw = accounting.weighted_contributions(ll, alpha)
+    mask = accounting.censored_records(raw, M)
     # a record counts once if clamped in any draw
     expected = sum(1 for i in range(200) if np.any(np.abs(alpha[i] * ll[:, i]) > M))
     assert mask.sum() == expected
@@ -313,5 +315,5 @@ def test_censoring_clamps_and_counts():
 
 def test_zero_weight_record_with_infinite_loglik_contributes_zero():
     ll = np.array([[-np.inf, -1.0]])
-    c = privacy.weighted_contributions(ll, np.array([0.0, 1.0]))
+    c = accounting.weighted_contributions(ll, np.array([0.0, 1.0]))
     assert np.array_equal(c, [[0.0, -1.0]])

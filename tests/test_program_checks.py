@@ -1,4 +1,4 @@
-"""dpsynth.program_checks and the synthesis data of user programs: known answers.
+"""dpsynth.models.program_checks and the synthesis data of user programs: known answers.
 
 The end-to-end refusals of broken programs (the gallery in tests/stan/) are in
 tests/test_release.py; here the pieces: the public stand-in data, the changed-data
@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpsynth import engine, program_checks
+from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.synthesis import public_data
+from dpsynth.models import program_checks
+from dpsynth.models.synthesis import public_data
 
 TEST_STAN = Path(__file__).resolve().parent / "stan"
 

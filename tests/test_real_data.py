@@ -9,8 +9,8 @@ import pytest
 from scipy import optimize, stats
 
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import _centred_source
-from dpsynth.models import (
+from dpsynth.mechanisms.posterior import _centred_source
+from dpsynth.models.catalogue import (
     Model,
     design_matrix,
     get_model,

@@ -1,6 +1,6 @@
-"""dpsynth.registry: one declaration per mechanism, and everything derived from it.
+"""dpsynth.mechanisms.registry: one declaration per mechanism, and everything derived from it.
 
-The rule the scan below enforces: **outside ``dpsynth/registry.py``, no literal tuple, list,
+The rule the scan below enforces: **outside ``dpsynth/mechanisms/registry.py``, no literal tuple, list,
 set or dict (its keys) in ``dpsynth/``, ``tools/``, ``book/_ext/`` or a book page's code
 cells holds two or more of dpsynth's mechanism names** (``registry.NAMES``): which
 mechanisms exist, which are DP, which options each takes, which runner makes it are facts
@@ -24,21 +24,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import mechanisms, privacy, registry, release
 from dpsynth.errors import InputError
-from dpsynth.release import KnownSeedWarning, RunnerOutput, synthesize
+from dpsynth.mechanisms import posterior, registry
+from dpsynth.privacy import accounting, relations
+from dpsynth.release import single
+from dpsynth.release.single import KnownSeedWarning, RunnerOutput, synthesize
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SELECTIONS = {
-    ("dpsynth/plan.py", "CANDIDATES"),
-    ("dpsynth/plan.py", "DEFAULT_CANDIDATES"),
+    ("dpsynth/release/plan.py", "CANDIDATES"),
+    ("dpsynth/release/plan.py", "DEFAULT_CANDIDATES"),
     ("dpsynth/studies/real_data.py", "VARIANTS"),
     ("dpsynth/studies/real_data.py", "PAPER"),
     ("dpsynth/studies/real_data.py", "PROFILES"),
     ("book/utility_verdict.md", "<code cell>"),
-    ("dpsynth/audit.py", "_RELEASES"),  # the audit's choice: the two Laplace releases
-    ("dpsynth/audit.py", "audit_summary"),
+    ("dpsynth/mechanisms/audit.py", "_RELEASES"),  # the audit's choice: the two Laplace releases
+    ("dpsynth/mechanisms/audit.py", "audit_summary"),
     ("dpsynth/studies/real_data.py", "targets"),  # the count study's comparison
     ("tools/golden.py", "CASES"),  # the golden test's seeded cases, one per mechanism
     ("tools/golden.py", "case_plan"),  # the golden plan's candidates
@@ -112,7 +114,9 @@ def _scan() -> set[tuple[str, str]]:
 def test_no_mechanism_name_list_outside_the_registry():
     found = _scan()
     unexpected = sorted(found - SELECTIONS - PENDING)
-    assert unexpected == [], f"mechanism names listed outside dpsynth/registry.py: {unexpected}"
+    assert unexpected == [], (
+        f"mechanism names listed outside dpsynth/mechanisms/registry.py: {unexpected}"
+    )
     gone = sorted(PENDING - found)
     assert gone == [], f"no longer found, remove from PENDING: {gone}"
 
@@ -128,21 +132,21 @@ def test_the_scan_finds_a_list_of_names():
 
 
 def test_the_library_constants_derive_from_the_declarations():
-    assert release.ALL_MECHANISMS == registry.NAMES
-    assert mechanisms.MECHANISMS == registry.POSTERIOR_NAMES
-    assert mechanisms.GUARANTEE == {n: registry.get(n).guarantee for n in registry.POSTERIOR_NAMES}
+    assert single.ALL_MECHANISMS == registry.NAMES
+    assert posterior.MECHANISMS == registry.POSTERIOR_NAMES
+    assert posterior.GUARANTEE == {n: registry.get(n).guarantee for n in registry.POSTERIOR_NAMES}
     for m in registry.MECHANISMS.values():
         assert callable(m.release_runner()), m.name
         assert not m.fits_model or callable(m.fitter()), m.name
     assert set(registry.labels()) == set(registry.NAMES)
-    assert privacy.NEIGHBOURS == registry.NEIGHBOURS
+    assert accounting.NEIGHBOURS == relations.NEIGHBOURS
 
 
 def test_every_declaration_is_complete():
     for name, m in registry.MECHANISMS.items():
         assert m.name == name and m.label and m.paper and m.summary, name
         assert m.guarantee in registry.GUARANTEE_KINDS, name
-        assert set(m.neighbours) <= set(registry.NEIGHBOURS) and m.neighbours, name
+        assert set(m.neighbours) <= set(relations.NEIGHBOURS) and m.neighbours, name
         assert m.default_neighbours in m.neighbours, name
         assert set(m.outcomes) <= set(registry.OUTCOMES), name
         assert (m.privacy_map is None) == (m.guarantee != "DP" or m.public_n), name
@@ -153,16 +157,18 @@ def test_the_privacy_functions_are_the_declared_maps(epsilon):
     for name in registry.NAMES:
         m = registry.get(name)
         for nb in m.neighbours if m.bound_name == "censor_bound" else ():
-            assert privacy.censor_bound(epsilon, nb) == m.internal_bound(epsilon, nb)
-            assert privacy.epsilon_of(m.internal_bound(epsilon, nb), nb) == pytest.approx(epsilon)
+            assert accounting.censor_bound(epsilon, nb) == m.internal_bound(epsilon, nb)
+            assert accounting.epsilon_of(m.internal_bound(epsilon, nb), nb) == pytest.approx(
+                epsilon
+            )
     ph = registry.get("ph")
-    for nb in registry.NEIGHBOURS:
+    for nb in relations.NEIGHBOURS:
         scale = ph.internal_bound(epsilon, nb)
-        assert privacy.laplace_scale(privacy.histogram_sensitivity(nb), epsilon) == pytest.approx(
-            scale
-        )
-    assert privacy.censor_bound(4.0, "add-remove") == 2.0  # Eq. 3.5: M = eps / 2
-    assert privacy.histogram_sensitivity("substitution") == 2.0
+        assert accounting.laplace_scale(
+            accounting.histogram_sensitivity(nb), epsilon
+        ) == pytest.approx(scale)
+    assert accounting.censor_bound(4.0, "add-remove") == 2.0  # Eq. 3.5: M = eps / 2
+    assert accounting.histogram_sensitivity("substitution") == 2.0
 
 
 def test_a_declaration_refuses_a_relation_it_does_not_support():
@@ -183,7 +189,7 @@ def test_the_studies_labels_are_the_registry_labels():
 
 
 def test_the_cli_offers_the_registry_mechanisms():
-    from dpsynth.cli import build_parser
+    from dpsynth.cli.commands import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
@@ -211,7 +217,7 @@ def test_the_book_table_has_one_row_per_mechanism():
 # ----------------------------------------------------------------------------- a new mechanism
 
 
-def _dummy_runner(req: release.Request, ledger: privacy.BudgetLedger) -> RunnerOutput:
+def _dummy_runner(req: single.Request, ledger: accounting.BudgetLedger) -> RunnerOutput:
     """A data-independent mechanism: uniform draws on the public bounds (0-DP in truth)."""
     rng = np.random.default_rng(req.seed)
     n = req.n_synthetic if req.n_synthetic is not None else len(req.y)
@@ -220,7 +226,7 @@ def _dummy_runner(req: release.Request, ledger: privacy.BudgetLedger) -> RunnerO
     for j in range(1, req.m + 1):
         ledger.spend(f"synthetic set {j}/{req.m}: dummy", req.eps_set, "all records")
     report = {"mechanism": req.mechanism, "model": None, "knob": req.tuning.get("knob")}
-    return RunnerOutput(release.synthetic_frame(sets, req.column, False), report, {})
+    return RunnerOutput(single.synthetic_frame(sets, req.column, False), report, {})
 
 
 @pytest.fixture
@@ -273,9 +279,9 @@ def test_an_undeclared_mechanism_is_refused_naming_the_choices():
 
 def test_the_release_default_relation_is_the_declared_one():
     assert all(
-        m.default_neighbours == registry.DEFAULT_NEIGHBOURS for m in registry.MECHANISMS.values()
+        m.default_neighbours == relations.DEFAULT_NEIGHBOURS for m in registry.MECHANISMS.values()
     )
     y = np.linspace(0.05, 0.95, 40)
     with pytest.warns(KnownSeedWarning):
         rel = synthesize(y, mechanism="ph", epsilon=1.0, bounds=(0.0, 1.0), seed=3)
-    assert rel.report["neighbours"] == registry.DEFAULT_NEIGHBOURS
+    assert rel.report["neighbours"] == relations.DEFAULT_NEIGHBOURS

@@ -1,4 +1,4 @@
-"""The one release path, dpsynth.release.synthesize, and Release.write.
+"""The one release path, dpsynth.release.single.synthesize, and Release.write.
 
 Public report vs confidential diagnostics, the total budget over m sets, the censoring
 bound per neighbour definition, the guarantee of each mechanism, the known-seed warning,
@@ -16,14 +16,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import engine, io, release
+from dpsynth import engine, io
 from dpsynth.engine import STAN_DIR
 from dpsynth.errors import InputError
 from dpsynth.io import to_json
-from dpsynth.mechanisms import Sampler
-from dpsynth.models import MODELS, Model, covariate_matrix
-from dpsynth.program_checks import check_censored, check_convention
-from dpsynth.release import (
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.models.catalogue import MODELS, Model, covariate_matrix
+from dpsynth.models.program_checks import check_censored, check_convention
+from dpsynth.release import single
+from dpsynth.release.single import (
     CONFIDENTIAL_BANNER,
     CONVERGENCE,
     EXACT_DRAW_PREMISE,
@@ -314,7 +315,7 @@ def test_convergence_thresholds():
     ok = {"rhat_max": 1.005, "ess_bulk_min": 150.0, "divergences": 0}
     assert CONVERGENCE == {"rhat_max": 1.01, "ess_bulk_min": 100.0, "divergences": 0}
     assert converged(ok)
-    assert release.convergence_failures(ok) == []
+    assert single.convergence_failures(ok) == []
     for change in (
         {"rhat_max": 1.011},
         {"rhat_max": float("nan")},
@@ -324,7 +325,7 @@ def test_convergence_thresholds():
     ):
         bad = {**ok, **change}
         assert not converged(bad), change
-        assert len(release.convergence_failures(bad)) == 1, change
+        assert len(single.convergence_failures(bad)) == 1, change
 
 
 # ----------------------------------------------------------------------------- refusals
@@ -631,7 +632,7 @@ GALLERY = [
 @pytest.mark.slow
 @pytest.mark.parametrize(("program", "check"), GALLERY, ids=[g[0] for g in GALLERY])
 def test_gallery_of_leaky_programs_is_refused(program, check, monkeypatch, stan_backend):
-    from dpsynth import program_checks
+    from dpsynth.models import program_checks
 
     # 48 random halves: a two-record dependence escapes all with probability (3/4)^48 < 1e-5
     monkeypatch.setattr(program_checks, "SUBSETS", 48)
@@ -670,7 +671,7 @@ def test_prior_reading_n_is_refused_under_add_remove(stan_backend):
 def test_copying_program_cannot_put_data_in_a_release_even_unchecked(monkeypatch, stan_backend):
     """Synthesis runs the program on public stand-ins: with its check switched off, a program
     whose y_rep copies y still releases no confidential value."""
-    from dpsynth import program_checks
+    from dpsynth.models import program_checks
 
     monkeypatch.setattr(program_checks, "_check_outputs", lambda *a, **k: None)
     y = np.random.default_rng(8).normal(3.0, 1.0, 60)
@@ -691,7 +692,7 @@ def test_honest_user_program_is_released_not_established_with_its_checks_named(
     converging_sampler, stan_backend
 ):
     """A whole program passes the checks but is tested, not proved: never labelled DP."""
-    from dpsynth.release import USER_PROGRAM_CAVEAT
+    from dpsynth.release.single import USER_PROGRAM_CAVEAT
 
     y = np.random.default_rng(9).normal(1.0, 1.0, 150)
     model = Model.from_stan_file(TEST_STAN / "honest_normal.stan", "real")
@@ -803,8 +804,8 @@ def test_adapt_delta_is_validated():
     ],
 )
 def test_convergence_notes_explain_and_mark_their_figures_confidential(figures, advice):
-    from dpsynth.cli import api_words_as_flags
-    from dpsynth.diagnostics import convergence_note
+    from dpsynth.cli.commands import api_words_as_flags
+    from dpsynth.engine.diagnostics import convergence_note
 
     text = convergence_note(figures)
     assert advice in text and "CONFIDENTIAL" in text
@@ -837,7 +838,7 @@ def test_a_record_with_no_finite_reference_centre_is_centred_at_zero():
     """Reference centring at public values where one record's log-likelihood is not finite
     (a beta record at 0): that record is centred at 0, a rule of the record alone, where
     the release was refused before (whether a release happens would reveal the record)."""
-    from dpsynth.models import record_centre, stan_data
+    from dpsynth.models.catalogue import record_centre, stan_data
 
     model = MODELS["beta"]
     y = np.array([0.2, 0.5, 0.0, 0.7])

@@ -13,17 +13,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import cli, curator, privacy, release, safeguards, synthesis
-from dpsynth.data import unscale_from_unit
+from dpsynth.cli import commands
+from dpsynth.curator import column_verdict
 from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
-from dpsynth.mechanisms import MECHANISMS, Sampler, Synthesizer
-from dpsynth.models import (
+from dpsynth.mechanisms.posterior import MECHANISMS, Sampler, Synthesizer
+from dpsynth.models import synthesis
+from dpsynth.models.catalogue import (
     MODELS,
     clip_to_public_bounds,
     covariate_matrix,
     require_reference_levels,
 )
-from dpsynth.release import synthesize
+from dpsynth.models.scaling import unscale_from_unit
+from dpsynth.privacy import accounting
+from dpsynth.release import safeguards, single
+from dpsynth.release.single import synthesize
 
 BOUNDS = (0.0, 100.0)
 N = 40
@@ -67,9 +71,9 @@ def test_clip_to_bounds_hands_the_mechanism_clipped_records(name, mechanism, mon
 
     def fake_release(y, **kw):
         seen.update(y=np.asarray(y, float), n_clipped=kw["n_clipped"])
-        return release.Release(pd.DataFrame(), {}, {})
+        return single.Release(pd.DataFrame(), {}, {})
 
-    monkeypatch.setattr(release, "_release", fake_release)
+    monkeypatch.setattr(single, "_release", fake_release)
     y = _valid_y(name or "beta")
     y[[3, 7]] = [104.0, -2.0]
     kwargs = {} if name is None else {"model": name, "X": _X(name)}
@@ -144,11 +148,11 @@ def test_cli_refuses_large_epsilon_in_one_line_with_the_flag_to_pass(tmp_path, c
     argv = ["synthesize", str(inp), "--column", "y", "--mechanism", "ph", "--bounds", "0", "1"]
     argv += ["--epsilon", "1000", "--out", str(tmp_path / "o.csv")]
     argv += ["--report", str(tmp_path / "r.json")]
-    assert cli.main(argv) == 2
+    assert commands.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("dpsynth: error: --epsilon:") and "--allow-large-epsilon" in err
     assert "\n" not in err and not (tmp_path / "o.csv").exists()
-    assert cli.main([*argv, "--allow-large-epsilon", "--quiet"]) == 0
+    assert commands.main([*argv, "--allow-large-epsilon", "--quiet"]) == 0
     assert "large_epsilon" in (tmp_path / "r.json").read_text()
 
 
@@ -161,14 +165,14 @@ NOT_DP = ["aDP", "none", "not private (known seed)", "not established"]
 def _good_verdict(guarantee: str | None) -> dict:
     y = np.random.default_rng(3).normal(5, 1, 400)
     sets = np.random.default_rng(4).normal(5, 1, (1, 400))
-    return curator.utility_verdict(y, sets, outcome="real", guarantee=guarantee)
+    return column_verdict.utility_verdict(y, sets, outcome="real", guarantee=guarantee)
 
 
 @pytest.mark.parametrize("guarantee", NOT_DP)
 def test_a_release_without_dp_is_never_called_publishable(guarantee):
     verdict = _good_verdict(guarantee)
     assert verdict["verdict"] == "good" and verdict["dp"] is False
-    text = curator.format_summary(verdict)
+    text = column_verdict.format_summary(verdict)
     assert text.split()[:2] == ["NOT", "DP:"]
     assert "verdict: NOT DP" in text
     assert "can be published" not in text and "published as it is" not in text
@@ -177,7 +181,7 @@ def test_a_release_without_dp_is_never_called_publishable(guarantee):
 
 def test_a_dp_release_keeps_its_verdict():
     verdict = _good_verdict("DP")
-    text = curator.format_summary(verdict)
+    text = column_verdict.format_summary(verdict)
     assert text.startswith("CONFIDENTIAL") and "NOT DP" not in text
     assert "can be published" in verdict["next_step"]
 
@@ -195,23 +199,25 @@ def test_a_dp_release_above_the_sanity_limit_is_never_called_publishable():
     assert "can be published" not in verdict["next_step"]
     y5 = np.random.default_rng(3).normal(5, 1, 400)
     sets = np.random.default_rng(4).normal(5, 1, (1, 400))
-    at_limit = curator.utility_verdict(y5, sets, outcome="real", guarantee="DP", epsilon=20.0)
+    at_limit = column_verdict.utility_verdict(
+        y5, sets, outcome="real", guarantee="DP", epsilon=20.0
+    )
     assert "can be published" in at_limit["next_step"]
 
 
 def test_seeded_release_verdict_says_not_dp(capsys):
     y = np.random.default_rng(2).uniform(0, 10, 300)
-    with pytest.warns(release.KnownSeedWarning):
+    with pytest.warns(single.KnownSeedWarning):
         rel = synthesize(y, mechanism="ph", epsilon=3, bounds=(0, 10), seed=5)
     assert rel.diagnostics["utility"]["guarantee"] == "not private (known seed)"
-    cli._print_verdict(rel.diagnostics["utility"], rel.report["guarantee"])
+    commands._print_verdict(rel.diagnostics["utility"], rel.report["guarantee"])
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith("[dpsynth] NOT DP:")
 
 
 @pytest.mark.parametrize("guarantee", NOT_DP)
 def test_cli_unavailable_verdict_still_says_not_dp(guarantee, capsys):
-    cli._print_verdict({"verdict": "unavailable", "reason": "x"}, guarantee)
+    commands._print_verdict({"verdict": "unavailable", "reason": "x"}, guarantee)
     assert capsys.readouterr().err.startswith("[dpsynth] NOT DP:")
 
 
@@ -240,7 +246,8 @@ def test_drop_missing_needs_public_n_and_reports_the_map_not_the_count():
     assert rel.diagnostics["n_dropped_missing"] == 7
     assert "7" not in str(rel.report["missing_values"])
     assert (
-        rel.report["missing_values"]["neighbour_map"] == privacy.DROPPED_RECORDS_MAP["substitution"]
+        rel.report["missing_values"]["neighbour_map"]
+        == accounting.DROPPED_RECORDS_MAP["substitution"]
     )
     assert len(rel.data) == 100
 
@@ -265,10 +272,10 @@ def test_dropping_map_covers_substitution_and_add_remove():
     """Under substitution on the file the records kept differ by a substitution OR an
     addition/removal: the substitution bound must cover both."""
     for eps in (0.5, 3.0):
-        m_sub = privacy.censor_bound(eps, "substitution")
-        assert privacy.epsilon_of(m_sub, "add-remove") <= eps
-        assert privacy.epsilon_of(m_sub, "substitution") == pytest.approx(eps)
-    sub, ar = (privacy.histogram_sensitivity(k) for k in ("substitution", "add-remove"))
+        m_sub = accounting.censor_bound(eps, "substitution")
+        assert accounting.epsilon_of(m_sub, "add-remove") <= eps
+        assert accounting.epsilon_of(m_sub, "substitution") == pytest.approx(eps)
+    sub, ar = (accounting.histogram_sensitivity(k) for k in ("substitution", "add-remove"))
     assert sub >= ar
 
 
@@ -300,7 +307,7 @@ def test_drop_missing_in_a_regression_drops_missing_covariates_publicly():
     """Covariates are public: records with a missing covariate are dropped from y, X and the
     covariates alike (the count is public); a missing outcome stays refused, pointing to
     synthesize-table."""
-    from dpsynth.models import covariate_matrix
+    from dpsynth.models.catalogue import covariate_matrix
 
     frame = pd.DataFrame(
         {"y": [0.1, 0.2, 0.3, 0.4, 0.5], "age": [30.0, np.nan, 50, 20, 40],
@@ -344,7 +351,7 @@ def test_cli_regression_drops_records_with_a_missing_covariate(tmp_path):
         "--out", str(tmp_path / "o.csv"),
         "--report", str(tmp_path / "r.json"), "--quiet",
     ]  # fmt: skip
-    assert cli.main(argv) == 0
+    assert commands.main(argv) == 0
     out = pd.read_csv(tmp_path / "o.csv")
     assert len(out) == n - 3 and out["x"].notna().all()
     report = json.loads((tmp_path / "r.json").read_text())
@@ -355,7 +362,7 @@ def test_missing_outcome_hint_offers_only_what_applies(tmp_path):
     """--drop-missing is offered for a single outcome; with covariates (where dropping is
     refused: the kept covariate rows would tell whose outcome was missing) the hint points
     to synthesize-table's missingness indicator instead."""
-    from dpsynth.cli_files import read_input
+    from dpsynth.cli.files import read_input
 
     path = tmp_path / "in.csv"
     path.write_text("y,x\n0.1,1\n,2\n0.3,3\n")
@@ -377,12 +384,12 @@ def test_centring_values_from_a_file_are_refused_naming_the_file_flag():
 
     from_file = argparse.Namespace(centring_from="ref.csv")
     with pytest.raises(InputError) as err:
-        with cli._centring_named_by_its_file(from_file):
+        with commands._centring_named_by_its_file(from_file):
             raise InputError("centring", "beta needs 43 values")
-    message = cli.flag_message(err.value)
+    message = commands.flag_message(err.value)
     assert message.startswith("--centring-from: the values fitted to ref.csv: beta needs 43")
     with pytest.raises(InputError) as own:
-        with cli._centring_named_by_its_file(argparse.Namespace(centring_from=None)):
+        with commands._centring_named_by_its_file(argparse.Namespace(centring_from=None)):
             raise InputError("centring", "beta needs 43 values")
     assert own.value.param == "centring"
 
@@ -390,7 +397,7 @@ def test_centring_values_from_a_file_are_refused_naming_the_file_flag():
 def test_design_names_follow_the_covariates_and_their_dummies():
     """The verdict's coefficients are named after the covariates (a dummy by its level), as
     covariate_matrix codes them; a design that does not match falls back to x1 ... xp."""
-    from dpsynth.models import covariate_matrix
+    from dpsynth.models.catalogue import covariate_matrix
 
     frame = pd.DataFrame(
         {"age": [30.0, 41, 52, 23], "sex": ["f", "m", "m", "f"], "region": [1, 2, 3, 1]}
@@ -420,13 +427,15 @@ def test_reference_lacking_a_level_is_named():
 
 def test_model_regression_names_get_a_hint(capsys):
     with pytest.raises(SystemExit):
-        cli.main(
+        commands.main(
             ["synthesize", "x.csv", "--column", "y", "--mechanism", "ph"]
             + ["--epsilon", "1", "--out", "o", "--report", "r", "--model", "negbin-regression"]
         )
     err = capsys.readouterr().err
     assert "--model negbin --covariates" in err and err.count("\n") == 1
-    help_text = cli.build_parser()._subparsers._group_actions[0].choices["synthesize"].format_help()
+    help_text = (
+        commands.build_parser()._subparsers._group_actions[0].choices["synthesize"].format_help()
+    )
     assert "regression" in help_text.split("--covariates COVARIATES", 2)[-1][:300]
 
 
@@ -443,15 +452,15 @@ def test_report_names_outcome_covariates_bounds_and_public_files():
 
 
 def test_cli_hashes_every_public_reference_file(tmp_path):
-    from dpsynth.budget import file_sha256
+    from dpsynth.privacy.budget import file_sha256
 
     ref = tmp_path / "ref.csv"
     ref.write_text("y\n0.5\n")
-    args = cli.build_parser().parse_args(
+    args = commands.build_parser().parse_args(
         ["synthesize", "in.csv", "--column", "y", "--mechanism", "censor-w", "--epsilon", "1"]
         + ["--out", "o", "--report", "r", "--weights-from", str(ref)]
     )
-    assert cli._public_file_hashes(args) == {"--weights-from": file_sha256(ref)}
+    assert commands._public_file_hashes(args) == {"--weights-from": file_sha256(ref)}
 
 
 # ----------------------------------------------------------------------------- temp folder

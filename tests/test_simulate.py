@@ -1,4 +1,4 @@
-"""Tests of dpsynth.simulate: moments at fixed seeds and analytic references."""
+"""Tests of dpsynth.studies.simulate: moments at fixed seeds and analytic references."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.simulate import (
+from dpsynth.studies.simulate import (
     beta_data,
     beta_quantile,
     beta_reference,

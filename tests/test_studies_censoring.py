@@ -193,7 +193,7 @@ def test_paper_profile_choices_and_validation_of_the_new_keys() -> None:
 
 
 def test_lw_record_bounds_follow_the_r_script() -> None:
-    from dpsynth.weights import lw_record_bounds, lw_weights
+    from dpsynth.mechanisms.weights import lw_record_bounds, lw_weights
 
     ll = np.array([[-1.0, 2.0, 0.5], [3.0, -0.5, 0.1], [0.2, 9.0, -0.3], [-0.4, 1.0, 4.0]])
     assert lw_record_bounds(ll).tolist() == [3.0, 9.0, 4.0]  # max |ll| over all draws
@@ -210,7 +210,7 @@ def test_lw_record_bounds_follow_the_r_script() -> None:
 
 
 def test_ph_bin_rules() -> None:
-    from dpsynth.histogram import perturbed_histogram, ph_bins
+    from dpsynth.mechanisms.histogram import perturbed_histogram, ph_bins
 
     assert ph_bins(2000) == 45 and ph_bins(2000, rule="sqrt") == 45
     assert (ph_bins(2000, rule="log"), ph_bins(1000, rule="log"), ph_bins(400, rule="log")) == (
@@ -277,12 +277,12 @@ def test_replicate_with_the_r_script_weights_and_a_shift() -> None:
 
 @pytest.mark.slow
 def test_tune_lw_weights_reaches_the_target() -> None:
-    from dpsynth.mechanisms import Sampler, Synthesizer
+    from dpsynth.mechanisms.posterior import Sampler, Synthesizer
     from dpsynth.studies.censoring import tune_lw_weights
 
     y = np.random.default_rng(5).beta(0.5, 3, 80)
     syn = Synthesizer(y, "beta", seed=3, sampler=Sampler(2, 150, 150))
-    full = syn.lw().epsilon
+    full = syn.lw(neighbours="add-remove").epsilon
     c, g, result, trace = tune_lw_weights(syn, 0.6 * full, tol=0.05, max_fits=6)
     assert trace["c"].iloc[0] == 1.0 and len(trace) <= 6 and g == 0.0
     assert 0 < c < 1 and abs(result.epsilon - 0.6 * full) <= 0.05 * 0.6 * full

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from dpsynth.errors import InputError
+from dpsynth.mechanisms.weights import cw_weights
 from dpsynth.studies import vector_weighted as sw
-from dpsynth.weights import cw_weights
 
 
 def test_profiles_have_the_same_keys_and_validate():
@@ -145,12 +145,12 @@ def test_k_rule_setting():
 
 @pytest.mark.slow
 def test_reweight_no_increase_keeps_the_papers_k():
-    from dpsynth.mechanisms import Synthesizer
+    from dpsynth.mechanisms.posterior import Synthesizer
 
     y = np.random.default_rng(4).poisson(100, size=80)
     cfg = sw.settings("ci", iter_warmup=150, iter_sampling=150)
     syn = Synthesizer(y, "poisson", seed=2, sampler=sw.sampler_of(cfg))
-    lw = syn.lw()
+    lw = syn.lw(neighbours="add-remove")
     final = sw.reweight_no_increase(syn, lw, 0.95, "lw")
     assert final.mechanism == "lw" and final.tuning["k_rule"] == "no-increase"
     assert final.lipschitz <= lw.lipschitz

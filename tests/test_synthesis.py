@@ -1,4 +1,4 @@
-"""dpsynth.synthesis: records are made from posterior draws and public inputs only.
+"""dpsynth.models.synthesis: records are made from posterior draws and public inputs only.
 
 The invariant is checked three ways: structurally (no function of the module has a
 parameter that could name the confidential data, and its code never reads a confidential
@@ -18,11 +18,11 @@ from collections.abc import Mapping
 import numpy as np
 import pytest
 
-from dpsynth import synthesis
 from dpsynth.engine import StanFit
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Result, Synthesizer, WeightedFit
-from dpsynth.models import MODELS, stan_data
+from dpsynth.mechanisms.posterior import Result, Synthesizer, WeightedFit
+from dpsynth.models import synthesis
+from dpsynth.models.catalogue import MODELS, stan_data
 
 CONFIDENTIAL_NAMES = {"y", "data", "alpha", "centre", "weights", "fit", "stan_fit", "wf"}
 """Parameter names that could carry the confidential data or a fit to it."""

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import budget, privacy, registry
-from dpsynth.cli import main
+from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler
-from dpsynth.models import get_model
-from dpsynth.table import (
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.models.catalogue import get_model
+from dpsynth.privacy import accounting, budget, relations
+from dpsynth.table.pipeline import (
     TABLE_CONVERGENCE_ADVICE,
     TABLE_MULTIMODAL_ADVICE,
     draws_at_design,
@@ -27,7 +27,7 @@ from dpsynth.table import (
     rank_mapped,
     synthesize_table,
 )
-from dpsynth.table_spec import load_spec, parse_spec
+from dpsynth.table.spec import load_spec, parse_spec
 
 BASE = {
     "public": [
@@ -405,7 +405,7 @@ def test_cli_fits_show_their_progress_unless_quiet():
     take minutes); --quiet keeps every fit quiet, as it keeps the column lines off."""
     import argparse
 
-    from dpsynth.cli_table import _sampler
+    from dpsynth.cli.table_commands import _sampler
 
     settings = {"chains": 2, "iter_warmup": 10, "iter_sampling": 10, "adapt_delta": 0.9}
     assert _sampler(argparse.Namespace(**settings, quiet=False)).quiet is False
@@ -505,8 +505,8 @@ def test_first_column_is_the_one_column_release(released):
     result = rel.results["income"]
     X = result.fit.data["X"][:, 1:]
     seed = rel.diagnostics["columns"]["income"]["seed"]
-    from dpsynth.debias import Censoring
-    from dpsynth.models import PublicDesign
+    from dpsynth.models.catalogue import PublicDesign
+    from dpsynth.models.debias import Censoring
 
     model, design = get_model("lognormal-regression"), [X.view(PublicDesign)]
     censoring = Censoring("none", float(result.fit.censor_bound), 1.0, X.shape[0])
@@ -538,8 +538,8 @@ def test_an_unconverged_column_gets_the_advice_of_its_failure(figures, advice):
     different modes are told that more chains will not help and that PH needs none; a
     slow-mixing fit is told to run longer. The note names the column once and keeps the
     confidential figures."""
-    from dpsynth.diagnostics import convergence_note
-    from dpsynth.table import table_convergence_note
+    from dpsynth.engine.diagnostics import convergence_note
+    from dpsynth.table.pipeline import table_convergence_note
 
     text = table_convergence_note(convergence_note(figures), "income")
     assert text.startswith("column 'income': ") and text.count("column 'income'") == 1
@@ -623,13 +623,13 @@ def test_subsampling_map_inverts_the_amplification():
     """epsilon' = log(1 + (n/k)(e^eps - 1)) is the inverse of Balle et al.'s amplification
     eps = log(1 + (k/n)(e^eps' - 1)); no subsample (k >= n) leaves epsilon as it is."""
     for eps, k, n in [(0.1, 100, 28155), (1.8, 2000, 28155), (6.0, 999, 1000)]:
-        inner = registry.subsampling_map(eps, k, n)
+        inner = relations.subsampling_map(eps, k, n)
         assert inner > eps
         assert math.log1p(k / n * math.expm1(inner)) == pytest.approx(eps, rel=1e-12)
-    assert registry.subsampling_map(800.0, 10, 1000) == pytest.approx(800.0 + math.log(100))
-    assert registry.subsampling_map(0.7, 500, 500) == 0.7
-    assert registry.subsampling_map(0.7, 900, 500) == 0.7
-    assert registry.subsampling_map(0.7, 100, 400) < registry.subsampling_map(0.7, 100, 800)
+    assert relations.subsampling_map(800.0, 10, 1000) == pytest.approx(800.0 + math.log(100))
+    assert relations.subsampling_map(0.7, 500, 500) == 0.7
+    assert relations.subsampling_map(0.7, 900, 500) == 0.7
+    assert relations.subsampling_map(0.7, 100, 400) < relations.subsampling_map(0.7, 100, 800)
 
 
 @pytest.mark.slow
@@ -658,8 +658,8 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
 def test_fit_records_defaults_to_2000_and_all_takes_every_record():
     """A spec without ``fit_records`` fits its model columns to a random 2,000 records of a
     larger table (none of a table of 2,000 or fewer); ``"all"`` fits every record."""
-    from dpsynth.table import subsample_size
-    from dpsynth.table_spec import FIT_RECORDS_DEFAULT
+    from dpsynth.table.pipeline import subsample_size
+    from dpsynth.table.spec import FIT_RECORDS_DEFAULT
 
     spec = parse_spec(_clean(_spec()))
     assert spec.fit_records == FIT_RECORDS_DEFAULT == 2000
@@ -715,8 +715,8 @@ def test_auto_centring_resolves_at_the_fits_bound():
     over 4 under substitution, per set, amplified by a subsample) is below
     AUTO_CENTRE_BOUND, else "none" with the whole share to the fit; explicit centrings,
     and columns that are not "auto", are unchanged."""
-    from dpsynth.table import resolved_spec
-    from dpsynth.table_spec import AUTO_CENTRE_BOUND
+    from dpsynth.table.pipeline import resolved_spec
+    from dpsynth.table.spec import AUTO_CENTRE_BOUND
 
     spec = parse_spec(_clean(copy.deepcopy(BASE)))
     edge = AUTO_CENTRE_BOUND * 4 / 0.7 * 2  # total epsilon whose half puts income at the bound
@@ -740,7 +740,7 @@ def test_calibrated_beta_fit_takes_its_centres_precision_as_known():
     data, ``kappa_fixed`` = 1); without calibrate_dispersion, without a centre dict, or for
     a model with no dispersion parameter, the fit's model is the column's own
     (kappa_fixed = 0: fitted)."""
-    from dpsynth.models import stan_data
+    from dpsynth.models.catalogue import stan_data
 
     spend = parse_spec(_clean(_spec(confidential__1__model="beta-regression"))).confidential[1]
     centre = {"beta": [0.1, 0.0, 0.0], "kappa": 3.5}
@@ -769,8 +769,8 @@ def test_downscale_is_one_by_default_and_auto_a_function_of_public_inputs():
     Censor_uw) unless the spec sets a number or "auto", a PH column has none; "auto" gives
     d = min(1, M / DOWNSCALE_NATS) with M = epsilon / 4 (substitution), so epsilon 2 gives
     1/3 and epsilon 8 gives 1."""
-    from dpsynth.table import downscale_of
-    from dpsynth.table_spec import DOWNSCALE_NATS
+    from dpsynth.table.pipeline import downscale_of
+    from dpsynth.table.spec import DOWNSCALE_NATS
 
     cols = parse_spec(_clean(_spec(confidential__1__downscale=0.4))).confidential
     assert (cols[0].downscale, cols[1].downscale) == (1.0, 0.4)
@@ -822,7 +822,7 @@ def test_clamp_is_smooth_by_default_for_a_categorical_column_only():
 
 @pytest.mark.parametrize("seed", [7, 8, 9])
 def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
-    """Known answer of :func:`dpsynth.debias.corrected`: a simulated beta regression (1,000
+    """Known answer of :func:`dpsynth.models.debias.corrected`: a simulated beta regression (1,000
     records, true slope 1.5, kappa 20 known), a public centre with slope 0 and the bound of
     epsilon 1 under substitution (M = 0.25). The clamped objective's mode on the data is
     shrunk (slope about 0.5 against the data's own estimate near 1.46); one bootstrap step
@@ -831,8 +831,8 @@ def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     this strong a shrinkage one step recovers about a fifth of the gap)."""
     from scipy.special import expit, logit
 
-    from dpsynth.debias import Censoring, clamped_mode, corrected
-    from dpsynth.models import PublicDesign, design_matrix, record_centre
+    from dpsynth.models.catalogue import PublicDesign, design_matrix, record_centre
+    from dpsynth.models.debias import Censoring, clamped_mode, corrected
 
     rng = np.random.default_rng(seed)
     x = rng.uniform(size=1000)
@@ -842,7 +842,7 @@ def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     centring = {"beta": [float(logit(np.mean(y))), 0.0], "kappa": 20.0}
     X = design_matrix(1000, x[:, None].view(PublicDesign))  # on its public scale, as a table's
     data = {"n": 1000, "K": 2, "X": X, "y": y}
-    censoring = Censoring(centring, privacy.censor_bound(1.0, "substitution"), 1.0, 1000)
+    censoring = Censoring(centring, accounting.censor_bound(1.0, "substitution"), 1.0, 1000)
     assert censoring.bound == pytest.approx(0.25)
     full = Censoring(centring, 1e9, 1.0, 1000)  # no record reaches this bound
     centre = record_centre(model, data, centring)
@@ -865,8 +865,8 @@ def test_debias_leaves_an_uncensored_draw_where_it_is():
     error only (a 20,000-record simulated set: about 0.02 in the slope; tolerance 0.1)."""
     from scipy.special import expit
 
-    from dpsynth.debias import Censoring, corrected
-    from dpsynth.models import PublicDesign, design_matrix
+    from dpsynth.models.catalogue import PublicDesign, design_matrix
+    from dpsynth.models.debias import Censoring, corrected
 
     rng = np.random.default_rng(3)
     x = rng.uniform(size=20_000)
@@ -881,7 +881,7 @@ def test_debias_leaves_an_uncensored_draw_where_it_is():
 def test_censor_uw_refuses_a_bad_downscale_before_reading_any_record():
     """``downscale`` outside (0, 1] is refused by the release's settings check, before the
     records are read (here the records are not even numbers)."""
-    from dpsynth.release import synthesize
+    from dpsynth.release.single import synthesize
 
     for bad in (0.0, 1.5, True):
         with pytest.raises(InputError, match="downscale"):
@@ -897,12 +897,12 @@ def test_downscaled_censored_fit_shrinks_its_slope_less():
     d = M / 1.5 it shrinks less. Simulated beta regression, 1,000 records, true slope 1.5 (the data's
     own estimate 1.46); tolerances well outside the fits' Monte Carlo error (posterior sds
     about 0.1 and 0.3). The design is on its public scale, as a table's
-    (:class:`~dpsynth.models.PublicDesign`: not standardized)."""
+    (:class:`~dpsynth.models.catalogue.PublicDesign`: not standardized)."""
     from scipy.special import expit, logit
 
-    from dpsynth.models import PublicDesign
-    from dpsynth.release import synthesize
-    from dpsynth.table_spec import DOWNSCALE_NATS
+    from dpsynth.models.catalogue import PublicDesign
+    from dpsynth.release.single import synthesize
+    from dpsynth.table.spec import DOWNSCALE_NATS
 
     rng = np.random.default_rng(7)
     x = rng.uniform(size=1000)
@@ -933,7 +933,7 @@ def test_a_known_dispersion_is_fixed_in_every_draw(name, value):
     (a transformed parameter, not sampled) and the coefficients are still fitted; with the
     model's own data (0) it is sampled and varies."""
     from dpsynth import engine
-    from dpsynth.models import stan_data
+    from dpsynth.models.catalogue import stan_data
 
     rng = np.random.default_rng(3)
     X = rng.normal(size=(200, 1))
@@ -956,7 +956,7 @@ def test_matched_phi_gives_the_counts_the_target_mean_and_variance():
     target mean and variance (200,000 draws; tolerances 1% and 3%, several sds of the
     sample moments) and keep the slope; where the means and their Poisson noise alone vary
     more than the target, or the target mean is 0, the draw's phi is kept."""
-    from dpsynth.table import matched_phi
+    from dpsynth.table.pipeline import matched_phi
 
     rng = np.random.default_rng(11)
     X = np.column_stack([np.ones(200_000), rng.uniform(size=200_000)])
@@ -974,7 +974,7 @@ def test_matched_kappa_gives_the_synthetic_values_the_target_variance():
     """Known answer: Beta(mu kappa, (1 - mu) kappa) draws at the returned kappa have the
     target variance (200,000 draws: sd of the sample variance about 0.3%, tolerance 2%);
     where the means alone vary more than the target, the draw's kappa is kept."""
-    from dpsynth.table import matched_kappa
+    from dpsynth.table.pipeline import matched_kappa
 
     rng = np.random.default_rng(7)
     X = np.column_stack([np.ones(200_000), rng.uniform(size=200_000)])
@@ -1036,7 +1036,7 @@ def test_marginal_centring_fits_the_model_to_public_inputs_only(monkeypatch):
     """centring = "marginal": the centre is the model's fit to the histogram's sample beside
     the public and synthetic columns; the confidential spend values never reach it (they
     are replaced by NaN in a spy's copy of what the fit receives)."""
-    import dpsynth.plan as plan
+    import dpsynth.release.plan as plan
 
     seen = {}
     real_point = plan.reference_point
@@ -1130,8 +1130,8 @@ def test_level_outside_spec_refused():
 def test_design_is_local_and_never_standardized():
     """Changing record r changes row r of a successor's design only (Proposition 1, step 1),
     and design_matrix keeps a PublicDesign as given (no mean/sd read from the data)."""
-    from dpsynth.models import PublicDesign, design_matrix
-    from dpsynth.table import features
+    from dpsynth.models.catalogue import PublicDesign, design_matrix
+    from dpsynth.table.pipeline import features
 
     spec = load_spec(_clean(_spec()))
     income = spec.confidential[0]
@@ -1148,7 +1148,7 @@ def test_design_is_local_and_never_standardized():
 
 
 def test_categorical_predecessor_one_hot_on_public_levels():
-    from dpsynth.table import features, one_hot
+    from dpsynth.table.pipeline import features, one_hot
 
     spec = _clean(_spec())
     spec["confidential"][0] = {"name": "income", "model": "categorical", "levels": ["a", "b", "c"]}
@@ -1161,7 +1161,7 @@ def test_categorical_predecessor_one_hot_on_public_levels():
 def test_numbered_levels_enter_the_design_as_one_scaled_number():
     """design = "number": a categorical predecessor with numeric public levels is one
     column, the level scaled by the levels' range (public), 0 where missing."""
-    from dpsynth.table import features
+    from dpsynth.table.pipeline import features
 
     spec = _clean(_spec())
     spec["confidential"][0] = {
@@ -1178,7 +1178,7 @@ def test_numbered_levels_enter_the_design_as_one_scaled_number():
 
 def test_missing_indicator_values_from_the_data_mask():
     """The indicator column is the parent's missing mask (1 = missing); the values keep NaN."""
-    from dpsynth.table import column_codes
+    from dpsynth.table.pipeline import column_codes
 
     spec = _clean(_spec())
     spec["confidential"][1]["missing"] = "indicator"
@@ -1192,7 +1192,7 @@ def test_missing_indicator_values_from_the_data_mask():
 
 
 def test_clip_counts_go_to_the_diagnostics_only():
-    from dpsynth.table import column_codes
+    from dpsynth.table.pipeline import column_codes
 
     spec = _clean(_spec())
     spec["clip"] = True
@@ -1443,8 +1443,8 @@ given_bins = 5
 def test_parent_cells_bin_a_continuous_parent_on_public_bins():
     """A continuous parent in ``given`` enters the joint cells on ``given_bins`` equal-width
     bins of its PUBLIC bounds (the upper bound in the last bin; missing in the first)."""
-    from dpsynth.table import _parent_cells
-    from dpsynth.table_spec import n_cells, ph_parents
+    from dpsynth.table.pipeline import _parent_cells
+    from dpsynth.table.spec import n_cells, ph_parents
 
     spec = load_spec(tomllib.loads(GIVEN_SPEC))
     x, flag = spec.order()
@@ -1553,8 +1553,8 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
 
     from scipy import stats
 
-    from dpsynth import table
-    from dpsynth.table import ph_joint_draws
+    from dpsynth.table import pipeline
+    from dpsynth.table.pipeline import ph_joint_draws
 
     assert ph_joint_draws(4000) == 80_000 and ph_joint_draws(10**6) == 2_000_000
     assert ph_joint_draws(3 * 10**6) == 3 * 10**6  # never fewer than n
@@ -1567,7 +1567,7 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
     real = frame.value_counts(normalize=True)
     tvd = {}
     for draw in ("iid", "systematic"):
-        with warnings.catch_warnings(), mock.patch.dict(table.TABLE_PH, draw=draw):
+        with warnings.catch_warnings(), mock.patch.dict(pipeline.TABLE_PH, draw=draw):
             warnings.simplefilter("ignore")
             rel = synthesize_table(
                 frame, tomllib.loads(DOUBLE_SAMPLING_SPEC), 1000.0, m=30, seed=7,
@@ -1580,7 +1580,7 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
     k = np.arange(n + 1)
     expected = sum(0.5 * (stats.binom.pmf(k, n, p) * np.abs(k - n * p)).sum() / n for p in real)
     assert np.mean(tvd["iid"]) / expected < 1.18, (np.mean(tvd["iid"]), expected)
-    assert table.TABLE_PH["draw"] == "systematic"
+    assert pipeline.TABLE_PH["draw"] == "systematic"
     assert max(tvd["systematic"]) <= 12 / n, max(tvd["systematic"])
 
 
@@ -1588,7 +1588,7 @@ def test_raked_shares_hit_the_target_marginal_and_keep_each_row():
     """Iterative proportional fitting: the parent cells' weights q give the target marginal
     (to 1e-9), rows still sum to 1, a zero share stays zero, a row of weight 0 is left as it
     is, and shares that already give the target are unchanged."""
-    from dpsynth.table import raked
+    from dpsynth.table.pipeline import raked
 
     rng = np.random.default_rng(3)
     shares = rng.dirichlet(np.ones(4), size=5)
@@ -1607,7 +1607,7 @@ def test_ph_calibration_weight_is_the_inverse_noise_variance_weight():
     """The own histogram's weight: the joint's marginal sums P cells' Laplace noise at
     1 - c of the column's epsilon (variance P / (1 - c)^2 in units of one cell's at epsilon_j),
     the own histogram one cell's at c (1 / c^2). P = 16, c = 1/2: 64 / (64 + 4)."""
-    from dpsynth.table import ph_calibration_weight
+    from dpsynth.table.pipeline import ph_calibration_weight
 
     assert ph_calibration_weight(16, 0.5) == pytest.approx(64 / 68)
     assert ph_calibration_weight(1, 0.5) == pytest.approx(0.5)
@@ -1643,7 +1643,7 @@ def test_calibrated_ph_given_parents_has_a_closer_marginal_and_reports_its_parts
     scale 20 on counts of 4,000 records), b's mean one-way TVD was 0.56-0.67 x the
     uncalibrated draw's at seeds 1-8 (0.59 at seed 5); at most 0.8 x asked. The report's parts add up to the column's epsilon,
     and a's and b's dependence is kept (P(b = p | a = x) within 0.1 of the data's)."""
-    from dpsynth.table import ph_calibration_weight
+    from dpsynth.table.pipeline import ph_calibration_weight
 
     frame = _calibrated_ph_frame()
     plain = copy.deepcopy(CALIBRATED_PH_SPEC)
@@ -1747,7 +1747,7 @@ def test_missing_level_counts_missing_as_one_more_public_level(tmp_path):
     In the data 10% of lang is missing and flag is missing for 30% of the records whose lang
     is missing (5% otherwise); at epsilon 20 each synthetic share must be within 0.03 of the
     data's (binomial sd about 0.007 on 2,000 records; 0.035 for the 200 missing lang)."""
-    from dpsynth.table_spec import MISSING_LEVEL
+    from dpsynth.table.spec import MISSING_LEVEL
 
     spec = load_spec(tomllib.loads(MISSING_LEVEL_SPEC))
     lang, flag = spec.order()
@@ -1781,7 +1781,7 @@ def test_calibrated_intercepts_hit_the_shares_and_keep_the_slopes():
     target shares (to 1e-6), the slopes are untouched; logistic and a 3-level categorical."""
     from scipy.special import expit, softmax
 
-    from dpsynth.table import calibrated_intercepts
+    from dpsynth.table.pipeline import calibrated_intercepts
 
     rng = np.random.default_rng(3)
     X = np.column_stack([np.ones(500), rng.uniform(size=(500, 2))])

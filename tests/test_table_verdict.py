@@ -1,4 +1,4 @@
-"""The table verdict (dpsynth.table_verdict): known answers, hand computations, the label.
+"""The table verdict (dpsynth.curator.table_verdict): known answers, hand computations, the label.
 
 Every frame is drawn with a fixed seed; tolerances are stated where a figure is fitted
 (the pMSE's propensity model) or sampled.
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth import table_verdict as tv
+from dpsynth.curator import table_verdict as tv
 from dpsynth.errors import InputError
 
 SPEC = {

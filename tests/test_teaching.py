@@ -1,4 +1,4 @@
-"""Known-answer tests for dpsynth.teaching: the book's exercises and its grid posteriors.
+"""Known-answer tests for dpsynth.studies.teaching: the book's exercises and its grid posteriors.
 
 Each exercise in the Foundations pages (and ``book/choosing.md``) asserts its answer when the
 book is built; these tests check the same answers under pytest, fast and without the book.
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpsynth import privacy, teaching
 from dpsynth.errors import InputError
+from dpsynth.privacy import accounting
+from dpsynth.studies import teaching
 
 BOOK = Path(__file__).resolve().parent.parent / "book"
 
@@ -145,9 +146,11 @@ def test_binomial_posterior_bounds():
 
 def test_censor_bound_round_trip_used_in_the_book():
     # the book's by-hand chapter: epsilon 4 per draw (add/remove) -> M = 2 -> epsilon 2M
-    m = privacy.censor_bound(4.0, "add-remove")
-    assert m == 2.0 and privacy.epsilon_of(m, "add-remove") == 4.0
-    assert privacy.epsilon_of(privacy.censor_bound(4.0, "substitution"), "substitution") == 4.0
+    m = accounting.censor_bound(4.0, "add-remove")
+    assert m == 2.0 and accounting.epsilon_of(m, "add-remove") == 4.0
+    assert (
+        accounting.epsilon_of(accounting.censor_bound(4.0, "substitution"), "substitution") == 4.0
+    )
 
 
 CODING = re.compile(
@@ -171,8 +174,8 @@ def test_coding_exercises_in_three_foundations_chapters():
 @pytest.mark.parametrize("label", sorted(coding_solutions()))
 def test_coding_exercise_solution_runs(label, capsys):
     """The solution runs (its own assertions included) as the book build runs it."""
-    from dpsynth import weights
+    from dpsynth.mechanisms import weights
 
-    scope = {"np": np, "privacy": privacy, "teaching": teaching, "weights": weights}
+    scope = {"np": np, "accounting": accounting, "teaching": teaching, "weights": weights}
     exec(compile(coding_solutions()[label], label, "exec"), scope)
     assert capsys.readouterr().out.strip()

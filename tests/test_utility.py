@@ -1,4 +1,4 @@
-"""Tests of dpsynth.utility: ECDF measures by hand, quantile summaries vs numpy."""
+"""Tests of dpsynth.curator.utility: ECDF measures by hand, quantile summaries vs numpy."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpsynth.errors import InputError
-from dpsynth.utility import (
+from dpsynth.curator.utility import (
     REPLICATE_COLUMNS,
     ecdf_measures,
     interval_summary,
@@ -17,6 +16,7 @@ from dpsynth.utility import (
     summary_statistics,
     utility_table,
 )
+from dpsynth.errors import InputError
 
 
 def test_ecdf_measures_hand_computed() -> None:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from dpsynth import weights
 from dpsynth.errors import InputError
+from dpsynth.mechanisms import weights
 
 
 def test_lw_weights_hand_computed():

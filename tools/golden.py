@@ -53,8 +53,8 @@ MAX_VALUES = 1000
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from dpsynth.mechanisms import Sampler  # noqa: E402
-from dpsynth.release import KnownSeedWarning  # noqa: E402
+from dpsynth.mechanisms.posterior import Sampler  # noqa: E402
+from dpsynth.release.single import KnownSeedWarning  # noqa: E402
 
 SAMPLER = Sampler(chains=2, iter_warmup=200, iter_sampling=200)
 """The fast tests' settings: convergence does not matter, a release is made whatever it is."""
@@ -115,7 +115,7 @@ TABLE_SPEC: dict[str, Any] = {
 
 
 def _release(y: Any, **kwargs: Any) -> dict[str, Any]:
-    from dpsynth.release import synthesize
+    from dpsynth.release.single import synthesize
 
     rel = synthesize(y, sampler=SAMPLER, **kwargs)
     return {"data": rel.data, "report": rel.report}
@@ -160,7 +160,7 @@ def case_lognormal_m2() -> dict[str, Any]:
 
 
 def case_beta_regression() -> dict[str, Any]:
-    from dpsynth.models import covariate_matrix
+    from dpsynth.models.catalogue import covariate_matrix
 
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"x": rng.normal(size=200), "g": rng.choice(["a", "b"], 200)})
@@ -172,8 +172,8 @@ def case_beta_regression() -> dict[str, Any]:
 
 
 def case_pieces() -> dict[str, Any]:
-    from dpsynth import pieces
     from dpsynth.engine import STAN_DIR
+    from dpsynth.models import pieces
 
     model = pieces.from_pieces(STAN_DIR / "examples/pieces/normal_known_sd.pieces", grid_max=201)
     y = np.random.default_rng(12).normal(1.0, 1.0, 80)
@@ -183,14 +183,14 @@ def case_pieces() -> dict[str, Any]:
 
 
 def case_table() -> dict[str, Any]:
-    from dpsynth.table import synthesize_table
+    from dpsynth.table.pipeline import synthesize_table
 
     rel = synthesize_table(_table_frame(), TABLE_SPEC, 6.0, seed=109, sampler=SAMPLER)
     return {"data": rel.data, "report": rel.report}
 
 
 def case_plan() -> dict[str, Any]:
-    from dpsynth.plan import plan
+    from dpsynth.release.plan import plan
 
     table = plan(
         _incomes(400),
@@ -211,8 +211,8 @@ def case_plan() -> dict[str, Any]:
 def case_combine() -> dict[str, Any]:
     """The CLI end to end: a seeded SBS release of m = 5 sets, then ``combine --json`` (two
     rules) on its CSV, and the library's ``combine_frame`` on the same frame."""
-    from dpsynth.cli import main
-    from dpsynth.inference import combine_frame
+    from dpsynth.cli.commands import main
+    from dpsynth.mechanisms.inference import combine_frame
 
     def run(argv: list[str]) -> str:
         out, err = _io.StringIO(), _io.StringIO()

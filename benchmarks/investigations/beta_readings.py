@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 from _record import write
 
-from dpsynth.histogram import perturbed_histogram, ph_bins
-from dpsynth.mechanisms import Synthesizer
-from dpsynth.simulate import beta_data
+from dpsynth.curator.utility import ecdf_measures
+from dpsynth.mechanisms.histogram import perturbed_histogram, ph_bins
+from dpsynth.mechanisms.posterior import Synthesizer
 from dpsynth.studies import censoring
 from dpsynth.studies.runner import replicate_seed
-from dpsynth.utility import ecdf_measures
+from dpsynth.studies.simulate import beta_data
 
 MASTER_SEED = 5000
 DRAW_QUANTILE = 0.9
@@ -58,14 +58,16 @@ def one_database(params: dict, r: int) -> dict:
         out[f"censor_uw_max_ecdf_{eps:g}"] = at.loc["Censor_uw", "max_ecdf"]
         out[f"weighted_e_lw_bound_{eps:g}"] = at.loc["Weighted-e", "n_invoked"]
         fit_rule = censoring._Weighted(syn, 1.0, 0.0, None, "weighted-fit")
-        we = fit_rule.weighted_e(eps)
+        we = fit_rule.weighted_e(eps, neighbours="add-remove")
         out[f"weighted_e_weighted_fit_{eps:g}"] = we.n_zero_weight - fit_rule.result.n_zero_weight
     out["weighted_bound"] = main[main.mechanism == "Weighted"].lipschitz.iloc[0]
     for q, tag in ((None, "all"), (DRAW_QUANTILE, "q90")):
         plain = censoring._Weighted(syn, 1.0, 0.0, q, "lw-bound", reweight=False)
         out[f"plain_weighted_bound_{tag}"] = plain.result.lipschitz
         for eps in params["epsilons"]:
-            out[f"plain_censor_w_{tag}_{eps:g}"] = plain.censor_w(eps).fit.n_censored
+            out[f"plain_censor_w_{tag}_{eps:g}"] = plain.censor_w(
+                eps, neighbours="add-remove"
+            ).fit.n_censored
     rhat = [frame.rhat_max.max(), syn.unweighted_fit().stan_fit.diagnostics["rhat_max"]]
     out["rhat_max"] = float(np.nanmax(rhat))
     return out

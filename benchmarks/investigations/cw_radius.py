@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from _record import write
 
+from dpsynth.curator.utility import interval_summary, summary_statistics
 from dpsynth.studies import vector_weighted as vw
-from dpsynth.utility import interval_summary, summary_statistics
 
 RADII = (10, 20, 36, 72, 144)
 
@@ -59,7 +59,7 @@ def main() -> None:
     syn = study.synthesizer
     rhat = [vw.max_rhat(study)]
     for radius in RADII:
-        res = syn.cw(float(radius), cfg["c"], cfg["g"])
+        res = syn.cw(float(radius), cfg["c"], cfg["g"], neighbours="add-remove")
         rhat.append(res.fit.stan_fit.diagnostics["rhat_max"])
         values[f"r{radius}_bound"] = res.lipschitz
         values[f"r{radius}_alpha_mean"] = float(res.fit.alpha.mean())

@@ -1,13 +1,13 @@
 """Investigation: how often a converged fit with many parameters misses R-hat <= 1.01.
 
-For the table's default draws (``dpsynth.table_spec.TABLE_ITER_SAMPLING``). A table column's
+For the table's default draws (``dpsynth.table.spec.TABLE_ITER_SAMPLING``). A table column's
 regression can have 25 parameters (a public categorical column of 20 years one-hot, the
 intercept, the columns before it), and a table refuses every column whose *largest* R-hat
 exceeds 1.01. Chains that have converged still give an R-hat that scatters above 1, and the
 maximum of 25 scatters far more than one. Here the chains are stationary AR(1) series (lag-1
 autocorrelation phi, so every chain samples the same distribution: an ideal, converged fit)
 and the figure is the share of R fits of K parameters whose largest R-hat (dpsynth's own
-:func:`dpsynth.diagnostics.rhat`) exceeds 1.01, for 2 chains of 1000, 2000, 3000, 4000 draws.
+:func:`dpsynth.engine.diagnostics.rhat`) exceeds 1.01, for 2 chains of 1000, 2000, 3000, 4000 draws.
 
     .venv/bin/python benchmarks/investigations/rhat_many_parameters.py [--R 200]
 
@@ -22,7 +22,7 @@ import time
 import numpy as np
 from _record import write
 
-from dpsynth.diagnostics import rhat
+from dpsynth.engine.diagnostics import rhat
 
 DRAWS = (1000, 2000, 3000, 4000)
 PHIS = (0.5, 0.7, 0.8)

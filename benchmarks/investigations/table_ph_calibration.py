@@ -1,7 +1,7 @@
 """Investigation: what a PH column's calibrated marginal buys, and what it costs, on CPS 1988.
 
 A PH column drawn given parents takes its marginal from the joint histogram, which sums
-the noise of every parent cell (``dpsynth.table_spec.PH_CALIBRATION``). With
+the noise of every parent cell (``dpsynth.table.spec.PH_CALIBRATION``). With
 ``calibrate_share = c`` it spends c of its share on a histogram of its own cells and rakes
 its conditional draw to the noise-weighted blend of the two marginals. This script runs
 the benchmark's ``dpsynth-table-histogram`` spec (``benchmarks/bench_table.py``) with the
@@ -68,7 +68,7 @@ def sampling_floor(frame: Any, names: tuple[str, ...] = CALIBRATED) -> dict[str,
     """Each calibrated column's mean one-way TVD (the benchmark's bins) of n records drawn
     from its own confidential marginal (a bootstrap of the column, seeded): what drawing n
     synthetic records costs even from the true distribution."""
-    from dpsynth import table_verdict as tv
+    from dpsynth.curator import table_verdict as tv
 
     rng = np.random.default_rng(29)
     cols = {c.name: c for c in tv.describe(list(bt.columns_info()))}

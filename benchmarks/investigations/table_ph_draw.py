@@ -34,7 +34,7 @@ from table_ph_calibration import histogram_only_spec, sampling_floor
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import bench_table as bt  # noqa: E402
 
-from dpsynth import table  # noqa: E402
+from dpsynth.table import pipeline  # noqa: E402
 
 EPSILONS = (1.0, 3.0, 6.0)
 DRAWS = ("iid", "systematic")
@@ -53,7 +53,7 @@ def one_run(frame: Any, epsilon: float, draw: str, seed: int) -> dict[str, float
     """One seeded table, its PH histograms drawn by ``draw``; its figures."""
     raw = histogram_only_spec()
     bt.with_keys(raw, bt.PH_CALIBRATED, calibrate_share=bt.PH_CALIBRATE_SHARE)
-    with mock.patch.dict(table.TABLE_PH, draw=draw):
+    with mock.patch.dict(pipeline.TABLE_PH, draw=draw):
         syn, _ = bt.run_dpsynth_table(frame, epsilon, seed, raw, reference=False)
     scores = bt.score(frame, syn, bt.ANALYSIS)
     return {key: scores[key] for key in FIGURES}

@@ -11,7 +11,7 @@ runs (never a release): the same spec at epsilon 6 with 2,000 records (two seeds
 that no record is censored, which leaves the subsample's noise alone), all with the wage's
 ``calibrate_dispersion`` off, as before it existed; then at epsilon 6 with it on (the
 default since). For each run: the
-mean coefficient-interval overlap (``dpsynth.table_verdict``), the R^2 of the analysis' OLS
+mean coefficient-interval overlap (``dpsynth.curator.table_verdict``), the R^2 of the analysis' OLS
 fit on the synthetic table, and its schooling coefficient over the confidential one.
 
     .venv/bin/python benchmarks/investigations/table_wage_overlap.py [--all]

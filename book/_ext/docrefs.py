@@ -9,8 +9,8 @@ instead of failing the -W build:
   by a letter or ``^``) an unterminated literal. Outside literals, roles, literal blocks
   and tables, the ``|`` are escaped and an escaped space separates the literal from what
   follows. A docstring that is already valid reST is left unchanged.
-* **Short names.** ``:func:`secure_generator``` in ``dpsynth.modips`` names an object that
-  module imports from ``dpsynth.privacy``. When Python's usual lookup fails, a reference
+* **Short names.** ``:func:`secure_generator``` in ``dpsynth.mechanisms.modips`` names an object that
+  module imports from ``dpsynth.privacy.accounting``. When Python's usual lookup fails, a reference
   resolves to the one documented object with that name, if there is exactly one; an
   ambiguous or unknown name stays a broken reference (and fails the nitpicky build).
 """

@@ -1,4 +1,4 @@
-"""The book's table of mechanisms, generated from :mod:`dpsynth.registry` when the book is built.
+"""The book's table of mechanisms, generated from :mod:`dpsynth.mechanisms.registry` when the book is built.
 
 A Sphinx extension loaded from _config.yml. In a page::
 
@@ -6,9 +6,9 @@ A Sphinx extension loaded from _config.yml. In a page::
     :columns: mechanism, paper's name, guarantee, neighbours, what it does
     ```
 
-renders one row per declared mechanism (:func:`dpsynth.registry.table`), so a mechanism
+renders one row per declared mechanism (:func:`dpsynth.mechanisms.registry.table`), so a mechanism
 added to the registry appears in every such table and no page lists the mechanisms by hand.
-Without ``:columns:`` every column of :func:`dpsynth.registry.table` is shown.
+Without ``:columns:`` every column of :func:`dpsynth.mechanisms.registry.table` is shown.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _row(cells: list[str], literal_first: bool) -> nodes.row:
 
 def mechanism_table(columns: list[str] | None = None) -> nodes.table:
     """A docutils table of the registry's mechanisms (``columns``: a subset, in order)."""
-    from dpsynth import registry
+    from dpsynth.mechanisms import registry
 
     rows = registry.table()
     names = columns or list(rows[0])

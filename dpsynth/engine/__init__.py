@@ -35,8 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth import diagnostics
-from dpsynth.engine import cmdstanpy_backend, pystan_backend
+from dpsynth.engine import cmdstanpy_backend, diagnostics, pystan_backend
 from dpsynth.engine.common import (
     RECORD_OUTPUTS,
     InitializationFailed,
@@ -317,7 +316,7 @@ def outputs_at(
 
     The random number generator of the generated quantities starts from the same fixed
     seed for every call, so two calls that differ only in ``data`` differ only where the
-    program's outputs depend on those data (what :mod:`dpsynth.program_checks` tests).
+    program's outputs depend on those data (what :mod:`dpsynth.models.program_checks` tests).
     Not for synthesis (use :func:`generate`, which takes a fresh seed).
     """
     return _at_params("outputs_at", stan_file, data, params, backend)
@@ -345,7 +344,7 @@ def convergence_diagnostics(
 
     ``chain_arrays[name]`` has shape ``(chains, draws)``; constant or non-finite
     columns (for example a parameter fixed by its constraint) are skipped. Computed by
-    :mod:`dpsynth.diagnostics` (the same numbers as ArviZ 0.22). ``divergences``, when
+    :mod:`dpsynth.engine.diagnostics` (the same numbers as ArviZ 0.22). ``divergences``, when
     given, is added under that key.
     """
     rhats, esss = [], []

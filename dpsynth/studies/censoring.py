@@ -46,11 +46,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import registry, weights
+from dpsynth.curator.utility import (
+    ecdf_measures,
+    replicate_table,
+    summary_statistics,
+    utility_table,
+)
 from dpsynth.errors import InputError
-from dpsynth.histogram import PH_BIN_RULES, perturbed_histogram
-from dpsynth.mechanisms import Result, Sampler, Synthesizer
-from dpsynth.simulate import beta_data
+from dpsynth.mechanisms import registry, weights
+from dpsynth.mechanisms.histogram import PH_BIN_RULES, perturbed_histogram
+from dpsynth.mechanisms.posterior import Result, Sampler, Synthesizer
+from dpsynth.privacy import relations
 from dpsynth.studies.profiles import (
     CI_MCMC,
     Setting,
@@ -60,7 +66,7 @@ from dpsynth.studies.profiles import (
 )
 from dpsynth.studies.reproduction import statistic_estimate
 from dpsynth.studies.runner import DEFAULT_CACHE, run_replicates
-from dpsynth.utility import ecdf_measures, replicate_table, summary_statistics, utility_table
+from dpsynth.studies.simulate import beta_data
 
 __all__ = [
     "COLUMNS",
@@ -134,7 +140,7 @@ choice"):
 * ``lw_c``, ``lw_g``: the LW scale and shift of Section 4's Weighted synthesizer (1 and 0, as
   in Section 4.4's "instead of c = 1"). ``lw_draw_quantile``: None takes each record's bound
   over all draws; q in (0, 1] the vector-weighted paper's R-script variant
-  (:func:`dpsynth.weights.lw_record_bounds`). Neither reproduces Table 1's Censor_w counts
+  (:func:`dpsynth.mechanisms.weights.lw_record_bounds`). Neither reproduces Table 1's Censor_w counts
   with plain weights.
 * ``weighted_e_rule``: "lw-bound" (alpha_i f_i > eps/2) in both profiles; "weighted-fit"
   compares max_s |alpha_i l_si| over the Weighted fit's draws (the library default).
@@ -225,7 +231,7 @@ STAT_NAMES = {
     "max": "max",
     "sd": "sd",
 }
-"""Table 1's summaries (``dpsynth.utility.REPLICATE_COLUMNS``) and their printed names."""
+"""Table 1's summaries (``dpsynth.curator.utility.REPLICATE_COLUMNS``) and their printed names."""
 
 PAPER_TABLE2: pd.DataFrame = pd.DataFrame(
     {
@@ -348,14 +354,14 @@ def _utility_columns(confidential: np.ndarray, synthetic: np.ndarray) -> dict[st
 class _Weighted:
     """The Weighted (LW) synthesizer of one database and the mechanisms built on its weights.
 
-    ``rule`` is Weighted-e's truncation rule (:data:`dpsynth.weights.WEIGHTED_E_RULES`);
+    ``rule`` is Weighted-e's truncation rule (:data:`dpsynth.mechanisms.weights.WEIGHTED_E_RULES`);
     ``reweight`` and ``k`` re-weight Censor_w's weights by Eq. (6) of the vector-weighted
     paper (fixed k) before censoring. With the study's default (``draw_quantile`` None) every
     mechanism is the library's :class:`Synthesizer` method (Weighted-e:
     :meth:`Synthesizer.weighted_e`, downscaled or not). Only a draw quantile, which the
     library does not offer, composes the LW weights from
-    :func:`dpsynth.weights.lw_record_bounds` and truncates them with the library's
-    :func:`dpsynth.weights.weighted_e_weights` here.
+    :func:`dpsynth.mechanisms.weights.lw_record_bounds` and truncates them with the library's
+    :func:`dpsynth.mechanisms.weights.weighted_e_weights` here.
     """
 
     def __init__(
@@ -373,12 +379,19 @@ class _Weighted:
         if draw_quantile is None:
             self.f = syn.unweighted_fit().record_bounds
             self.alpha = syn.lw_alpha(c, g)
-            self.result = syn.lw(c, g)
+            self.result = syn.lw(c, g, neighbours=relations.PAPER_NEIGHBOURS)
         else:
             self.f = weights.lw_record_bounds(syn.unweighted_fit().log_lik, draw_quantile)
             self.alpha = weights.lw_weights(self.f, c, g)
             wf = syn.fit(self.alpha, tag=f"lw-q{draw_quantile}")
-            self.result = Result("lw", wf, None, self._tuning(), int((self.alpha == 0).sum()))
+            self.result = Result(
+                "lw",
+                wf,
+                None,
+                self._tuning(),
+                int((self.alpha == 0).sum()),
+                neighbours=relations.PAPER_NEIGHBOURS,
+            )
 
     def _tuning(self, **extra: Any) -> dict[str, Any]:
         return {"c": self.c, "g": self.g, "draw_quantile": self.q, **extra}
@@ -392,7 +405,7 @@ class _Weighted:
                 self.g,
                 truncation=self.rule,
                 downscale=downscale,
-                neighbours=registry.PAPER_NEIGHBOURS,
+                neighbours=relations.PAPER_NEIGHBOURS,
             )
         alpha = self.alpha if downscale is None else weights.downscaled(self.alpha, downscale)
         if self.rule == "lw-bound":
@@ -402,7 +415,14 @@ class _Weighted:
         alpha_e = weights.weighted_e_weights(alpha, bounds, epsilon)
         suffix = "" if downscale is None else f"-downscaled-{downscale}"
         fit = self.syn.fit(alpha_e, tag=f"weighted-e-{epsilon / 2}{suffix}")
-        return Result("weighted-e", fit, epsilon, self._tuning(), int((alpha_e == 0).sum()))
+        return Result(
+            "weighted-e",
+            fit,
+            epsilon,
+            self._tuning(),
+            int((alpha_e == 0).sum()),
+            neighbours=relations.PAPER_NEIGHBOURS,
+        )
 
     def _lw_fit(self, alpha: np.ndarray, downscale: float | None) -> Any:
         """The Weighted fit of ``alpha`` (the LW weights, downscaled or not)."""
@@ -419,20 +439,27 @@ class _Weighted:
                 downscale=downscale,
                 reweight=self.reweight,
                 k=self.k,
-                neighbours=registry.PAPER_NEIGHBOURS,
+                neighbours=relations.PAPER_NEIGHBOURS,
             )
         alpha = self.alpha
         if self.reweight:
             alpha = weights.reweighted(alpha, self.result.fit.record_bounds, self.k)
         return self.syn.censor_w(
-            epsilon, alpha=alpha, downscale=downscale, neighbours=registry.PAPER_NEIGHBOURS
+            epsilon, alpha=alpha, downscale=downscale, neighbours=relations.PAPER_NEIGHBOURS
         )
 
     def downscaled(self, epsilon: float, factor: float) -> tuple[Result, Result]:
         """Weighted and Weighted-e with the LW weights multiplied by ``factor`` (Section 4.4)."""
         alpha = weights.downscaled(self.alpha, factor)
         tuning = self._tuning(downscale=factor)
-        lw_d = Result("lw", self._lw_fit(alpha, factor), None, tuning, int((alpha == 0).sum()))
+        lw_d = Result(
+            "lw",
+            self._lw_fit(alpha, factor),
+            None,
+            tuning,
+            int((alpha == 0).sum()),
+            neighbours=relations.PAPER_NEIGHBOURS,
+        )
         we_d = self.weighted_e(epsilon, downscale=factor)
         we_d.tuning = tuning
         return lw_d, we_d
@@ -490,7 +517,7 @@ class _ReplicateRows:
         self.add("main", eps, we, n_invoked=we.n_zero_weight - lw_zero)
         for censored in (
             weighted.censor_w(eps),
-            self.syn.censor_uw(eps, neighbours=registry.PAPER_NEIGHBOURS),
+            self.syn.censor_uw(eps, neighbours=relations.PAPER_NEIGHBOURS),
         ):
             self.add("main", eps, censored, n_invoked=censored.fit.n_censored)
 
@@ -553,7 +580,7 @@ def beta_replicate(params: dict[str, Any], replicate: int, seed: int) -> pd.Data
         bool(params.get("censor_w_reweight", False)),
         float(params.get("censor_w_k", 0.95)),
     )
-    unweighted = syn.unweighted()
+    unweighted = syn.unweighted(neighbours=relations.PAPER_NEIGHBOURS)
     bin_rule = params.get("ph_bin_rule", "sqrt")
     for eps in params["epsilons"]:
         out.main(eps, unweighted, weighted)
@@ -964,7 +991,7 @@ def sdr_comparison() -> list[dict[str, Any]]:
 
 
 def _sdr_frame(data_path: str | None) -> tuple[pd.DataFrame, str]:
-    from dpsynth.data import SimulatedDataWarning, load_sdr_public_use, load_sdr_standin
+    from dpsynth.studies.sdr_data import SimulatedDataWarning, load_sdr_public_use, load_sdr_standin
 
     if data_path is None:
         with warnings.catch_warnings():
@@ -989,8 +1016,8 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     Censor_w, and the search of :func:`tune_lw_weights` when ``sdr_weighted_epsilon`` is set).
     PH uses ``ph_bin_rule`` bins. Signature fits ``run_replicates`` (one "replicate").
     """
-    from dpsynth.data import SALARY_BOUNDS
-    from dpsynth.models import covariate_matrix
+    from dpsynth.models.catalogue import covariate_matrix
+    from dpsynth.studies.sdr_data import SALARY_BOUNDS
 
     frame, source = _sdr_subsample(params, seed)
     eps = float(params["sdr_epsilon"])
@@ -1011,7 +1038,12 @@ def sdr_application(params: dict[str, Any], replicate: int = 0, seed: int = 0) -
     )[0]
     diagnostics = pd.DataFrame(
         {
-            name: {"unweighted_lipschitz": syn.unweighted().lipschitz, **_fit_columns(r)}
+            name: {
+                "unweighted_lipschitz": syn.unweighted(
+                    neighbours=relations.PAPER_NEIGHBOURS
+                ).lipschitz,
+                **_fit_columns(r),
+            }
             for name, r in results.items()
         }
     ).T
@@ -1045,7 +1077,7 @@ def _sdr_mechanisms(
     ``sdr_weighted_epsilon`` if set), Weighted-e, Censor_w and Censor_uw at ``eps``."""
     target = params.get("sdr_weighted_epsilon")
     if target is None:
-        c, g, weighted = 1.0, 0.0, syn.lw()
+        c, g, weighted = 1.0, 0.0, syn.lw(neighbours=relations.PAPER_NEIGHBOURS)
         trace = pd.DataFrame()
     else:
         c, g, weighted, trace = tune_lw_weights(syn, target, tol=params.get("sdr_tune_tol", 0.05))
@@ -1056,7 +1088,7 @@ def _sdr_mechanisms(
             c,
             g,
             truncation=params.get("weighted_e_rule", "weighted-fit"),
-            neighbours=registry.PAPER_NEIGHBOURS,
+            neighbours=relations.PAPER_NEIGHBOURS,
         ),
         "Censor_w": syn.censor_w(
             eps,
@@ -1064,9 +1096,9 @@ def _sdr_mechanisms(
             g,
             reweight=bool(params.get("censor_w_reweight", False)),
             k=float(params.get("censor_w_k", 0.95)),
-            neighbours=registry.PAPER_NEIGHBOURS,
+            neighbours=relations.PAPER_NEIGHBOURS,
         ),
-        "Censor_uw": syn.censor_uw(eps, neighbours=registry.PAPER_NEIGHBOURS),
+        "Censor_uw": syn.censor_uw(eps, neighbours=relations.PAPER_NEIGHBOURS),
     }
     return c, g, results, trace
 
@@ -1113,7 +1145,7 @@ def tune_lw_weights(
 
     def trial(c: float, gg: float) -> float:
         nonlocal best
-        result = syn.lw(c, gg)
+        result = syn.lw(c, gg, neighbours=relations.PAPER_NEIGHBOURS)
         gap = (result.epsilon - target_epsilon) / target_epsilon
         rows.append(
             {

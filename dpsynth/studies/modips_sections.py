@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth.privacy import sensitivity_mean, sensitivity_variance
+from dpsynth.privacy.accounting import sensitivity_mean, sensitivity_variance
 from dpsynth.studies.modips_simulation import (
     M_GRID,
     study_allocation,

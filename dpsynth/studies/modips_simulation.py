@@ -23,14 +23,14 @@ from scipy import stats
 from scipy.special import log_ndtr, ndtr
 
 from dpsynth.errors import InputError, require_bounds, require_finite_positive
-from dpsynth.inference import RULES, combine_arrays, combine_moments
-from dpsynth.modips import (
+from dpsynth.mechanisms.inference import RULES, combine_arrays, combine_moments
+from dpsynth.mechanisms.modips import (
     allocation_weights,
     posterior_binary,
     posterior_gaussian,
     posterior_gaussian_known_variance,
 )
-from dpsynth.privacy import (
+from dpsynth.privacy.accounting import (
     sanitize_bounded,
     sensitivity_mean,
     sensitivity_proportion,

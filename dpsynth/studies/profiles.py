@@ -21,7 +21,7 @@ from dpsynth.errors import InputError
 STUDY_RHAT_MAX = 1.05
 """Largest R-hat a study's Monte Carlo fit may have (its convergence check; the one place).
 
-Looser than the release's :data:`dpsynth.diagnostics.CONVERGENCE` (R-hat <= 1.01), and on
+Looser than the release's :data:`dpsynth.engine.diagnostics.CONVERGENCE` (R-hat <= 1.01), and on
 purpose: a study's replicate fits are summarized over replicates (averages, medians, tables
 beside the paper's), never published one by one, and the ``ci`` profiles' short chains give
 R-hat values near 1.01 that a 1.01 threshold would fail by chance. A release fit, published

