@@ -31,8 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from dpsynth import engine
-from dpsynth.mechanisms.posterior import Sampler, Synthesizer, WeightedFit
+from dpsynth.mechanisms.posterior import Synthesizer, WeightedFit
 from dpsynth.models.catalogue import stan_data
+from dpsynth.sampler import Sampler
 
 BACKENDS = ("pystan", "cmdstanpy")
 FIELDS = [

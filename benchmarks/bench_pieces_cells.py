@@ -43,9 +43,9 @@ def data(name: str, replicate: int) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def run(name: str, replicate: int, label: str) -> dict:
-    from dpsynth.mechanisms.posterior import Sampler
     from dpsynth.models import pieces
     from dpsynth.release.single import synthesize
+    from dpsynth.sampler import Sampler
 
     file, n, rows, bounds = CONFIGS[name]
     model = pieces.from_pieces(EXAMPLES / file)

@@ -47,9 +47,9 @@ import numpy as np
 import pandas as pd
 
 from dpsynth.curator.utility import ecdf_measures
-from dpsynth.mechanisms.posterior import Sampler
 from dpsynth.release.plan import reference_point
 from dpsynth.release.single import KnownSeedWarning, synthesize
+from dpsynth.sampler import Sampler
 
 EPSILON = 5.0
 N = 3000

@@ -64,7 +64,7 @@ CHILD = r"""
 import json, multiprocessing, resource, sys, time
 import numpy as np
 import psutil
-from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.sampler import Sampler
 from dpsynth.release.single import synthesize
 model, mechanism, n, chains, iters, backend = sys.argv[1:7]
 n, chains, iters = int(n), int(chains), int(iters)

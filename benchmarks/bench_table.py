@@ -204,7 +204,7 @@ at epsilon 1 and 6, and the release refused them)."""
 def _sampler(settings: dict[str, Any]) -> Any:
     """dpsynth's :class:`~dpsynth.mechanisms.posterior.Sampler` (imported here: the scorer's
     environment need not import dpsynth at module load)."""
-    from dpsynth.mechanisms.posterior import Sampler
+    from dpsynth.sampler import Sampler
 
     return Sampler(**settings)
 

@@ -41,7 +41,7 @@ _API: dict[str, str] = {
     "plan": "dpsynth.release.plan",
     "synthesize_table": "dpsynth.table.pipeline",
     "Synthesizer": "dpsynth.mechanisms.posterior",
-    "Sampler": "dpsynth.mechanisms.posterior",
+    "Sampler": "dpsynth.sampler",
     "MECHANISMS": "dpsynth.mechanisms.registry",
     "combine": "dpsynth.mechanisms.inference",
     "from_pieces": "dpsynth.models.pieces",

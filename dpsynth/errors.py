@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import numbers
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy is imported where it is used: the CLI checks arguments without it
@@ -13,16 +14,44 @@ EPSILON_RANGE = (1e-6, 1e3)
 """Accepted total budgets: below 1e-6 the noise scales overflow; above 1e3 no privacy is left."""
 
 
+SWITCHES: tuple[str, ...] = ("allow_large_epsilon", "clip_to_bounds", "drop_missing")
+"""The library's on/off settings: a message names one as ``name=True`` (a mention)."""
+
+
 class InputError(ValueError):
     """Bad user input; ``param`` names the parameter at fault.
 
     The message always starts with the parameter name so that a one-line CLI
     error tells the user what to fix, e.g. ``--epsilon: must be > 0 and finite (got -1)``.
+    ``mentions`` are the other parameters the message names (a switch of :data:`SWITCHES`
+    written ``name=True`` is one whether listed or not): :meth:`render` spells the
+    parameter and each mention as a caller's interface names them (the CLI: its flags).
     """
 
-    def __init__(self, param: str, message: str) -> None:
+    def __init__(self, param: str, message: str, *, mentions: Sequence[str] = ()) -> None:
         self.param = param
+        self.message = message
+        found = [s for s in SWITCHES if f"{s}=True" in message and s not in mentions]
+        self.mentions: tuple[str, ...] = (*mentions, *found)
         super().__init__(f"{param}: {message}")
+
+    def render(self, name: Callable[[str], str]) -> str:
+        """The message with ``param`` and every mention spelled by ``name`` (library name
+        -> the caller's word); a switch's ``name=True`` becomes that word alone."""
+        body = self.message
+        for mention in self.mentions:
+            spelled = f"{mention}=True" if mention in SWITCHES else mention
+            body = body.replace(spelled, name(mention))
+        return f"{name(self.param)}: {body}"
+
+
+def require_in_range(param: str, value: Any, lo: int, hi: int) -> int:
+    """An integer setting in ``[lo, hi]`` (a bool is not one)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InputError(param, f"must be an integer (got {value!r})")
+    if not lo <= value <= hi:
+        raise InputError(param, f"must lie in [{lo}, {hi:,}] (got {value})")
+    return int(value)
 
 
 def require_finite_positive(param: str, value: float) -> float:
@@ -47,8 +76,7 @@ record: e^20 is about 4.9e8, so above 20 the guarantee protects nothing worth th
 
 
 def require_adapt_delta(param: str, value: float) -> None:
-    """Stan's step-size target must lie in [0.5, 1) (one rule for the library's
-    :class:`~dpsynth.mechanisms.posterior.Sampler` and the CLI's check before any budget charge)."""
+    """Stan's step-size target must lie in [0.5, 1) (:class:`dpsynth.sampler.Sampler`'s rule)."""
     if not 0.5 <= float(value) < 1:
         raise InputError(param, f"must lie in [0.5, 1) (got {value!r})")
 
@@ -61,6 +89,7 @@ def require_sane_epsilon(param: str, epsilon: float, allow_large: bool) -> None:
             f"{epsilon:g} is above dpsynth's sanity limit of {EPSILON_SANITY_LIMIT:g} per "
             f"release (e^epsilon = {math.exp(min(epsilon, 700)):.3g}: the guarantee then "
             "protects almost nothing); pass allow_large_epsilon=True if you mean it",
+            mentions=("allow_large_epsilon",),
         )
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from dpsynth import entropy
-from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.sampler import Sampler
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -55,9 +55,10 @@ def test_every_row_belongs_to_a_command_and_flags_are_unique():
     assert len(flags) == len(set(flags))
 
 
-def test_flags_name_one_option_per_library_name():
+@pytest.mark.parametrize("command", list(options_table.COMMANDS))
+def test_flags_name_one_option_per_library_name(command):
     seen: dict[str, str] = {}
-    for o in OPTIONS:
+    for o in options_of(command):
         for name in {o.keyword, *o.aliases} - {None}:
             assert seen.setdefault(name, o.flag) == o.flag, (name, seen[name], o.flag)
     assert commands.FLAGS == options_table.FLAGS
@@ -70,9 +71,9 @@ def _accepted(fn) -> set[str]:
 
 def _callees() -> dict:
     from dpsynth.mechanisms.inference import combine_frame
-    from dpsynth.mechanisms.posterior import Sampler
     from dpsynth.release.plan import plan
     from dpsynth.release.single import synthesize
+    from dpsynth.sampler import Sampler
 
     options = set().union(*(m.options for m in registry.MECHANISMS.values()))
     return {

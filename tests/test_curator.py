@@ -359,8 +359,8 @@ def test_posterior_release_verdict_adds_other_retained_draws():
     one (so they differ from it), and only the published set is released."""
     import warnings
 
-    from dpsynth.mechanisms.posterior import Sampler
     from dpsynth.release.single import synthesize
+    from dpsynth.sampler import Sampler
 
     y = _income(200, seed=3)
     with warnings.catch_warnings():

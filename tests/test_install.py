@@ -31,7 +31,7 @@ import numpy as np
 
 import dpsynth
 from dpsynth import engine
-from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.sampler import Sampler
 from dpsynth.release.single import synthesize
 
 y = np.random.default_rng(1).beta(1.5, 1.5, 100)

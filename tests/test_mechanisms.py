@@ -10,7 +10,8 @@ import pytest
 from scipy import stats
 
 from dpsynth.errors import InputError
-from dpsynth.mechanisms.posterior import GUARANTEE, MECHANISMS, Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import GUARANTEE, MECHANISMS, Synthesizer
+from dpsynth.sampler import Sampler
 
 
 @pytest.fixture(scope="module")

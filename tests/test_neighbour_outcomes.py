@@ -38,9 +38,10 @@ import numpy as np
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.mechanisms.posterior import Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import Synthesizer
 from dpsynth.models import pieces
 from dpsynth.release.single import KnownSeedWarning, synthesize
+from dpsynth.sampler import Sampler
 
 PROGRAMS = Path(__file__).resolve().parent / "stan" / "neighbours"
 REAL = PROGRAMS / "traps_real.pieces"

@@ -21,10 +21,11 @@ import pytest
 from dpsynth import engine
 from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.mechanisms.posterior import Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import Synthesizer
 from dpsynth.models import pieces, synthesis
 from dpsynth.models.catalogue import MODELS, stan_data
 from dpsynth.release.single import synthesize
+from dpsynth.sampler import Sampler
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "dpsynth" / "stan" / "examples" / "pieces"
 TEST_STAN = Path(__file__).resolve().parent / "stan"

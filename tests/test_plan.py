@@ -7,7 +7,6 @@ import pytest
 
 from dpsynth.curator.column_verdict import VERDICTS
 from dpsynth.errors import InputError
-from dpsynth.mechanisms.posterior import Sampler
 from dpsynth.release.plan import (
     COLUMNS,
     _checked_advice,
@@ -18,6 +17,7 @@ from dpsynth.release.plan import (
     split_reference,
 )
 from dpsynth.release.single import KnownSeedWarning
+from dpsynth.sampler import Sampler
 
 SHORT = Sampler(chains=2, iter_warmup=150, iter_sampling=150)
 

@@ -20,7 +20,6 @@ from dpsynth import engine, io
 from dpsynth.engine import STAN_DIR
 from dpsynth.errors import InputError
 from dpsynth.io import to_json
-from dpsynth.mechanisms.posterior import Sampler
 from dpsynth.models.catalogue import MODELS, Model, covariate_matrix
 from dpsynth.models.program_checks import check_censored, check_convention
 from dpsynth.release import single
@@ -33,6 +32,7 @@ from dpsynth.release.single import (
     converged,
     synthesize,
 )
+from dpsynth.sampler import Sampler
 
 TEST_STAN = Path(__file__).resolve().parent / "stan"
 SEED = 424242421  # a seed long enough that finding it in a report cannot be a coincidence

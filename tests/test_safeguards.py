@@ -16,7 +16,7 @@ import pytest
 from dpsynth.cli import commands
 from dpsynth.curator import column_verdict
 from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
-from dpsynth.mechanisms.posterior import MECHANISMS, Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import MECHANISMS, Synthesizer
 from dpsynth.models import synthesis
 from dpsynth.models.catalogue import (
     MODELS,
@@ -28,6 +28,7 @@ from dpsynth.models.scaling import unscale_from_unit
 from dpsynth.privacy import accounting
 from dpsynth.release import safeguards, single
 from dpsynth.release.single import synthesize
+from dpsynth.sampler import Sampler
 
 BOUNDS = (0.0, 100.0)
 N = 40

@@ -53,8 +53,8 @@ MAX_VALUES = 1000
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from dpsynth.mechanisms.posterior import Sampler  # noqa: E402
 from dpsynth.release.single import KnownSeedWarning  # noqa: E402
+from dpsynth.sampler import Sampler  # noqa: E402
 
 SAMPLER = Sampler(chains=2, iter_warmup=200, iter_sampling=200)
 """The fast tests' settings: convergence does not matter, a release is made whatever it is."""

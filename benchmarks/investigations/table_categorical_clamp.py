@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 from _record import write
 
-from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.sampler import Sampler
 from dpsynth.table.pipeline import synthesize_table
 
 EPSILON = 4 / 3

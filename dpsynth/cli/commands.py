@@ -17,12 +17,11 @@ Which mechanism to choose for which data: the book's page "Which mechanism for m
 from __future__ import annotations
 
 import argparse
-import contextlib
+import dataclasses
 import re
 import signal
 import sys
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +33,22 @@ from dpsynth.cli.options_table import (
     MODELS,
     OPTIONS,
     add_options,
-    check_ranges,
+    check_pairs_and_files,
+    flag_of,
     keywords,
     options_of,
 )
-from dpsynth.cli.table_commands import add_table_commands
-from dpsynth.errors import (
-    EPSILON_SANITY_LIMIT,
-    InputError,
-    require_clip_bounds,
-    require_drop_missing_usage,
-    require_epsilon,
-    require_public_size,
-    require_sane_epsilon,
-)
+from dpsynth.cli.table_commands import plan_table_command, synthesize_table_command
+from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
+from dpsynth.mechanisms.combining import CombineSettings
+from dpsynth.release.settings import (
+    DEFAULT_CANDIDATES,
+    INPUTS,
+    PlanSettings,
+    ScalarSettings,
+)
+from dpsynth.sampler import Sampler
 
 __all__ = [
     "FLAGS",
@@ -151,7 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(name, help=summary, description=description)
         add_options(command, name)
         command.set_defaults(func=_RUNNERS[name])
-    add_table_commands(sub)  # whole tables
     return parser
 
 
@@ -163,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as exc:
-        print(f"dpsynth: error: {flag_message(exc)}", file=sys.stderr)
+        print(f"dpsynth: error: {flag_message(exc, args.command)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dpsynth: interrupted; nothing was written", file=sys.stderr)
@@ -187,18 +186,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(143)
 
 
-def flag_message(exc: InputError) -> str:
-    """The error's message with the library parameter replaced by the user's flag."""
-    text = str(exc)
-    flag = FLAGS.get(exc.param, exc.param)
-    prefix = f"{exc.param}: "
-    body = text[len(prefix) :] if text.startswith(prefix) else text
-    return one_line(f"{flag}: {api_words_as_flags(body)}")
+def flag_message(exc: InputError, command: str = "synthesize") -> str:
+    """The error as ``command``'s user reads it: its parameter and the parameters it
+    mentions spelled as their flags (:func:`dpsynth.cli.options_table.flag_of`)."""
+    return one_line(exc.render(lambda param: flag_of(param, command)))
 
 
 def api_words_as_flags(text: str) -> str:
-    """Library words in a message as CLI flags: ``name=True`` and parameter
-    names in parentheses, ``(centring)`` or ``(iter_warmup, iter_sampling)``."""
+    """The curator's and the engine's advice (a verdict's next step, a convergence note:
+    text, not errors) with library words as CLI flags: ``name=True`` and parameter names
+    in parentheses, ``(centring)`` or ``(iter_warmup, iter_sampling)``."""
 
     def flag(name: str) -> str:
         return FLAGS.get(name, name)
@@ -218,69 +215,43 @@ def one_line(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------- checks
-# The checks below need neither the data nor the scientific stack, and run before the budget
-# is charged and before IN.csv is read: a usage error costs a fraction of a CPU-second and
-# no budget. Two kinds:
-# - integer ranges, epsilon and its sanity limit, an option the mechanism ignores (its
-#   options and --weights-from, from the registry): release.synthesize refuses the same,
-#   but it is called with the data, after the charge, so it cannot refuse them earlier;
-# - the CLI's own words, which the library never sees: file paths, --outcome without
-#   --stan-file, --budget-total without --budget-file, --model/--stan-file/--pieces/
-#   --covariates/--centring-from where no model is fitted.
+# Before the budget is charged and before IN.csv is read, the CLI makes the library's
+# settings objects (ScalarSettings, Sampler, PlanSettings, CombineSettings), which refuse
+# what needs no data, then checks its own words, which the library never sees: file
+# paths, --outcome without --stan-file, --budget-total without --budget-file.
 
 
-def check_mechanism_options(args: argparse.Namespace) -> None:
-    """Refuse an option the chosen ``--mechanism`` would ignore (registry: ``options``,
-    ``reference``, the posterior mechanisms' model and covariates)."""
-    mechanism = registry.MECHANISMS[args.mechanism]
-    for option in options_of("synthesize"):
-        if option.given(args) and not option.applies_to(mechanism):
-            users = ", ".join(n for n, m in registry.MECHANISMS.items() if option.applies_to(m))
-            raise InputError(
-                option.flag, f"does not apply to the {mechanism.name} mechanism (only to {users})"
-            )
+def _settings_of(args: argparse.Namespace) -> ScalarSettings:
+    """``synthesize``'s settings that need no data, as the library checks them (the public
+    inputs given by name: a model, covariates, reference files)."""
+    fields = {f.name for f in dataclasses.fields(ScalarSettings)}
+    given = {k: v for k, v in keywords(args, "synthesize", "synthesize").items() if k in fields}
+    inputs = tuple(
+        str(o.keyword) for o in options_of("synthesize") if o.keyword in INPUTS and o.given(args)
+    )
+    return ScalarSettings(
+        **given,
+        regression=bool(_names(args.covariates)),
+        inputs=inputs,
+        tuning=keywords(args, "synthesize", "tuning"),
+    )
 
 
-def check_pairs_and_files(args: argparse.Namespace, command: str) -> None:
-    """An option given without the one it ``requires``; a program file that does not exist
-    (the library's own check comes after the data are read)."""
-    for option in options_of(command):
-        if not option.given(args):
-            continue
-        needed = option.requires
-        if needed is not None and getattr(args, needed.lstrip("-").replace("-", "_")) is None:
-            raise InputError(option.flag, f"only applies with {needed}")
-        path = getattr(args, option.name)
-        if option.existing_file and not Path(path).is_file():
-            raise InputError(option.flag, f"no such file: {path}")
-
-
-def _check_synthesize(args: argparse.Namespace) -> dict[str, Path]:
-    """Every check of ``synthesize`` that needs no data; returns the checked output paths."""
-    check_ranges(args, "synthesize")
-    require_epsilon("epsilon", args.epsilon)
+def _check_synthesize(args: argparse.Namespace) -> tuple[Sampler, dict[str, Path]]:
+    """Every check of ``synthesize`` that needs no data; returns the sampler and the
+    checked output paths."""
+    _settings_of(args).validate()
+    sampler = Sampler(**keywords(args, "synthesize", "sampler"))
     outputs = check_output_paths(
         args.input, {"--out": args.out, "--report": args.report, "--diagnostics": args.diagnostics}
     )
-    check_mechanism_options(args)
     check_pairs_and_files(args, "synthesize")
     wanted = [args.column, *_names(args.covariates)]
     check_input_file(args.input, wanted, "IN.csv")
     for flag in ("--weights-from", "--centring-from"):
         if (path := getattr(args, flag[2:].replace("-", "_"))) is not None:
             check_input_file(path, wanted, flag)
-    require_sane_epsilon("epsilon", args.epsilon, args.allow_large_epsilon)
-    covariates = bool(_names(args.covariates))  # the library's own rules, before any charge
-    require_public_size(args.neighbours, args.n_synthetic, covariates)
-    require_drop_missing_usage(
-        args.drop_missing,
-        args.mechanism,
-        covariates,
-        args.n_synthetic,
-        registry.needs_public_n(args.mechanism),
-    )
-    require_clip_bounds(args.clip_to_bounds, args.bounds)
-    return outputs
+    return sampler, outputs
 
 
 def _names(columns: str | None) -> list[str]:
@@ -293,13 +264,13 @@ def _names(columns: str | None) -> list[str]:
 
 def _synthesize_command(args: argparse.Namespace) -> int:
     """``synthesize``: check the arguments, charge the budget, then release."""
-    outputs = _check_synthesize(args)
+    sampler, outputs = _check_synthesize(args)
     charge = _charge_budget(args, outputs)
 
     from dpsynth.privacy.budget import attempt
 
     with attempt(charge):  # the outcome goes to the ledger, whatever happens
-        return _release_command(args, outputs, charge)
+        return _release_command(args, sampler, outputs, charge)
 
 
 def _charge_budget(args: argparse.Namespace, outputs: dict[str, Path]) -> Any:
@@ -318,7 +289,9 @@ def _charge_budget(args: argparse.Namespace, outputs: dict[str, Path]) -> Any:
     )
 
 
-def _release_command(args: argparse.Namespace, outputs: dict[str, Path], charge: Any) -> int:
+def _release_command(
+    args: argparse.Namespace, sampler: Sampler, outputs: dict[str, Path], charge: Any
+) -> int:
     """Read the data (after the budget charge), release, write the files, print."""
     frame = read_input(
         args.input,
@@ -327,29 +300,13 @@ def _release_command(args: argparse.Namespace, outputs: dict[str, Path], charge:
         allow_missing=args.drop_missing,
         regression=bool(_names(args.covariates)),
     )
-    with _centring_named_by_its_file(args):
-        release = _call_synthesize(args, frame, _file_inputs(args, frame), charge)
+    release = _call_synthesize(args, frame, _file_inputs(args, frame), sampler, charge)
     release.write(outputs["--out"], outputs["--report"], outputs.get("--diagnostics"))
     if not args.quiet:
         _print_verdict(release.diagnostics.get("utility", {}), release.report.get("guarantee"))
         named = ", ".join(str(p) for p in outputs.values())
         print(f"[dpsynth] wrote {named}", file=sys.stderr)
     return 0
-
-
-@contextlib.contextmanager
-def _centring_named_by_its_file(args: argparse.Namespace) -> Iterator[None]:
-    """A refusal of centring values fitted from ``--centring-from`` names that flag (the
-    user never passed ``--centring``)."""
-    try:
-        yield
-    except InputError as exc:
-        if exc.param != "centring" or args.centring_from is None:
-            raise
-        body = str(exc).removeprefix("centring: ")
-        raise InputError(
-            "--centring-from", f"the values fitted to {args.centring_from}: {body}"
-        ) from None
 
 
 def _model_of(args: argparse.Namespace) -> Any:
@@ -367,14 +324,14 @@ def _model_of(args: argparse.Namespace) -> Any:
 
 def _file_inputs(args: argparse.Namespace, frame: Any) -> dict[str, Any]:
     """``release.synthesize``'s keywords that come from files: the model, the covariates, the
-    public reference data (``--weights-from``); ``--centring-from`` sets ``args.centring``."""
+    public reference data (``--weights-from``, ``--centring-from``)."""
     from dpsynth.models.catalogue import covariate_matrix, require_reference_levels
 
     model = _model_of(args)
-    posterior = args.mechanism in registry.POSTERIOR_NAMES
+    fits_model = registry.get(args.mechanism).fits_model
     X = (
         covariate_matrix(frame, args.covariates, args.categorical, args.drop_missing)
-        if posterior
+        if fits_model
         else None
     )
     given: dict[str, Any] = {
@@ -393,16 +350,16 @@ def _file_inputs(args: argparse.Namespace, frame: Any) -> dict[str, Any]:
     if args.centring_from is not None:
         ref = read_input(args.centring_from, args.column, "--centring-from")
         require_reference_levels(frame, ref, args.covariates, args.categorical, "--centring-from")
-        args.centring = _reference_centre(args, ref, model, X)
+        given["centring_from"] = ref[args.column].to_numpy()
+        given["centring_from_X"] = covariate_matrix(ref, args.covariates, args.categorical)
     return given
 
 
 def _call_synthesize(
-    args: argparse.Namespace, frame: Any, given: dict[str, Any], charge: Any
+    args: argparse.Namespace, frame: Any, given: dict[str, Any], sampler: Sampler, charge: Any
 ) -> Any:
     """:func:`dpsynth.release.single.synthesize` with the table's keywords; its known-seed warning
     as one line on stderr."""
-    from dpsynth.mechanisms.posterior import Sampler
     from dpsynth.release.single import KnownSeedWarning, synthesize
 
     with warnings.catch_warnings(record=True) as caught:
@@ -411,7 +368,7 @@ def _call_synthesize(
             frame[args.column].to_numpy(),
             **keywords(args, "synthesize", "synthesize"),
             **given,
-            sampler=Sampler(**keywords(args, "synthesize", "sampler")),
+            sampler=sampler,
             progress=not args.quiet,
             budget_file=charge,
             **keywords(args, "synthesize", "tuning"),
@@ -420,34 +377,6 @@ def _call_synthesize(
         if issubclass(w.category, KnownSeedWarning):
             print(f"dpsynth: warning: --seed: {w.message}", file=sys.stderr)
     return release
-
-
-def sampler_of(args: argparse.Namespace) -> Any:
-    """The MCMC settings of the ``--centring-from`` reference fit: the flags', quiet, and
-    the sampler's default step-size target (as before the option table)."""
-    from dpsynth.mechanisms.posterior import Sampler
-
-    settings = keywords(args, "synthesize", "sampler")
-    settings.pop("adapt_delta")
-    return Sampler(**{**settings, "quiet": True})
-
-
-def _reference_centre(args: argparse.Namespace, ref: Any, model: Any, X: Any) -> dict:
-    """``--centring-from``: public parameter values fitted to the public reference file
-    ``ref`` (the posterior mean; :func:`dpsynth.release.plan.reference_point`)."""
-    from dpsynth.models.catalogue import covariate_matrix
-    from dpsynth.release.plan import reference_point
-
-    if not args.quiet:
-        print("[dpsynth] fitting the model to the public reference file", file=sys.stderr)
-    return reference_point(
-        ref[args.column].to_numpy(),
-        model,
-        bounds=tuple(args.bounds) if args.bounds else None,
-        reference_X=covariate_matrix(ref, args.covariates, args.categorical),
-        X=X,
-        sampler=sampler_of(args),
-    )
 
 
 def _print_verdict(verdict: dict[str, Any], guarantee: str | None = None) -> None:
@@ -490,29 +419,26 @@ def _pandas_display() -> Any:
 
 def _plan_command(args: argparse.Namespace) -> int:
     """``plan``: every candidate mechanism run on a PUBLIC reference file, best first."""
-    check_ranges(args, "plan")
-    require_epsilon("epsilon", args.epsilon)
-    if args.epsilon > EPSILON_SANITY_LIMIT:
-        raise InputError(
-            "epsilon",
-            f"plan compares releases up to the sanity limit ({EPSILON_SANITY_LIMIT:g}); a "
-            "release above it protects almost nothing",
-        )
+    given = keywords(args, "plan", "plan")
+    candidates = tuple(_names(args.mechanisms)) or DEFAULT_CANDIDATES
+    settings = PlanSettings(
+        given["epsilon"], given["m"], candidates, given["bounds"], given["n_confidential"]
+    ).validate()
+    sampler = Sampler(**keywords(args, "plan", "sampler"))
     check_input_file(args.reference, [args.column, *_names(args.covariates)], "REFERENCE.csv")
 
-    from dpsynth.mechanisms.posterior import Sampler
     from dpsynth.models.catalogue import covariate_matrix
-    from dpsynth.release.plan import DEFAULT_CANDIDATES, plan, sizes_line
+    from dpsynth.release.plan import plan, sizes_line
 
     frame = read_input(args.reference, args.column, "REFERENCE.csv")
     table = plan(
         frame[args.column].to_numpy(),
-        **keywords(args, "plan", "plan"),
-        mechanisms=tuple(_names(args.mechanisms)) or DEFAULT_CANDIDATES,
+        **given,
+        mechanisms=settings.mechanisms,
         reference_X=covariate_matrix(frame, args.covariates, args.categorical),
-        sampler=Sampler(**keywords(args, "plan", "sampler")),
+        sampler=sampler,
     )
-    if "next_step" in table.columns:  # the library's words as this command line's flags
+    if "next_step" in table.columns:  # the curator's advice as this command line's flags
         table["next_step"] = table["next_step"].map(
             lambda t: api_words_as_flags(t) if isinstance(t, str) else t
         )
@@ -533,10 +459,13 @@ def _combine_command(args: argparse.Namespace) -> int:
     """``combine``: the m sets of SYNTH.csv combined into one inference (Liu, Theorem 7)."""
     import json
 
+    given = keywords(args, "combine", "combine_frame")
+    CombineSettings(**given).validate()
+    df = _read_synthetic(args)
+
     from dpsynth.mechanisms.inference import combine_frame
 
-    df = _read_synthetic(args)
-    res = combine_frame(df, **keywords(args, "combine", "combine_frame"))
+    res = combine_frame(df, **given)
     if args.json:
         payload = {"column": args.column, "estimand": args.estimand, **res.to_dict()}
         print(json.dumps(payload, indent=2, allow_nan=False, default=str))
@@ -551,9 +480,8 @@ def _combine_command(args: argparse.Namespace) -> int:
 
 
 def _read_synthetic(args: argparse.Namespace) -> Any:
-    """SYNTH.csv as a frame, and its ``--set-column``: the library reads a frame without that
-    column as one set, so a missing (or incomplete) set column is refused here. The rules'
-    own conditions (``single``: one set; ``thm7``...: m >= 2) are the library's."""
+    """SYNTH.csv as a frame (the file's checks; the set column's and the rules' are the
+    library's, :func:`dpsynth.mechanisms.inference.combine_frame`)."""
     import pandas as pd
 
     path = Path(args.synth)
@@ -565,19 +493,16 @@ def _read_synthetic(args: argparse.Namespace) -> Any:
         raise InputError("SYNTH.csv", "cannot be read as a UTF-8 CSV") from None
     if df.empty:
         raise InputError("SYNTH.csv", "no records")
-    if args.set_column not in df.columns:
-        if args.rule != "single":
-            raise InputError(
-                "set_column",
-                f"column {args.set_column!r} not found; rule {args.rule!r} needs m >= 2 sets "
-                "(use --rule single for one set)",
-            )
-    elif df[args.set_column].isna().any():
-        raise InputError("set_column", f"column {args.set_column!r} has missing values")
     return df
 
 
-_RUNNERS = {"synthesize": _synthesize_command, "plan": _plan_command, "combine": _combine_command}
+_RUNNERS = {
+    "synthesize": _synthesize_command,
+    "plan": _plan_command,
+    "combine": _combine_command,
+    "synthesize-table": synthesize_table_command,
+    "plan-table": plan_table_command,
+}
 """Subcommand -> the function that runs it."""
 
 

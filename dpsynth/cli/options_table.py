@@ -8,8 +8,10 @@ when the CLI uses the value itself) and which mechanisms it applies to (from
 names in messages (:data:`FLAGS`) and the library keyword arguments (:func:`keywords`) all
 follow from it.
 
-Import-light on purpose (standard library and the registry only): a usage error is refused
-before numpy, pandas or Stan are imported.
+The rules a value must follow are the library's settings objects' (the CLI makes them
+before it charges a budget or reads a file); this table only says which flag feeds which
+keyword. Import-light on purpose (the standard library, the registry, the settings and the
+table spec's constants): a usage error is refused before numpy, pandas or Stan are imported.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
 from dpsynth.mechanisms.registry import PH_CONSISTENCY, PH_DRAWS, Mechanism
 from dpsynth.privacy import relations
+from dpsynth.release import settings
+from dpsynth.table.spec import TABLE_ADAPT_DELTA, TABLE_ITER_SAMPLING
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "synthesize": (
@@ -40,6 +44,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "combine": (
         "combine inferences from m synthetic datasets (Liu, Theorem 7)",
         "Per-set estimate and variance of a mean or proportion, combined across sets.",
+    ),
+    "synthesize-table": (
+        "release a whole synthetic table (several confidential columns, one budget)",
+        "Release m synthetic copies of a table under a total budget --epsilon: the "
+        "confidential columns of --spec in order, each a censored regression on the public "
+        "columns and the columns before it (book: A whole table).",
+    ),
+    "plan-table": (
+        "try a table spec on a public reference file first",
+        "Run the same table release on a PUBLIC file and print the plan: per column its "
+        "epsilon, convergence and utility (nothing confidential is read).",
     ),
 }
 """Subcommand -> (one-line summary, description), in the order ``dpsynth --help`` lists them."""
@@ -110,28 +125,10 @@ def centring_arg(text: str) -> str | dict[str, Any]:
     return value
 
 
-def _posterior(mechanism: Mechanism) -> bool:
-    """Mechanisms made by a (pseudo) posterior fit: they take a model and covariates."""
-    return mechanism.name in registry.POSTERIOR_NAMES
-
-
-def _takes_reference(mechanism: Mechanism) -> bool:
-    """Mechanisms whose weights can come from a public reference file."""
-    return mechanism.reference
-
-
-def _takes_centring(mechanism: Mechanism) -> bool:
-    """Mechanisms that centre the clamped log-likelihood."""
-    return "centring" in mechanism.options
-
-
 def _mechanism_help() -> str:
     """``--mechanism``'s help: each mechanism's label and summary, from the registry."""
     items = (f"{n} ({m.label}): {m.summary}" for n, m in registry.MECHANISMS.items())
     return ("; ".join(items) + " (book: Which mechanism for my data?)").replace("%", "%%")
-
-
-SEED_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
@@ -154,8 +151,6 @@ class Option:
     dest: str | None = None
     group: str | None = None  # argparse argument group (help sections)
     exclusive: str | None = None  # options sharing this name exclude each other
-    valid: tuple[int, int] | None = None  # accepted integer range
-    applies: Callable[[Mechanism], bool] | None = None  # else: its keyword in the options
     requires: str | None = None  # the flag that must be given with it
     existing_file: bool = False  # a path that must exist before anything is read
     convert: Callable[[Any], Any] | None = None  # the parsed value -> the library's
@@ -175,13 +170,15 @@ class Option:
         value = getattr(args, self.name, None)
         return value is not None and value is not False
 
+    @property
+    def checked_input(self) -> bool:
+        """Whether the release refuses it where the mechanism would ignore it (a mechanism's
+        option or a public input: :func:`dpsynth.release.settings.applies`)."""
+        return "tuning" in self.to or self.keyword in settings.INPUTS
+
     def applies_to(self, mechanism: Mechanism) -> bool:
-        """Whether ``mechanism`` uses it (registry: ``options``, ``reference``, runner)."""
-        if self.applies is not None:
-            return self.applies(mechanism)
-        if "tuning" in self.to:
-            return self.keyword in mechanism.options
-        return True
+        """Whether ``mechanism`` uses it (the library's rule, from its declaration)."""
+        return not self.checked_input or settings.applies(str(self.keyword), mechanism)
 
     def value(self, args: argparse.Namespace) -> Any:
         """The library's value of the parsed argument."""
@@ -196,6 +193,13 @@ _SYN = ("synthesize",)
 _SYN_PLAN = ("synthesize", "plan")
 _TUNE = ("tuning",)
 _SAMPLER = ("sampler",)
+_TABLES = ("synthesize-table", "plan-table")
+
+
+def _each(commands: tuple[str, ...], **overrides: Any) -> dict[str, dict[str, Any]]:
+    """The same per-command overrides for each of ``commands``."""
+    return {command: dict(overrides) for command in commands}
+
 
 OPTIONS: tuple[Option, ...] = (
     # the input files and the outcome column
@@ -204,6 +208,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("REFERENCE.csv", ("plan",), "public reference data (UTF-8 CSV)", dest="reference"),
     Option("SYNTH.csv", ("combine",), "synthetic data CSV (all sets stacked)", dest="synth",
            aliases=("estimates", "variances", "datasets")),
+    Option("DATA.csv", ("synthesize-table",), "confidential table (UTF-8 CSV)", dest="input",
+           aliases=("data",)),
+    Option("PUBLIC.csv", ("plan-table",), "public reference table (UTF-8 CSV)", dest="input",
+           aliases=("data",)),
+    Option("--spec", _TABLES, "the table spec", "spec", metavar="SPEC.toml", required=True),
     Option("--column", ("synthesize", "plan", "combine"), "the confidential outcome column",
            "column", ("synthesize", "combine_frame"), aliases=("y",), required=True,
            per_command={"plan": {"help": "the outcome column"},
@@ -212,37 +221,40 @@ OPTIONS: tuple[Option, ...] = (
     Option("--model", _SYN_PLAN,
            "%(choices)s (default beta); any model with --covariates is a regression "
            "(e.g. --model negbin --covariates age,region)",
-           "model", choices=MODELS, metavar="MODEL", exclusive="model", applies=_posterior,
+           "model", choices=MODELS, metavar="MODEL", exclusive="model",
            per_command={"plan": {"required": True, "help": "%(choices)s", "exclusive": None,
                                  "to": ("plan",)}}),
     Option("--stan-file", _SYN, "your own Stan program (dpsynth convention)", "stan_file",
-           exclusive="model", applies=_posterior, existing_file=True),
+           exclusive="model", existing_file=True),
     Option("--pieces", _SYN,
            "your model as pieces (parameters, prior, one record's lpdf and rng): DP by "
            "construction (book: Bringing your own model)",
-           "pieces", exclusive="model", applies=_posterior, existing_file=True),
+           "pieces", exclusive="model", existing_file=True),
     Option("--outcome", _SYN, "%(choices)s: support of y for --stan-file models (default real)",
            "outcome", choices=_LazyChoices("dpsynth.models.catalogue", "OUTCOMES"), metavar="OUTCOME",
            requires="--stan-file"),
     Option("--mechanism", _SYN, _mechanism_help(), "mechanism", ("synthesize",),
            choices=registry.NAMES, required=True),
     # synthesize: the budget
-    Option("--epsilon", _SYN_PLAN,
+    Option("--epsilon", (*_SYN_PLAN, *_TABLES),
            "TOTAL privacy budget of the release; each of the m sets gets epsilon/m "
            "(at most 20 without --allow-large-epsilon)",
            "epsilon", ("synthesize", "plan"), type=float, required=True,
-           per_command={"plan": {"help": "total budget of the release"}}),
-    Option("--allow-large-epsilon", _SYN,
+           per_command={"plan": {"help": "total budget of the release"},
+                        **_each(_TABLES, help="total budget of the table")}),
+    Option("--allow-large-epsilon", (*_SYN, *_TABLES),
            "accept --epsilon above the sanity limit of 20 (the report says what it means)",
            "allow_large_epsilon", ("synthesize",), action="store_true"),
-    Option("--budget-file", _SYN,
+    Option("--budget-file", (*_SYN, "synthesize-table"),
            "CONFIDENTIAL privacy-budget ledger of this dataset: every attempt (refused and "
            "failed ones too) charges --epsilon before the data are read; refused if the cap "
            "would be exceeded",
-           "budget_file", metavar="BUDGET.jsonl"),
-    Option("--budget-total", _SYN,
+           "budget_file", metavar="BUDGET.jsonl",
+           per_command=_each(("synthesize-table",), help="the dataset's privacy-budget ledger")),
+    Option("--budget-total", (*_SYN, "synthesize-table"),
            "the dataset's total epsilon cap, given once, when --budget-file is created",
-           "budget_total", type=float, metavar="E", requires="--budget-file"),
+           "budget_total", type=float, metavar="E", requires="--budget-file",
+           per_command=_each(("synthesize-table",), help="cap of a new budget file")),
     Option("--drop-missing", _SYN,
            "drop records with a missing outcome instead of refusing them (needs "
            "--n-synthetic; the count goes to the confidential diagnostics); with "
@@ -255,33 +267,40 @@ OPTIONS: tuple[Option, ...] = (
            default=relations.DEFAULT_NEIGHBOURS),
     Option("--n-synthetic", _SYN,
            "number of synthetic records (public; required with add-remove)",
-           "n_synthetic", ("synthesize",), type=int, valid=(1, 100_000_000)),
+           "n_synthetic", ("synthesize",), type=int),
     # the covariates and bounds
     Option("--covariates", _SYN_PLAN,
            "comma-separated covariate columns (treated as public, written to OUT); any "
            "--model takes them and becomes a regression",
-           "covariates", aliases=("X",), applies=_posterior,
+           "covariates", aliases=("X",),
            per_command={"plan": {"help": "comma-separated public covariates"}}),
     Option("--categorical", _SYN_PLAN,
            "comma-separated covariates to dummy-code (text columns always are)"),
     Option("--bounds", _SYN_PLAN, "public bounds of the outcome (never read from the data)",
            "bounds", ("synthesize", "plan"), type=float, nargs=2, metavar=("LO", "HI"),
            convert=tuple),
-    Option("--m", _SYN_PLAN, "number of synthetic datasets (default 1)", "m",
-           ("synthesize", "plan"), type=int, default=1, valid=(1, 10_000)),
-    Option("--seed", _SYN, "research runs only: a known seed makes the release NOT private",
-           "seed", ("synthesize",), type=int, valid=(0, SEED_MAX)),
+    Option("--m", (*_SYN_PLAN, *_TABLES), "number of synthetic datasets (default 1)", "m",
+           ("synthesize", "plan"), type=int, default=1,
+           per_command=_each(_TABLES, help="number of synthetic sets (each costs)")),
+    Option("--seed", (*_SYN, *_TABLES),
+           "research runs only: a known seed makes the release NOT private",
+           "seed", ("synthesize",), type=int,
+           per_command=_each(_TABLES, help="research runs only: NOT private")),
     # synthesize: the outputs
-    Option("--out", _SYN, "synthetic data (publishable)", metavar="OUT.csv", required=True),
-    Option("--report", _SYN, "privacy report (publishable)", metavar="REPORT.json",
-           required=True),
-    Option("--diagnostics", _SYN,
+    Option("--out", (*_SYN, "synthesize-table"), "synthetic data (publishable)",
+           metavar="OUT.csv", required=True,
+           per_command=_each(("synthesize-table",), help="synthetic table")),
+    Option("--report", (*_SYN, "synthesize-table"), "privacy report (publishable)",
+           metavar="REPORT.json", required=True,
+           per_command=_each(("synthesize-table",), help="public report")),
+    Option("--diagnostics", (*_SYN, "synthesize-table"),
            "CONFIDENTIAL diagnostics (bounds, censored counts, MCMC); never publish",
-           metavar="DIAG.json"),
+           metavar="DIAG.json",
+           per_command=_each(("synthesize-table",),
+                             help="CONFIDENTIAL diagnostics (never publish)")),
     Option("--weights-from", _SYN,
            "censor-w: public/earlier-period data to set the weights (strict DP)",
-           "reference", aliases=("alpha",), metavar="REFERENCE.csv",
-           applies=_takes_reference),
+           "reference", aliases=("alpha",), metavar="REFERENCE.csv"),
     Option("--clip-to-bounds", _SYN,
            "clamp records outside --bounds to the bounds instead of refusing them "
            "(how many were clamped goes to the confidential diagnostics)",
@@ -318,8 +337,7 @@ OPTIONS: tuple[Option, ...] = (
            "censor-w/censor-uw: centre at the posterior mean of the model fitted to a "
            "PUBLIC reference file (an earlier period, a public-use sample), with the same "
            "--column and --covariates; the values are public and stated in the report",
-           "centring_from", metavar="REFERENCE.csv", group=_TUNING, exclusive="centring",
-           applies=_takes_centring),
+           "centring_from", aliases=("centring_from_X",), metavar="REFERENCE.csv", group=_TUNING, exclusive="centring"),
     Option("--truncation", _SYN,
            "weighted-e: record bound compared with M: alpha_i f_i from the Unweighted fit "
            "(lw-bound, default: reproduces the censoring paper's Table 1) or the maximum over "
@@ -328,7 +346,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--target-lipschitz", _SYN, "SW target Delta (default from epsilon)",
            "target_lipschitz", _TUNE, type=float, group=_TUNING),
     Option("--n-bins", _SYN, "PH bins (default ceil(sqrt(n)))", "n_bins", _TUNE, type=int,
-           group=_TUNING, valid=(1, 10_000_000)),
+           group=_TUNING),
     Option("--integer", _SYN, "PH for counts: one bin per integer in --bounds, integer output",
            "integer", _TUNE, action="store_true", group=_TUNING),
     Option("--consistency", _SYN,
@@ -342,19 +360,23 @@ OPTIONS: tuple[Option, ...] = (
            "is its noisy share of the records to within one, without sampling noise)",
            "draw", _TUNE, choices=PH_DRAWS, group=_TUNING),
     # the sampler (mechanisms.Sampler)
-    Option("--chains", _SYN_PLAN, "default 2 (see the book's choices)", "chains", _SAMPLER,
-           type=int, default=2, group=_MCMC, valid=(1, 64)),
-    Option("--iter-warmup", _SYN_PLAN, "warmup iterations per chain", "iter_warmup", _SAMPLER,
-           type=int, default=1000, group=_MCMC, valid=(0, 1_000_000)),
-    Option("--iter-sampling", _SYN_PLAN, "draws kept per chain", "iter_sampling", _SAMPLER,
-           type=int, default=2000, group=_MCMC, valid=(1, 1_000_000),
-           per_command={"plan": {"default": 1000}}),
-    Option("--adapt-delta", _SYN,
+    Option("--chains", (*_SYN_PLAN, *_TABLES), "default 2 (see the book's choices)", "chains", _SAMPLER,
+           type=int, default=2, group=_MCMC),
+    Option("--iter-warmup", (*_SYN_PLAN, *_TABLES), "warmup iterations per chain", "iter_warmup", _SAMPLER,
+           type=int, default=1000, group=_MCMC),
+    Option("--iter-sampling", (*_SYN_PLAN, *_TABLES), "draws kept per chain", "iter_sampling",
+           _SAMPLER, type=int, default=2000, group=_MCMC,
+           per_command={"plan": {"default": 1000},
+                        **_each(_TABLES, default=TABLE_ITER_SAMPLING,
+                                help=f"per chain (default {TABLE_ITER_SAMPLING})")}),
+    Option("--adapt-delta", (*_SYN, *_TABLES),
            "step-size target in [0.5, 1) (default 0.8; 0.95-0.99 against divergences)",
-           "adapt_delta", _SAMPLER, type=float, default=0.8, group=_MCMC),
+           "adapt_delta", _SAMPLER, type=float, default=0.8, group=_MCMC,
+           per_command=_each(_TABLES, default=TABLE_ADAPT_DELTA,
+                             help=f"Stan's step-size target (default {TABLE_ADAPT_DELTA})")),
     Option("--backend", _SYN, "", "backend", _SAMPLER, choices=("auto", "cmdstanpy", "pystan"),
            group=_MCMC),
-    Option("--quiet", _SYN, "no progress on stderr", "quiet", _SAMPLER, action="store_true",
+    Option("--quiet", (*_SYN, *_TABLES), "no progress on stderr", "quiet", _SAMPLER, action="store_true",
            group=_MCMC),
     # modips.SBS (Liu, Algorithm 1)
     Option("--data-type", _SYN, "binary (0/1) or gaussian (default)", "data_type", _TUNE,
@@ -379,13 +401,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--n-confidential", ("plan",),
            "records in the confidential file the release will use (a public number you "
            "state); each candidate is judged at this size (default: the reference file's size)",
-           "n_confidential", ("plan",), type=int, metavar="N", valid=(2, 100_000_000)),
+           "n_confidential", ("plan",), type=int, metavar="N"),
     # combine
     Option("--estimand", ("combine",), "%(choices)s", "estimand", ("combine_frame",),
-           choices=_LazyChoices("dpsynth.mechanisms.inference", "ESTIMANDS"), metavar="ESTIMAND",
+           choices=_LazyChoices("dpsynth.mechanisms.combining", "ESTIMANDS"), metavar="ESTIMAND",
            required=True),
     Option("--rule", ("combine",), "%(choices)s (default thm7; single: one set)", "rule",
-           ("combine_frame",), choices=_LazyChoices("dpsynth.mechanisms.inference", "RULES"),
+           ("combine_frame",), choices=_LazyChoices("dpsynth.mechanisms.combining", "RULES"),
            default="thm7", metavar="RULE"),
     Option("--set-column", ("combine",), "column numbering the sets", "set_column",
            ("combine_frame",), default="synthetic_set"),
@@ -404,18 +426,6 @@ def options_of(command: str) -> tuple[Option, ...]:
         if command in o.commands
     )
 
-
-def _flags() -> dict[str, str]:
-    """Library parameter name -> the flag a CLI user sets, from :data:`OPTIONS`."""
-    flags: dict[str, str] = {}
-    for o in OPTIONS:
-        names = [o.keyword, *o.aliases] + ([] if o.positional else [o.name])
-        flags.update({name: o.flag for name in names if name})
-    return flags
-
-
-FLAGS: dict[str, str] = _flags()
-"""Library parameter name -> the flag a CLI user sets (derived from :data:`OPTIONS`)."""
 
 _ARGPARSE_FIELDS = ("type", "choices", "metavar", "nargs", "action")
 
@@ -458,11 +468,53 @@ def keywords(args: argparse.Namespace, command: str, call: str) -> dict[str, Any
     return {o.keyword: o.value(args) for o in chosen}
 
 
-def check_ranges(args: argparse.Namespace, command: str) -> None:
-    """Integer options outside their declared range (the option table's ``valid``)."""
+TABLE_COMMANDS = ("synthesize-table", "plan-table")
+"""The commands whose library errors name a spec key unless they name one of their options."""
+
+
+def flags_of(command: str) -> dict[str, str]:
+    """Library parameter name -> the flag a user of ``command`` sets (from :data:`OPTIONS`)."""
+    flags: dict[str, str] = {}
+    for o in options_of(command):
+        names = [o.keyword, *o.aliases] + ([] if o.positional else [o.name])
+        flags.update({name: o.flag for name in names if name})
+    return flags
+
+
+def _flags() -> dict[str, str]:
+    """Every command's :func:`flags_of`, the first command's flag where two differ."""
+    flags: dict[str, str] = {}
+    for command in reversed(COMMANDS):
+        flags.update(flags_of(command))
+    return flags
+
+
+FLAGS: dict[str, str] = _flags()
+"""Library parameter name -> the flag a CLI user sets (derived from :data:`OPTIONS`)."""
+
+
+def flag_of(param: str, command: str) -> str:
+    """The word a user of ``command`` knows ``param`` by: its flag; a flag or file name
+    as it is; in a table command any other parameter is a key of ``--spec``."""
+    flags = flags_of(command)
+    if param in flags:
+        return flags[param]
+    if param.startswith("-") or command not in TABLE_COMMANDS:
+        return param
+    if param in {o.flag for o in options_of(command)}:
+        return param
+    return f"--spec: {param}"
+
+
+def check_pairs_and_files(args: argparse.Namespace, command: str) -> None:
+    """The command line's own words, which the library never sees: an option given without
+    the one it ``requires``; a program file that does not exist (before anything is read)."""
     for option in options_of(command):
-        value = getattr(args, option.name, None)
-        if option.valid is not None and value is not None:
-            lo, hi = option.valid
-            if not lo <= value <= hi:
-                raise InputError(option.flag, f"must lie in [{lo}, {hi:,}] (got {value})")
+        if not option.given(args):
+            continue
+        needed = option.requires
+        if needed is not None and getattr(args, needed.lstrip("-").replace("-", "_")) is None:
+            raise InputError(option.flag, f"only applies with {needed}")
+        path = getattr(args, option.name)
+        if option.existing_file and not Path(path).is_file():
+            raise InputError(option.flag, f"no such file: {path}")

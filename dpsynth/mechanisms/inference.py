@@ -36,12 +36,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpsynth.errors import InputError
+from dpsynth.mechanisms.combining import (  # noqa: F401 - ESTIMANDS: inference's API too
+    ESTIMANDS,
+    RULES,
+    CombineSettings,
+    require_level,
+)
 
-if TYPE_CHECKING:  # pandas and scipy load where used: the CLI lists RULES without them
+if TYPE_CHECKING:  # pandas and scipy load where used
     import pandas as pd
-
-RULES: tuple[str, ...] = ("thm7", "rubin", "raghunathan", "raab", "single")
-ESTIMANDS: tuple[str, ...] = ("mean", "proportion")
 
 
 @dataclass(frozen=True)
@@ -85,13 +88,6 @@ def _require_rule(rule: str) -> str:
     return rule
 
 
-def _require_level(level: float) -> float:
-    lv = float(level)
-    if not 0.0 < lv < 1.0:
-        raise InputError("level", f"must lie in (0, 1) (got {level!r})")
-    return lv
-
-
 def _quantile(df: np.ndarray, level: float) -> np.ndarray:
     p = 0.5 + level / 2.0
     df = np.asarray(df, dtype=float)
@@ -116,7 +112,7 @@ def combine_arrays(
     values beyond shapes (used in simulations); see :func:`combine` for the checked scalar API.
     """
     _require_rule(rule)
-    level = _require_level(level)
+    level = require_level(level)
     q = np.asarray(estimates, dtype=float)
     u = np.asarray(variances, dtype=float)
     if q.shape != u.shape or q.ndim == 0:
@@ -141,7 +137,7 @@ def combine_moments(
 ) -> dict[str, np.ndarray]:
     """The rules from the summaries q̄, w̄, b (any common shape) of m sets; see :func:`combine_arrays`."""
     _require_rule(rule)
-    level = _require_level(level)
+    level = require_level(level)
     qbar, wbar, b = (np.asarray(a, dtype=float) for a in (qbar, wbar, b))
     if rule == "single" and m != 1:
         raise InputError("rule", f"'single' combines exactly one synthetic set (got m = {m})")
@@ -263,11 +259,11 @@ def combine_frame(
 ) -> CombinedEstimate:
     """Per-set estimate/variance of ``column`` (``"mean"``/``"proportion"``), then :func:`combine`.
 
-    Sets are the distinct values of ``set_column`` (sorted); without it the frame is one set.
+    The settings are a :class:`dpsynth.mechanisms.combining.CombineSettings`. Sets are the
+    distinct values of ``set_column`` (sorted); without it the frame is one set, which only
+    the rule ``"single"`` takes; a set column with missing values is refused.
     """
-    if estimand not in ESTIMANDS:
-        raise InputError("estimand", f"must be one of {', '.join(ESTIMANDS)} (got {estimand!r})")
-    _require_rule(rule)
+    CombineSettings(column, estimand, rule, set_column, level).validate()
     if column not in df.columns:
         raise InputError("column", f"column {column!r} not found (have {list(df.columns)})")
     if df.empty:
@@ -278,9 +274,21 @@ def combine_frame(
     if values.isna().any():
         raise InputError("column", f"column {column!r} has missing or non-numeric values")
     fn = estimate_mean if estimand == "mean" else estimate_proportion
-    if set_column in df.columns:
-        groups = [g.to_numpy() for _, g in values.groupby(df[set_column], sort=True)]
-    else:
-        groups = [values.to_numpy()]
-    est, var = analyze_each(groups, fn)
+    est, var = analyze_each(_sets(df, values, rule, set_column), fn)
     return combine(est, var, rule, level)
+
+
+def _sets(df: pd.DataFrame, values: pd.Series, rule: str, set_column: str) -> list[np.ndarray]:
+    """The values of each set: by ``set_column``, or one set when the frame has none (for
+    the rule ``"single"`` only)."""
+    if set_column not in df.columns:
+        if rule != "single":
+            raise InputError(
+                "set_column",
+                f"column {set_column!r} not found; rule {rule!r} needs m >= 2 sets "
+                "(the rule 'single' takes one set)",
+            )
+        return [values.to_numpy()]
+    if df[set_column].isna().any():
+        raise InputError("set_column", f"column {set_column!r} has missing values")
+    return [g.to_numpy() for _, g in values.groupby(df[set_column], sort=True)]

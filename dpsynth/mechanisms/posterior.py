@@ -43,7 +43,6 @@ import numpy as np
 from dpsynth import engine, entropy
 from dpsynth.errors import (
     InputError,
-    require_adapt_delta,
     require_bounds,
     require_choice,
     require_m,
@@ -59,31 +58,12 @@ from dpsynth.models.catalogue import (
     stan_data,
 )
 from dpsynth.privacy import accounting, relations
+from dpsynth.sampler import Sampler
 
 MECHANISMS: tuple[str, ...] = registry.POSTERIOR_NAMES
 """The mechanisms :meth:`Synthesizer.run` makes (declared in :mod:`dpsynth.mechanisms.registry`)."""
 GUARANTEE: dict[str, str] = {name: registry.get(name).guarantee for name in MECHANISMS}
 """What each mechanism promises before any run (its declaration's guarantee kind)."""
-
-
-@dataclass(frozen=True)
-class Sampler:
-    """MCMC settings of every fit: 2 chains x (1000 warmup + 2000 draws) by default.
-
-    The same S = 4000 retained draws as Stan's 4 x (1000 + 1000), at 1.30 times the bulk
-    ESS per second on 2 cores (``benchmarks/bench_sampler_settings.py``; the book's
-    choices page): fewer warmup iterations in all. The papers do not state theirs.
-    """
-
-    chains: int = 2
-    iter_warmup: int = 1000
-    iter_sampling: int = 2000
-    backend: str | None = None
-    quiet: bool = True
-    adapt_delta: float = 0.8
-
-    def __post_init__(self) -> None:
-        require_adapt_delta("adapt_delta", self.adapt_delta)
 
 
 # Weights and centres are rounded to this many decimals before a fit (:func:`stable_input`).

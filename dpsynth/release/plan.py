@@ -39,10 +39,12 @@ import pandas as pd
 from dpsynth.curator.column_verdict import VERDICTS
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
-from dpsynth.mechanisms.posterior import Sampler, Synthesizer
 from dpsynth.models.catalogue import get_model
 from dpsynth.privacy import relations
+from dpsynth.release.reference import reference_point
+from dpsynth.release.settings import CANDIDATES, DEFAULT_CANDIDATES, PlanSettings
 from dpsynth.release.single import KnownSeedWarning, synthesize
+from dpsynth.sampler import Sampler
 
 __all__ = [
     "CANDIDATES",
@@ -53,22 +55,6 @@ __all__ = [
     "sizes_line",
     "split_reference",
 ]
-
-CANDIDATES: dict[str, tuple[str, str]] = {
-    "ph": ("ph", "none"),
-    "censor-uw": ("censor-uw", "none"),
-    "censor-uw+reference": ("censor-uw", "reference"),
-    "censor-w": ("censor-w", "none"),
-    "censor-w+reference": ("censor-w", "reference"),
-    "unweighted": ("unweighted", "none"),
-    "lw": ("lw", "none"),
-    "weighted-e": ("weighted-e", "none"),
-}
-"""Candidate name -> (mechanism, centring). "+reference" centres the censored likelihood at
-the reference half's posterior mean (:func:`reference_point`); Censor_w always takes its
-weights from the reference half (strict DP). The last three have no strict guarantee."""
-
-DEFAULT_CANDIDATES = ("ph", "censor-uw", "censor-uw+reference", "censor-w", "censor-w+reference")
 
 COLUMNS = (
     "candidate",
@@ -136,57 +122,6 @@ def sizes_line(table: pd.DataFrame) -> str:
     )
 
 
-def reference_point(
-    reference_y: Any,
-    model: str,
-    *,
-    bounds: tuple[float, float] | None = None,
-    reference_X: Any = None,
-    X: Any = None,
-    sampler: Sampler | None = None,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """Public parameter values for reference centring: the posterior mean of the model's
-    unweighted fit to the public ``reference_y`` (on the Stan scale given by ``bounds``).
-
-    Regression coefficients are moved onto the design of ``X`` (the data the centring will
-    be used with), since :func:`dpsynth.models.catalogue.design_matrix` standardizes each database by
-    its own covariate means and sds. The result is a mapping for ``centring=`` of
-    :func:`dpsynth.release.single.synthesize` (dpsynth's extension,
-    :func:`dpsynth.models.catalogue.record_centre`). Never pass confidential data here.
-    """
-    from dpsynth.models.catalogue import transfer_beta
-
-    fit = Synthesizer(
-        reference_y, model, X=reference_X, bounds=bounds, seed=seed, sampler=sampler
-    ).unweighted_fit()
-    means = {
-        name: np.asarray(values, dtype=float).mean(axis=0)
-        for name, values in fit.stan_fit.draws.items()
-        if np.size(values) > 0  # not a switched-off generated quantity (y_rep, contrib)
-    }
-    point: dict[str, Any] = {}
-    for name in _names_read(get_model(model), means, fit.data):
-        mean = transfer_beta(means[name], reference_X, X) if name == "beta" else means[name]
-        point[name] = float(mean) if np.ndim(mean) == 0 else np.asarray(mean).tolist()
-    return point
-
-
-def _names_read(model: Any, means: Mapping[str, np.ndarray], data: Mapping[str, Any]) -> list[str]:
-    """The parameters the model's mirror reads (the names a centring mapping may give):
-    those without which it fails (e.g. beta1, beta2 of the beta model, not phi, lambda)."""
-    if model.record_log_lik is None:
-        raise InputError("model", "reference centring needs a shipped model (numpy mirror)")
-    needed = []
-    for name in means:
-        rest = {k: np.asarray(v)[None, ...] for k, v in means.items() if k != name}
-        try:
-            model.record_log_lik(rest, dict(data))
-        except KeyError:
-            needed.append(name)
-    return needed
-
-
 def plan(
     reference_y: Any,
     *,
@@ -214,11 +149,8 @@ def plan(
     size of ``reference_y``) is the number of records each candidate is judged at
     (:func:`resize_stand_in`); ``attrs`` hold the sizes used (:func:`sizes_line`).
     """
-    unknown = [c for c in mechanisms if c not in CANDIDATES]
-    if unknown or not mechanisms:
-        raise InputError(
-            "mechanisms", f"choose among {', '.join(CANDIDATES)} (got {', '.join(unknown)})"
-        )
+    checked = PlanSettings(epsilon, m, tuple(mechanisms), bounds, n_confidential, neighbours)
+    mechanisms = checked.validate().mechanisms
     seed = 0 if seed is None else int(seed)
     spec = get_model(model)
     y, X, ref_y, ref_X = split_reference(reference_y, reference_X, seed)

@@ -26,9 +26,11 @@ utility figures :mod:`dpsynth.privacy.accounting`'s.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -43,22 +45,16 @@ from dpsynth.engine.diagnostics import (  # noqa: F401  (re-exported: the releas
     convergence_failures,
     convergence_note,
 )
-from dpsynth.errors import (
-    InputError,
-    require_choice,
-    require_clip_bounds,
-    require_downscale,
-    require_m,
-    require_public_size,
-    require_sane_epsilon,
-)
+from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
 from dpsynth.mechanisms.histogram import perturbed_histogram, ph_bins
-from dpsynth.mechanisms.posterior import Result, Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import Result, Synthesizer
 from dpsynth.models.catalogue import Model
 from dpsynth.models.centring import check_centring
 from dpsynth.privacy import accounting, budget
 from dpsynth.release import public_utility, safeguards
+from dpsynth.release.settings import ScalarSettings
+from dpsynth.sampler import Sampler
 
 SET_COLUMN = "synthetic_set"
 ALL_MECHANISMS: tuple[str, ...] = registry.NAMES
@@ -161,6 +157,13 @@ class ReleaseSettings:
       a missing (public) covariate instead, a public selection stated in the report, and a
       missing outcome stays refused. ``public_files`` (name -> SHA-256 of a
       public file used, e.g. a reference) is stated in the report.
+    * ``centring_from`` (and ``centring_from_X``, its design) is a public reference file's
+      outcome: censor-w/censor-uw are then centred at the posterior mean of the model fitted
+      to it (:func:`dpsynth.release.reference.reference_point`, the sampler's settings with
+      its default step-size target), instead of at ``centring`` values given.
+
+    :meth:`validate` checks what needs no record through :class:`ScalarSettings`, before
+    :func:`synthesize` charges the budget.
     """
 
     model: str | Model
@@ -187,50 +190,33 @@ class ReleaseSettings:
     dataset_sha256: str | None
     drop_missing: bool
     public_files: dict[str, str] | None
+    centring_from: Any
+    centring_from_X: np.ndarray | None
     tuning: dict[str, Any]
     eps_utility: float = 0.0
 
     def validate(self) -> ReleaseSettings:
         """Check the settings (no data needed), fill in their defaults; return ``self``."""
-        require_choice("mechanism", self.mechanism, tuple(registry.MECHANISMS))
-        spec = registry.get(self.mechanism)
-        if self.neighbours is None:
-            self.neighbours = spec.default_neighbours
-        self.epsilon = accounting.require_epsilon("epsilon", self.epsilon)
-        require_sane_epsilon("epsilon", self.epsilon, self.allow_large_epsilon)
-        self.eps_utility = public_utility.require_utility_slice(
-            self.public_utility, self.epsilon, self.bounds, self.neighbours
-        )
-        self.m = require_m(self.m)
-        require_choice("neighbours", self.neighbours, accounting.NEIGHBOURS)
-        self._check_size()
-        _check_unused_tuning(spec, self.tuning, self.reference)
-        if self.tuning.get("downscale") is not None:
-            require_downscale(self.tuning["downscale"])
+        checked = self.scalar().validate()
+        self.neighbours, self.epsilon, self.m = checked.neighbours, checked.epsilon, checked.m
+        self.n_synthetic, self.eps_utility = checked.n_synthetic, checked.eps_utility
         self.tuning = safeguards.check_drop_missing(
             self.drop_missing, self.mechanism, self.X, self.n_synthetic, self.bounds, self.tuning
         )
-        require_clip_bounds(self.clip_to_bounds, self.bounds)
         if self.allow_unconverged:
             warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=4)
         return self
 
-    def _check_size(self) -> None:
-        """``n_synthetic`` a public count; add-remove needs it and refuses covariates."""
-        self.n_synthetic = require_public_size(
-            self.neighbours, self.n_synthetic, self.X is not None
-        )
-
-
-def _check_unused_tuning(spec: registry.Mechanism, tuning: dict[str, Any], reference: Any) -> None:
-    """Refuse options the chosen mechanism would silently ignore (its declared ``options``)."""
-    for key, value in tuning.items():
-        if value is None or value is False:
-            continue
-        if key not in spec.options:
-            raise InputError(key, f"does not apply to the {spec.name} mechanism")
-    if reference is not None and not spec.reference:
-        raise InputError("reference", f"does not apply to the {spec.name} mechanism")
+    def scalar(self) -> ScalarSettings:
+        """The settings that need no record, as :class:`ScalarSettings` checks them."""
+        given = (("reference", self.reference), ("centring_from", self.centring_from))
+        return ScalarSettings(
+            self.mechanism, self.epsilon, self.m, self.neighbours, self.n_synthetic, self.seed,
+            self.bounds, self.clip_to_bounds, self.public_utility, self.allow_large_epsilon,
+            self.drop_missing, regression=self.X is not None,
+            inputs=tuple(name for name, value in given if value is not None),
+            tuning=self.tuning,
+        )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- the release
@@ -263,6 +249,8 @@ def synthesize(
     dataset_sha256: str | None = None,
     drop_missing: bool = False,
     public_files: dict[str, str] | None = None,
+    centring_from: Any = None,
+    centring_from_X: np.ndarray | None = None,
     **tuning: Any,
 ) -> Release:
     """Release m synthetic sets of ``y`` under a total privacy budget ``epsilon``.
@@ -283,6 +271,8 @@ def synthesize(
     )
     owned = charge if not isinstance(s.budget_file, budget.Charge) else None
     with budget.attempt(owned):  # the outcome is recorded, whatever happens next
+        if s.centring_from is not None:  # a public file: fitted before any record is read
+            s.tuning = {**s.tuning, "centring": _reference_centre(s)}
         regression = s.X is not None
         n_dropped = 0
         if s.drop_missing and regression:  # public covariates: a public selection
@@ -297,9 +287,42 @@ def synthesize(
 
             require_within_bounds("y", y, accounting.require_public_bounds(s.bounds))
         safeguards.require_complete_covariates(s.X, s.covariates)
-        release = _release(y, settings=s, n_clipped=n_clipped)
+        with _centring_named_by_its_source(s):
+            release = _release(y, settings=s, n_clipped=n_clipped)
         safeguards.add_fields(release, s.epsilon, charge, s.drop_missing, n_dropped, s.public_files)
     return release
+
+
+def _reference_centre(s: ReleaseSettings) -> dict[str, Any]:
+    """``centring_from``: the posterior mean of the model fitted to the public reference
+    file, on the release's design (the sampler's settings, quiet, default step-size target)."""
+    import sys
+
+    from dpsynth.release.reference import reference_point
+
+    if s.progress:
+        print("[dpsynth] fitting the model to the public reference file", file=sys.stderr)
+    sampler = dataclasses.replace(
+        s.sampler or Sampler(), adapt_delta=Sampler.adapt_delta, quiet=True
+    )
+    return reference_point(
+        s.centring_from, s.model, bounds=s.bounds, reference_X=s.centring_from_X, X=s.X,
+        sampler=sampler,
+    )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _centring_named_by_its_source(s: ReleaseSettings) -> Iterator[None]:
+    """A refusal of centring values fitted to ``centring_from`` names that parameter (the
+    caller never gave ``centring``)."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.param != "centring" or s.centring_from is None:
+            raise
+        raise InputError(
+            "centring_from", f"the values fitted to the public reference file: {exc.message}"
+        ) from None
 
 
 @dataclass(frozen=True)
