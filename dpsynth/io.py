@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import glob
 import importlib.metadata
 import json
 import math
@@ -64,7 +65,11 @@ def atomic_write_all(jobs: list[tuple[Path, Callable[[str], None]]]) -> None:
     """Write each file to a hidden temporary beside it, then rename all; clean up on failure.
 
     ``jobs`` pairs each target path with a writer of a temporary path. Signals (Ctrl-C,
-    SIGTERM turned into SystemExit by the CLI) also remove the temporaries.
+    SIGTERM turned into SystemExit by the CLI) also remove the temporaries; each temporary is
+    flushed to disk (fsync) before the renames. A temporary is named after its target and
+    its process (``.NAME.PID.XXXX.part``, mode 0600): one that a process killed mid-write
+    (SIGKILL) left behind is removed by the next write of the same target
+    (:func:`sweep_stale_temporaries`).
     """
     for path, _ in jobs:
         if path.is_dir():
@@ -72,16 +77,53 @@ def atomic_write_all(jobs: list[tuple[Path, Callable[[str], None]]]) -> None:
     temps: list[tuple[str, Path]] = []
     try:
         for path, writer in jobs:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+            sweep_stale_temporaries(path)
+            prefix = f".{path.name}.{os.getpid()}."
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".part")
             os.close(fd)
             temps.append((tmp, path))
             writer(tmp)
+            _fsync(tmp)
         for tmp, path in temps:
             os.replace(tmp, path)
         temps = []
     finally:
         for tmp, _ in temps:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _fsync(path: str) -> None:
+    """Flush a written file to disk, so a rename never publishes a file the disk lacks."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def sweep_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporaries of ``path`` (``.NAME.PID.XXXX.part``) whose process has died;
+    returns them. A live process's are kept (it may be writing), and so is any name this
+    function did not make."""
+    removed = []
+    head = f".{path.name}."
+    for stale in path.parent.glob(f"{glob.escape(head)}*.part"):
+        pid = stale.name[len(head) :].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            stale.unlink(missing_ok=True)
+            removed.append(stale)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a process of another user counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 PROVENANCE_PACKAGES: tuple[str, ...] = ("numpy", "opendp", "pystan", "httpstan", "cmdstanpy")

@@ -19,6 +19,7 @@ so concurrent releases never lose or interleave a line.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import math
@@ -232,12 +233,67 @@ def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raise InputError("budget_file", f"{path} is not a dpsynth budget file") from None
     if not rows or not isinstance(rows[0], dict) or rows[0].get("format") != FORMAT:
         raise InputError("budget_file", f"{path} is not a dpsynth budget file")
+    _check_ledger(path, rows[0], rows[1:])
     return rows[0], rows[1:]
 
 
+def _check_ledger(path: Path, header: dict[str, Any], lines: list[Any]) -> None:
+    """Refuse a ledger damaged or edited by hand instead of charging from it (a charge read
+    from a damaged line could under-charge, and resetting it would lose the spent budget).
+
+    Checks: a header with the dataset's hash and a finite positive cap; every line a JSON
+    object with a positive entry number; a charge line's epsilon finite and positive, its
+    entry new, and its ``spent_after`` the running sum of the epsilons up to it (so a charge
+    deleted or lowered by hand is seen by every later charge); an outcome line's entry charged
+    before it. Deleting the last lines whole cannot be seen from the file alone."""
+    if not _positive(header.get("total_epsilon")) or not isinstance(
+        header.get("dataset_sha256"), str
+    ):
+        raise _damaged(path, "line 1, the header: its cap or dataset hash")
+    epsilons: list[float] = []
+    charged: set[int] = set()
+    for number, line in enumerate(lines, start=2):
+        entry = line.get("entry") if isinstance(line, dict) else None
+        if isinstance(entry, bool) or not isinstance(entry, int) or entry < 1:
+            raise _damaged(path, f"line {number}: not an entry")
+        if "epsilon" in line:
+            if not _positive(line["epsilon"]) or entry in charged:
+                raise _damaged(path, f"line {number}: its epsilon or entry number")
+            epsilons.append(float(line["epsilon"]))
+            spent = math.fsum(epsilons[:-1]) + epsilons[-1]
+            recorded = line.get("spent_after")
+            if not _finite(recorded) or not math.isclose(recorded, spent, rel_tol=_RTOL):
+                raise _damaged(path, f"line {number}: spent_after is not the sum of the charges")
+            charged.add(entry)
+        elif entry not in charged or not isinstance(line.get("outcome"), str):
+            raise _damaged(path, f"line {number}: an outcome of no charge before it")
+
+
+def _finite(value: Any) -> bool:
+    """A JSON number (not a boolean) that is finite."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value: Any) -> bool:
+    """A finite JSON number above zero."""
+    return _finite(value) and value > 0
+
+
+def _damaged(path: Path, where: str) -> InputError:
+    """The refusal of a damaged ledger: one line naming the file and the first bad line."""
+    return InputError(
+        "budget_file",
+        f"{path} is damaged or was edited by hand ({where}); refused, not reset: restore it "
+        "from a copy (every charge counts against the cap)",
+    )
+
+
 def _write_private(path: Path, header: dict[str, Any], lines: list[dict[str, Any]]) -> None:
-    """Rewrite the ledger atomically: a 0600 temporary beside it, fsync, rename."""
+    """Rewrite the ledger atomically: a 0600 temporary beside it, fsync, rename; first remove
+    the temporaries a writer killed mid-write left (the lock is held: none is live)."""
     text = "".join(json.dumps(x, allow_nan=False) + "\n" for x in [header, *lines])
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*.part"):
+        stale.unlink(missing_ok=True)  # a killed writer's (every writer holds the lock)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
