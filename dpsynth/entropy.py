@@ -12,7 +12,20 @@ import secrets
 
 import numpy as np
 
-__all__ = ["os_seed", "stream"]
+__all__ = ["STREAMS", "column_seed", "derived_seed", "os_seed", "stream"]
+
+STREAMS: dict[str, int] = {
+    "ph-conditional": 2,  # a PH column's own cells drawn given its synthetic parents
+    "fit-rows": 3,  # the k-of-n subsample a model column is fitted to
+    "marginal-histogram": 4,  # the seed of a column's marginal histogram release
+    "rank-map": 5,  # ties of a rank-mapped column
+    "marginal-centre": 6,  # the pseudo-data of a marginal centring
+}
+"""The named random streams of a table column, each drawn from the column's seed: one
+name per use, so that no two uses share a stream."""
+
+_COLUMN_SALT = 29
+"""Mixed into a table's seed with a column's position (:func:`column_seed`)."""
 
 
 def os_seed() -> int:
@@ -20,6 +33,17 @@ def os_seed() -> int:
     return secrets.randbits(63)
 
 
-def stream(seed: int | None, index: int) -> np.random.Generator:
-    """Generator ``index`` of a release: from the user's seed, or from :func:`os_seed`."""
-    return np.random.default_rng([os_seed() if seed is None else int(seed), index])
+def stream(seed: int | None, name: str) -> np.random.Generator:
+    """The generator named ``name`` (:data:`STREAMS`) of a release: from the user's seed, or
+    from :func:`os_seed`."""
+    return np.random.default_rng([os_seed() if seed is None else int(seed), STREAMS[name]])
+
+
+def column_seed(seed: int, j: int) -> int:
+    """The seed of column j (its position in the synthesis order) of a seeded table."""
+    return int(np.random.SeedSequence([int(seed), _COLUMN_SALT, j]).generate_state(1)[0])
+
+
+def derived_seed(seed: int, name: str) -> int:
+    """The seed of the step named ``name`` (:data:`STREAMS`) of a seeded column."""
+    return column_seed(seed, STREAMS[name])

@@ -148,7 +148,7 @@ def test_every_declaration_is_complete():
         assert m.guarantee in registry.GUARANTEE_KINDS, name
         assert set(m.neighbours) <= set(relations.NEIGHBOURS) and m.neighbours, name
         assert m.default_neighbours in m.neighbours, name
-        assert set(m.outcomes) <= set(registry.OUTCOMES), name
+        assert set(m.outcomes) <= set(registry.COLUMN_TYPES), name
         assert (m.privacy_map is None) == (m.guarantee != "DP" or m.public_n), name
 
 

@@ -18,16 +18,15 @@ from dpsynth.errors import InputError
 from dpsynth.mechanisms.posterior import Sampler
 from dpsynth.models.catalogue import get_model
 from dpsynth.privacy import accounting, budget, relations
+from dpsynth.table.columns import fit_model
+from dpsynth.table.design import features
 from dpsynth.table.pipeline import (
     TABLE_CONVERGENCE_ADVICE,
     TABLE_MULTIMODAL_ADVICE,
-    draws_at_design,
-    features,
-    fit_model,
-    rank_mapped,
     synthesize_table,
 )
 from dpsynth.table.spec import load_spec, parse_spec
+from dpsynth.table.steps import rank_mapped
 
 BASE = {
     "public": [
@@ -498,21 +497,29 @@ def test_dependence_between_confidential_columns_kept(released):
 
 @pytest.mark.slow
 def test_first_column_is_the_one_column_release(released):
-    """draws_at_design at the fitted design, given the column's public censoring settings
+    """The column's published draws at the fitted design, through its public debias step
     (no centre, its bound M, d = 1, the table's 300 records: ``debias`` is on by default),
-    gives the table's own records; without them, other records (the uncorrected draw)."""
-    _, rel = released
-    result = rel.results["income"]
-    X = result.fit.data["X"][:, 1:]
-    seed = rel.diagnostics["columns"]["income"]["seed"]
+    give the table's own records; without the step, other records (the uncorrected draw)."""
+    from dpsynth.models import synthesis
     from dpsynth.models.catalogue import PublicDesign
     from dpsynth.models.debias import Censoring
+    from dpsynth.table.steps import Debiased
 
+    _, rel = released
+    result = rel.confidential["income"]
+    X = result.fit.data["X"][:, 1:]
+    seed = rel.diagnostics["columns"]["income"]["seed"]
     model, design = get_model("lognormal-regression"), [X.view(PublicDesign)]
     censoring = Censoring("none", float(result.fit.censor_bound), 1.0, X.shape[0])
-    again = draws_at_design(model, result, design, seed, (100, 50000), censoring=censoring)[0]
+    fit = result.fit.stan_fit
+
+    def drawn(*steps):
+        draws, rng = synthesis.published_draws(fit.draws, fit.n_draws, seed, 1)
+        return synthesis.sets_at_designs(model, draws, rng, design, (100, 50000), steps)[0]
+
+    again = drawn(Debiased(model, censoring, seed, None, None))
     np.testing.assert_allclose(again, rel.data["income"].to_numpy(), rtol=1e-12)
-    plain = draws_at_design(model, result, design, seed, (100, 50000))[0]
+    plain = drawn()
     assert not np.allclose(plain, again)
 
 
@@ -650,7 +657,7 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
     assert rel.report["epsilon_per_column"] == {"income": 2.0, "spend": 2.0}
     assert rel.report["if_unseeded"] == {"guarantee": "DP", "epsilon": 4.0}
     assert rel.diagnostics["columns"]["spend"]["n_censored"] <= 120
-    assert len(rel.results["spend"].fit.alpha) == 120  # one weight per record fitted
+    assert len(rel.confidential["spend"].fit.alpha) == 120  # one weight per record fitted
     assert rel.data["spend"].notna().sum() == 400
     assert rel.data["spend"].between(10, 20000).all()
 
@@ -658,7 +665,7 @@ def test_fit_records_fits_a_subsample_and_reports_the_amplified_epsilon():
 def test_fit_records_defaults_to_2000_and_all_takes_every_record():
     """A spec without ``fit_records`` fits its model columns to a random 2,000 records of a
     larger table (none of a table of 2,000 or fewer); ``"all"`` fits every record."""
-    from dpsynth.table.pipeline import subsample_size
+    from dpsynth.table.columns import subsample_size
     from dpsynth.table.spec import FIT_RECORDS_DEFAULT
 
     spec = parse_spec(_clean(_spec()))
@@ -769,7 +776,7 @@ def test_downscale_is_one_by_default_and_auto_a_function_of_public_inputs():
     Censor_uw) unless the spec sets a number or "auto", a PH column has none; "auto" gives
     d = min(1, M / DOWNSCALE_NATS) with M = epsilon / 4 (substitution), so epsilon 2 gives
     1/3 and epsilon 8 gives 1."""
-    from dpsynth.table.pipeline import downscale_of
+    from dpsynth.table.columns import downscale_of
     from dpsynth.table.spec import DOWNSCALE_NATS
 
     cols = parse_spec(_clean(_spec(confidential__1__downscale=0.4))).confidential
@@ -956,7 +963,7 @@ def test_matched_phi_gives_the_counts_the_target_mean_and_variance():
     target mean and variance (200,000 draws; tolerances 1% and 3%, several sds of the
     sample moments) and keep the slope; where the means and their Poisson noise alone vary
     more than the target, or the target mean is 0, the draw's phi is kept."""
-    from dpsynth.table.pipeline import matched_phi
+    from dpsynth.table.steps import matched_phi
 
     rng = np.random.default_rng(11)
     X = np.column_stack([np.ones(200_000), rng.uniform(size=200_000)])
@@ -974,7 +981,7 @@ def test_matched_kappa_gives_the_synthetic_values_the_target_variance():
     """Known answer: Beta(mu kappa, (1 - mu) kappa) draws at the returned kappa have the
     target variance (200,000 draws: sd of the sample variance about 0.3%, tolerance 2%);
     where the means alone vary more than the target, the draw's kappa is kept."""
-    from dpsynth.table.pipeline import matched_kappa
+    from dpsynth.table.steps import matched_kappa
 
     rng = np.random.default_rng(7)
     X = np.column_stack([np.ones(200_000), rng.uniform(size=200_000)])
@@ -1131,7 +1138,7 @@ def test_design_is_local_and_never_standardized():
     """Changing record r changes row r of a successor's design only (Proposition 1, step 1),
     and design_matrix keeps a PublicDesign as given (no mean/sd read from the data)."""
     from dpsynth.models.catalogue import PublicDesign, design_matrix
-    from dpsynth.table.pipeline import features
+    from dpsynth.table.design import features
 
     spec = load_spec(_clean(_spec()))
     income = spec.confidential[0]
@@ -1148,7 +1155,7 @@ def test_design_is_local_and_never_standardized():
 
 
 def test_categorical_predecessor_one_hot_on_public_levels():
-    from dpsynth.table.pipeline import features, one_hot
+    from dpsynth.table.design import features, one_hot
 
     spec = _clean(_spec())
     spec["confidential"][0] = {"name": "income", "model": "categorical", "levels": ["a", "b", "c"]}
@@ -1161,7 +1168,7 @@ def test_categorical_predecessor_one_hot_on_public_levels():
 def test_numbered_levels_enter_the_design_as_one_scaled_number():
     """design = "number": a categorical predecessor with numeric public levels is one
     column, the level scaled by the levels' range (public), 0 where missing."""
-    from dpsynth.table.pipeline import features
+    from dpsynth.table.design import features
 
     spec = _clean(_spec())
     spec["confidential"][0] = {
@@ -1178,7 +1185,7 @@ def test_numbered_levels_enter_the_design_as_one_scaled_number():
 
 def test_missing_indicator_values_from_the_data_mask():
     """The indicator column is the parent's missing mask (1 = missing); the values keep NaN."""
-    from dpsynth.table.pipeline import column_codes
+    from dpsynth.table.design import column_codes
 
     spec = _clean(_spec())
     spec["confidential"][1]["missing"] = "indicator"
@@ -1192,7 +1199,7 @@ def test_missing_indicator_values_from_the_data_mask():
 
 
 def test_clip_counts_go_to_the_diagnostics_only():
-    from dpsynth.table.pipeline import column_codes
+    from dpsynth.table.design import column_codes
 
     spec = _clean(_spec())
     spec["clip"] = True
@@ -1443,7 +1450,7 @@ given_bins = 5
 def test_parent_cells_bin_a_continuous_parent_on_public_bins():
     """A continuous parent in ``given`` enters the joint cells on ``given_bins`` equal-width
     bins of its PUBLIC bounds (the upper bound in the last bin; missing in the first)."""
-    from dpsynth.table.pipeline import _parent_cells
+    from dpsynth.table.design import parent_cell_codes
     from dpsynth.table.spec import n_cells, ph_parents
 
     spec = load_spec(tomllib.loads(GIVEN_SPEC))
@@ -1451,7 +1458,7 @@ def test_parent_cells_bin_a_continuous_parent_on_public_bins():
     parents = ph_parents(flag, [x])
     assert parents == [x] and n_cells(flag, parents) == 5
     v = np.array([0.0, 1.99, 2.0, 5.5, 9.99, 10.0, np.nan])
-    np.testing.assert_array_equal(_parent_cells(flag, parents, {"x": v}), [0, 0, 1, 2, 4, 4, 0])
+    np.testing.assert_array_equal(parent_cell_codes(flag, parents, {"x": v}), [0, 0, 1, 2, 4, 4, 0])
 
 
 def test_ph_level_column_given_a_continuous_column_keeps_a_u_shape(tmp_path):
@@ -1553,8 +1560,8 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
 
     from scipy import stats
 
-    from dpsynth.table import pipeline
-    from dpsynth.table.pipeline import ph_joint_draws
+    from dpsynth.table import steps
+    from dpsynth.table.columns import ph_joint_draws
 
     assert ph_joint_draws(4000) == 80_000 and ph_joint_draws(10**6) == 2_000_000
     assert ph_joint_draws(3 * 10**6) == 3 * 10**6  # never fewer than n
@@ -1567,7 +1574,7 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
     real = frame.value_counts(normalize=True)
     tvd = {}
     for draw in ("iid", "systematic"):
-        with warnings.catch_warnings(), mock.patch.dict(pipeline.TABLE_PH, draw=draw):
+        with warnings.catch_warnings(), mock.patch.dict(steps.TABLE_PH, draw=draw):
             warnings.simplefilter("ignore")
             rel = synthesize_table(
                 frame, tomllib.loads(DOUBLE_SAMPLING_SPEC), 1000.0, m=30, seed=7,
@@ -1580,7 +1587,7 @@ def test_ph_given_parents_adds_no_second_sampling_noise():
     k = np.arange(n + 1)
     expected = sum(0.5 * (stats.binom.pmf(k, n, p) * np.abs(k - n * p)).sum() / n for p in real)
     assert np.mean(tvd["iid"]) / expected < 1.18, (np.mean(tvd["iid"]), expected)
-    assert pipeline.TABLE_PH["draw"] == "systematic"
+    assert steps.TABLE_PH["draw"] == "systematic"
     assert max(tvd["systematic"]) <= 12 / n, max(tvd["systematic"])
 
 
@@ -1588,7 +1595,7 @@ def test_raked_shares_hit_the_target_marginal_and_keep_each_row():
     """Iterative proportional fitting: the parent cells' weights q give the target marginal
     (to 1e-9), rows still sum to 1, a zero share stays zero, a row of weight 0 is left as it
     is, and shares that already give the target are unchanged."""
-    from dpsynth.table.pipeline import raked
+    from dpsynth.table.steps import raked
 
     rng = np.random.default_rng(3)
     shares = rng.dirichlet(np.ones(4), size=5)
@@ -1607,7 +1614,7 @@ def test_ph_calibration_weight_is_the_inverse_noise_variance_weight():
     """The own histogram's weight: the joint's marginal sums P cells' Laplace noise at
     1 - c of the column's epsilon (variance P / (1 - c)^2 in units of one cell's at epsilon_j),
     the own histogram one cell's at c (1 / c^2). P = 16, c = 1/2: 64 / (64 + 4)."""
-    from dpsynth.table.pipeline import ph_calibration_weight
+    from dpsynth.table.steps import ph_calibration_weight
 
     assert ph_calibration_weight(16, 0.5) == pytest.approx(64 / 68)
     assert ph_calibration_weight(1, 0.5) == pytest.approx(0.5)
@@ -1643,7 +1650,7 @@ def test_calibrated_ph_given_parents_has_a_closer_marginal_and_reports_its_parts
     scale 20 on counts of 4,000 records), b's mean one-way TVD was 0.56-0.67 x the
     uncalibrated draw's at seeds 1-8 (0.59 at seed 5); at most 0.8 x asked. The report's parts add up to the column's epsilon,
     and a's and b's dependence is kept (P(b = p | a = x) within 0.1 of the data's)."""
-    from dpsynth.table.pipeline import ph_calibration_weight
+    from dpsynth.table.steps import ph_calibration_weight
 
     frame = _calibrated_ph_frame()
     plain = copy.deepcopy(CALIBRATED_PH_SPEC)
@@ -1781,7 +1788,7 @@ def test_calibrated_intercepts_hit_the_shares_and_keep_the_slopes():
     target shares (to 1e-6), the slopes are untouched; logistic and a 3-level categorical."""
     from scipy.special import expit, softmax
 
-    from dpsynth.table.pipeline import calibrated_intercepts
+    from dpsynth.table.steps import calibrated_intercepts
 
     rng = np.random.default_rng(3)
     X = np.column_stack([np.ones(500), rng.uniform(size=(500, 2))])

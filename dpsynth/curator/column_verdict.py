@@ -43,6 +43,7 @@ from scipy import stats
 from dpsynth.curator.utility import ecdf_measures
 from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
 from dpsynth.mechanisms import registry
+from dpsynth.models.catalogue import OUTCOMES
 
 __all__ = [
     "EXTRA_DRAWS",
@@ -62,7 +63,6 @@ __all__ = [
     "MANY_ZERO_WEIGHT",
     "MEAN_NEAR_ZERO",
     "MOVES",
-    "OUTCOMES",
     "QUANTILES",
     "RULES",
     "SKEWED",
@@ -73,7 +73,6 @@ __all__ = [
     "verdict_of_release",
 ]
 
-OUTCOMES = ("unit", "count", "real", "positive")
 VERDICTS = ("good", "fair", "poor")
 QUANTILES = (0.05, 0.25, 0.50, 0.75, 0.95)
 

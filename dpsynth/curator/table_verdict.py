@@ -51,7 +51,6 @@ from dpsynth.curator.utility import ecdf_measures, interval_overlap
 from dpsynth.errors import InputError, from_data
 from dpsynth.mechanisms import registry
 
-KINDS = registry.OUTCOMES
 VERDICTS = ("good", "fair", "poor")
 
 DEFAULT_BINS = 10
@@ -109,7 +108,7 @@ count as the better level."""
 
 @dataclass(frozen=True)
 class ColumnInfo:
-    """The public description of one column: its name, type (:data:`KINDS`), public
+    """The public description of one column: its name, type (:data:`dpsynth.mechanisms.registry.COLUMN_TYPES`), public
     ``bounds`` (continuous and count columns) or public ``levels`` (categorical; binary
     columns default to 0 and 1), ``bins`` (equal-width bins over the bounds), and whether it
     is ``public`` (copied, not synthesized)."""
@@ -126,8 +125,9 @@ class ColumnInfo:
     fit_records: int | None = None  # a model column fitted to a subsample this big (next step)
 
     def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise InputError("columns", f"{self.name!r}: type must be one of {', '.join(KINDS)}")
+        if self.kind not in registry.COLUMN_TYPES:
+            types = ", ".join(registry.COLUMN_TYPES)
+            raise InputError("columns", f"{self.name!r}: type must be one of {types}")
         if self.kind in ("continuous", "count"):
             if self.bounds is None or not float(self.bounds[0]) < float(self.bounds[1]):
                 raise InputError("columns", f"{self.name!r}: needs public bounds lo < hi")

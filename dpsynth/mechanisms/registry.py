@@ -30,7 +30,9 @@ GUARANTEE_KINDS: tuple[str, ...] = ("DP", "aDP", "none")
 """What a mechanism can promise before any run: strict epsilon-DP, asymptotic DP only (the
 bound is computed from draws on the confidential data), or none."""
 
-OUTCOMES: tuple[str, ...] = ("continuous", "count", "binary", "categorical")
+COLUMN_TYPES: tuple[str, ...] = ("continuous", "count", "binary", "categorical")
+"""The types of a table column, and of the outcomes a mechanism declares it synthesizes:
+one vocabulary (a model's outcome on its Stan scale is ``dpsynth.models.catalogue.OUTCOMES``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

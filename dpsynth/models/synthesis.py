@@ -33,7 +33,7 @@ import numpy as np
 
 from dpsynth import engine
 from dpsynth.errors import InputError
-from dpsynth.models.catalogue import Model, clip_to_public_bounds
+from dpsynth.models.catalogue import Model, clip_to_public_bounds, design_matrix
 
 CONFIDENTIAL_INPUTS = ("y", "alpha", "centre")
 """Entries of the convention's data dict that hold (or derive from) confidential data."""
@@ -121,6 +121,40 @@ def published_picks(seed: int, S: int, m: int) -> tuple[np.ndarray, np.random.Ge
     that then simulates them (fixed by the seed)."""
     rng = np.random.default_rng([seed % (2**63), 1])
     return rng.choice(S, size=m, replace=False), rng
+
+
+def published_draws(
+    draws: Draws, n_draws: int, seed: int, m: int
+) -> tuple[tuple[dict[str, Any], ...], np.random.Generator]:
+    """The m retained draws a release's published sets come from (:func:`published_picks`),
+    each as ``{name: value}``, and the generator that then simulates them: all that a draw
+    at a new public design needs of a fit (a table column's, :mod:`dpsynth.table.columns`)."""
+    picks, rng = published_picks(seed, n_draws, m)
+    return tuple({k: v[int(s)] for k, v in draws.items()} for s in picks), rng
+
+
+def sets_at_designs(
+    model: Model,
+    draws: Sequence[Mapping[str, Any]],
+    rng: np.random.Generator,
+    designs: Sequence[np.ndarray | None],
+    bounds: tuple[float, float] | None,
+    steps: Sequence[Any] = (),
+) -> list[np.ndarray]:
+    """Set k from ``draws[k]`` at the public design ``designs[k]`` (no intercept column;
+    :func:`dpsynth.models.catalogue.design_matrix` adds it): each step of ``steps`` (a
+    callable ``(draw, design matrix, k) -> draw``, post-processing) applied to the draw in
+    turn, then ``model.simulate`` with ``rng``, back on the outcome's scale inside the
+    public bounds. Records come from the draw and public inputs only."""
+    out = []
+    for k, (draw, X) in enumerate(zip(draws, designs, strict=True)):
+        n = 0 if X is None else X.shape[0]
+        Xd = design_matrix(n, X)
+        for step in steps:
+            draw = step(draw, Xd, k)
+        y = np.asarray(model.simulate(draw, {"n": n, "K": Xd.shape[1], "X": Xd}, n, rng), float)
+        out.append(to_original_scale(model, y, bounds))
+    return out
 
 
 def verdict_picks(seed: int, S: int, m: int, extra: int) -> tuple[np.ndarray, np.random.Generator]:

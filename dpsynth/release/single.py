@@ -76,13 +76,15 @@ class Release:
     ``data`` holds synthetic records only (plus public covariates, when the model has
     them, as the report says). ``report`` is safe to publish. ``diagnostics`` is not: it
     is computed from the confidential data without noise. ``confidential`` keeps the
-    fitted result in memory (weights, record bounds) for plots; it is never written.
+    fitted result in memory (weights, record bounds) for plots; it is never written. A whole
+    table's release (:func:`dpsynth.table.pipeline.synthesize_table`) is the same type, its
+    ``confidential`` each column's result by name.
     """
 
     data: pd.DataFrame
     report: dict[str, Any]
     diagnostics: dict[str, Any] = field(default_factory=dict)
-    confidential: Result | None = None
+    confidential: Result | dict[str, Result | None] | None = None
 
     def write(
         self,

@@ -25,7 +25,6 @@ from dpsynth.errors import InputError, require_downscale
 from dpsynth.mechanisms import registry
 from dpsynth.privacy import relations
 
-COLUMN_TYPES = registry.OUTCOMES
 TABLE_MECHANISMS = registry.table_names()
 MISSING = ("refuse", "indicator", "level")
 """How a confidential column's missing values are handled: refused (the default); a
@@ -529,8 +528,10 @@ def _public(entry: Mapping[str, Any], i: int) -> PublicColumn:
     name = _name(entry, "public", i)
     _unknown(entry, _PUBLIC_KEYS, f"public column {name!r}")
     kind = entry.get("type", "continuous")
-    if kind not in COLUMN_TYPES:
-        raise InputError("type", f"column {name!r}: must be one of {', '.join(COLUMN_TYPES)}")
+    if kind not in registry.COLUMN_TYPES:
+        raise InputError(
+            "type", f"column {name!r}: must be one of {', '.join(registry.COLUMN_TYPES)}"
+        )
     levels = _levels(entry.get("levels"), name)
     if levels is not None and kind not in ("binary", "categorical"):
         raise InputError(
@@ -850,8 +851,10 @@ def _type_and_model(entry: Mapping[str, Any], name: str, mechanism: str) -> tupl
     """The column's type and model: the model names the type; ph has no model."""
     kind, model = entry.get("type"), entry.get("model")
     model = MODEL_ALIASES.get(model, model) if isinstance(model, str) else model
-    if kind is not None and kind not in COLUMN_TYPES:
-        raise InputError("type", f"column {name!r}: must be one of {', '.join(COLUMN_TYPES)}")
+    if kind is not None and kind not in registry.COLUMN_TYPES:
+        raise InputError(
+            "type", f"column {name!r}: must be one of {', '.join(registry.COLUMN_TYPES)}"
+        )
     if registry.model_free(mechanism):
         if model is not None:
             raise InputError("model", f"column {name!r}: ph is a histogram and takes no model")
@@ -980,7 +983,6 @@ def require_columns(spec: TableSpec, columns: Sequence[str], param: str = "data"
 
 
 __all__ = [
-    "COLUMN_TYPES",
     "MODEL_TYPES",
     "Analysis",
     "ConfidentialColumn",

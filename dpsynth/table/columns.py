@@ -1,0 +1,585 @@
+"""The two kinds of table column, each as a fit and a draw.
+
+A model column (a censored regression) and a histogram column (PH) each have one function
+that reads the confidential values and returns its fit (:class:`ModelFit`,
+:class:`HistogramFit`): the only code that sees them, through :class:`ConfidentialInputs`.
+And one function that draws m synthetic sets from that fit and :class:`PublicInputs` (the
+public columns, the synthetic predecessors, public settings): neither type has a field
+through which a confidential value could be reached. A model fit keeps only the m draws its
+release publishes (the ones its epsilon covers), not the posterior sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from dpsynth import entropy
+from dpsynth.errors import (
+    EPSILON_RANGE,
+)
+from dpsynth.mechanisms import registry
+from dpsynth.models import debias, synthesis
+from dpsynth.models.catalogue import (
+    Model,
+    PublicDesign,
+)
+from dpsynth.privacy import accounting, relations
+from dpsynth.sampler import Sampler
+from dpsynth.table import steps
+from dpsynth.table.design import (
+    column_design,
+    column_model,
+    features,
+    from_outcome,
+    own_codes,
+    parent_cell_codes,
+    stan_outcome,
+)
+from dpsynth.table.spec import (
+    CALIBRATE_BINS_DEFAULT,
+    DOWNSCALE_NATS,
+    MISSING_SUFFIX,
+    ConfidentialColumn,
+    n_cells,
+    own_size,
+    ph_parents,
+)
+from dpsynth.table.steps import TABLE_PH
+
+
+@dataclass(frozen=True)
+class PublicInputs:
+    """What a column's draw reads: the public columns' features, the synthetic sets of the
+    columns before it and their (public) spec entries. No field holds, or leads to, a
+    confidential value: the draw of a column cannot see the data."""
+
+    public: np.ndarray  # n x p: the public columns' features
+    synthetic: Mapping[str, tuple[np.ndarray, ...]]  # each predecessor's m synthetic sets
+    done: tuple[ConfidentialColumn, ...]  # the predecessors, in synthesis order
+    m: int
+
+    @property
+    def n(self) -> int:
+        """The table's public record count (public under the substitution relation)."""
+        return int(self.public.shape[0])
+
+    def with_column(self, col: ConfidentialColumn, sets: list[np.ndarray]) -> PublicInputs:
+        """These inputs with ``col``'s m synthetic sets added (the next column's)."""
+        return replace(
+            self, synthetic={**self.synthetic, col.name: tuple(sets)}, done=(*self.done, col)
+        )
+
+
+@dataclass(frozen=True)
+class ConfidentialInputs:
+    """What a column's fit reads beyond the public inputs: every confidential column's
+    values (codes on the outcome's scale), and the public reference file's, encoded alike."""
+
+    values: Mapping[str, np.ndarray]  # the confidential columns, by name
+    ref_public: np.ndarray | None = None
+    ref: Mapping[str, np.ndarray] = field(default_factory=dict)
+    fit_records: int | None = None  # the spec's subsample size for model columns
+
+
+@dataclass(frozen=True)
+class ModelFit:
+    """What a model column's draw needs: the m draws its release publishes (the ones its
+    epsilon covers, not the posterior sample), the generator that simulates them (seeded by
+    the release, no data), the column's public settings and its post-processing steps."""
+
+    col: ConfidentialColumn
+    model: Model
+    draws: tuple[dict[str, Any], ...]
+    rng: np.random.Generator
+    steps: tuple[steps.DrawStep, ...]
+    targets: np.ndarray | None  # the marginal histogram's m samples (DP), or None
+    col_seed: int | None
+
+
+@dataclass(frozen=True)
+class HistogramFit:
+    """What a histogram (PH) column's draw needs: its m PH samples (its values, or given
+    parents its joint cells), the marginal histogram's samples and its seed."""
+
+    col: ConfidentialColumn
+    parents: tuple[ConfidentialColumn, ...]
+    sets: tuple[np.ndarray, ...]
+    targets: np.ndarray | None
+    col_seed: int | None
+
+
+class ColumnFit(NamedTuple):
+    """A column's fit: its release (report, confidential diagnostics), its marginal
+    histogram's release or None, and what its draw reads (:class:`ModelFit` or
+    :class:`HistogramFit`)."""
+
+    release: Any
+    marginal: Any
+    fit: ModelFit | HistogramFit
+
+
+def _marginal(
+    col: ConfidentialColumn,
+    col_seed: int | None,
+    conf: ConfidentialInputs,
+    n: int,
+    epsilon: float,
+    m: int,
+    run: dict[str, bool],
+) -> tuple[Any, np.ndarray | None]:
+    """A calibrated column's marginal histogram release and its m samples (None, None
+    for a column without calibration)."""
+    if col.calibrate_share <= 0:
+        return None, None
+    marg = _marginal_histogram(col, col_seed, conf, n, col.calibrate_share * epsilon, m, run)
+    return marg, marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
+
+
+def _column_release(outcome: np.ndarray, col: ConfidentialColumn, settings: dict[str, Any]):
+    """The column's one dpsynth release (:func:`dpsynth.release.single.synthesize`)."""
+    from dpsynth.release.single import synthesize
+
+    return synthesize(
+        outcome,
+        mechanism=col.mechanism,
+        column=col.name,
+        allow_large_epsilon=True,  # the table's total was checked
+        **settings,
+    )
+
+
+def fit_histogram_column(
+    col: ConfidentialColumn,
+    j: int,
+    conf: ConfidentialInputs,
+    pub: PublicInputs,
+    epsilon: float,
+    m: int,
+    seed: int | None,
+    sampler: Sampler,
+    run: dict[str, bool],
+) -> ColumnFit:
+    """A PH column's fit: the perturbed histogram of its values, or given parents of its
+    joint cells with them (:func:`_ph_inputs`), at its epsilon."""
+    col_seed = None if seed is None else entropy.column_seed(seed, j)
+    marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, run)
+    parents = ph_parents(col, list(pub.done))
+    outcome, kw = _ph_inputs(col, parents, conf.values, conf.values[col.name])
+    if parents:  # a large joint sample: the conditional draw then adds little noise
+        kw["n_synthetic"] = ph_joint_draws(pub.n)
+    eps_fit = fit_epsilon(col, epsilon, conf.fit_records, pub.n)
+    settings = dict(epsilon=eps_fit, m=m, seed=col_seed, sampler=sampler, **run, **kw)
+    rel = _column_release(outcome, col, settings)
+    sets = tuple(rel.data[col.name].to_numpy(dtype=float).reshape(m, -1))
+    return ColumnFit(rel, marg, HistogramFit(col, tuple(parents), sets, targets, col_seed))
+
+
+def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarray]:
+    """A PH column's m sets: its PH samples, or given parents each record's own cell drawn
+    in its SYNTHETIC parent cell (:func:`dpsynth.table.steps.conditional_values`)."""
+    if not fit.parents:
+        return list(fit.sets)
+    rng = entropy.stream(fit.col_seed, "ph-conditional")
+    own = [None] * pub.m if fit.targets is None else list(fit.targets)
+    return [
+        steps.conditional_values(
+            fit.col, list(fit.parents), {p.name: pub.synthetic[p.name][k] for p in fit.parents},
+            joint, rng, own[k],
+        )
+        for k, joint in enumerate(fit.sets)
+    ]  # fmt: skip
+
+
+def fit_model_column(
+    col: ConfidentialColumn,
+    j: int,
+    conf: ConfidentialInputs,
+    pub: PublicInputs,
+    epsilon: float,
+    m: int,
+    seed: int | None,
+    sampler: Sampler,
+    run: dict[str, bool],
+) -> ColumnFit:
+    """A model column's fit: its censored regression on the public columns and the
+    CONFIDENTIAL predecessors (a k-of-n subsample with ``fit_records``), at its epsilon."""
+    n = pub.n
+    col_seed = None if seed is None else entropy.column_seed(seed, j)
+    marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, run)
+    k = subsample_size(col, conf.fit_records, n)
+    sub = _subset(_fit_rows(k, n, col_seed))
+    y = sub(conf.values[col.name])
+    rows = np.isfinite(y)
+    parts = [features(p, sub(conf.values[p.name])) for p in pub.done]
+    X = column_design(sub(pub.public), parts, rows if not rows.all() else None)
+    eps_fit = fit_epsilon(col, epsilon, conf.fit_records, n)
+    kw: dict[str, Any] = {"model": column_model(col), "X": X}
+    kw.update(_reference_inputs(col, conf, pub.done, X is not None, sampler))
+    if col.centring == "marginal":
+        synthetic = [(p, pub.synthetic[p.name][0]) for p in pub.done]
+        rng = entropy.stream(col_seed, "marginal-centre")
+        kw["centring"] = _marginal_centre(col, pub.public, synthetic, targets[0], rng, sampler)
+    kw["model"] = fit_model(col, kw.get("centring"))
+    d = downscale_of(col, eps_fit / m)  # each of the m sets' draws: its own bound
+    kw["downscale"] = d if d < 1 else None  # 1: the paper's Censor_uw, as before
+    if col.bounds is not None:
+        kw["bounds"] = col.bounds
+    settings = dict(epsilon=eps_fit, m=m, seed=col_seed, sampler=sampler, **run, **kw)
+    rel = _column_release(stan_outcome(col, y[rows]), col, settings)
+    censoring = _censoring(col, rel, kw, n if k is None else k)
+    return ColumnFit(rel, marg, _model_fit(col, rel, m, targets, censoring, col_seed))
+
+
+def _model_fit(
+    col: ConfidentialColumn,
+    rel: Any,
+    m: int,
+    targets: np.ndarray | None,
+    censoring: debias.Censoring | None,
+    col_seed: int | None,
+) -> ModelFit:
+    """The m published draws of ``rel`` (:func:`dpsynth.models.synthesis.published_draws`:
+    the draws and generator its own synthetic sets use) and the column's draw steps."""
+    model = column_model(col)
+    seed = rel.diagnostics["seed"]
+    stan_fit = rel.confidential.fit.stan_fit
+    draws, rng = synthesis.published_draws(stan_fit.draws, stan_fit.n_draws, seed, m)
+    shares, variances, means = steps.calibration_targets(col, model, targets)
+    chain: list[steps.DrawStep] = []
+    if censoring is not None:
+        chain.append(steps.Debiased(model, censoring, seed, variances, means))
+    if shares is not None:
+        chain.append(steps.CalibratedIntercepts(shares))
+    if variances is not None:
+        chain.append(steps.MatchedDispersion(model, variances, means))
+    return ModelFit(col, model, draws, rng, tuple(chain), targets, col_seed)
+
+
+def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
+    """A model column's m sets: set k from published draw k at the design of the public
+    columns and the SYNTHETIC predecessors of set k (NaN where the synthetic indicator says
+    missing), through the column's steps, then rank-mapped onto its histogram sample."""
+    col, n = fit.col, pub.n
+    designs, keep = [], []
+    for k in range(pub.m):
+        parts = [features(p, pub.synthetic[p.name][k]) for p in pub.done]
+        rows = np.ones(n, bool)
+        if col.missing == "indicator":
+            rows = pub.synthetic[col.name + MISSING_SUFFIX][k] == 0
+        designs.append(column_design(pub.public, parts, None if rows.all() else rows))
+        keep.append(rows)
+    if designs[0] is None:  # intercept-only: n records per set
+        designs = [np.empty((int(r.sum()), 0)).view(PublicDesign) for r in keep]
+    drawn = synthesis.sets_at_designs(fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps)
+    sets = []
+    for rows, y in zip(keep, drawn, strict=True):
+        full = np.full(n, np.nan)
+        full[rows] = from_outcome(col, y)
+        sets.append(full)
+    if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
+        rng = entropy.stream(fit.col_seed, "rank-map")
+        sets = [steps.rank_mapped(s, t, rng) for s, t in zip(sets, fit.targets, strict=True)]
+    return sets
+
+
+@dataclass(frozen=True)
+class ColumnKind:
+    """One of the two kinds of table column: the function that fits it (the only one that
+    reads confidential values) and the one that draws its sets from the fit and public inputs."""
+
+    name: str
+    fit: Callable[..., ColumnFit]
+    draw: Callable[[Any, PublicInputs], list[np.ndarray]]
+
+
+HISTOGRAM_COLUMN = ColumnKind("histogram", fit_histogram_column, draw_histogram_column)
+MODEL_COLUMN = ColumnKind("model", fit_model_column, draw_model_column)
+
+
+def kind_of(col: ConfidentialColumn) -> ColumnKind:
+    """A column's kind, from its mechanism's declaration (a mechanism that fits no model
+    makes a histogram column)."""
+    return HISTOGRAM_COLUMN if registry.model_free(col.mechanism) else MODEL_COLUMN
+
+
+def _censoring(
+    col: ConfidentialColumn, rel: Any, kw: dict[str, Any], records: int
+) -> debias.Censoring | None:
+    """A ``debias`` column's public censoring settings (its centre, bound M, weight d and
+    ``records``: the spec's ``fit_records`` or n, public counts, never the number of
+    non-missing values), for :func:`dpsynth.models.debias.corrected`; None for any other column."""
+    if not col.debias:
+        return None
+    return debias.Censoring(
+        centring=kw.get("centring", "none"),
+        bound=float(rel.confidential.fit.censor_bound),
+        downscale=float(kw.get("downscale") or 1.0),
+        fit_records=int(records),
+    )
+
+
+def fit_epsilon(col: ConfidentialColumn, epsilon: float, fit_records: int | None, n: int) -> float:
+    """The epsilon a column's fit spends of its ``epsilon`` (eps_j): its part
+    (``fit_share``), amplified when it reads a subsample (``fit_subsample``)."""
+    epsilon = col.fit_share * epsilon  # a calibrated column's fit: its part
+    k = subsample_size(col, fit_records, n)
+    return epsilon if k is None else fit_subsample(k, n, epsilon)["epsilon_of_the_fit"]
+
+
+def draw_bound(col: ConfidentialColumn, epsilon: float) -> float:
+    """The censoring bound M of one draw of a column's fit at ``epsilon`` (one set's, after
+    amplification), under the neighbours its mechanism declares."""
+    return accounting.censor_bound(epsilon, registry.get(col.mechanism).default_neighbours)
+
+
+def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
+    """A censored column's weight d (``downscale``): the spec's number, or for "auto"
+    min(1, M / :data:`~dpsynth.table.spec.DOWNSCALE_NATS`) with M the censoring bound of one
+    draw at ``epsilon`` (the fit's own per set, after amplification): public inputs only."""
+    if col.downscale != "auto":
+        return float(col.downscale)
+    return min(1.0, draw_bound(col, epsilon) / DOWNSCALE_NATS)
+
+
+def fit_model(col: ConfidentialColumn, centring: Any) -> Model:
+    """A model column's model for its censored fit: with ``calibrate_dispersion`` and a
+    centre (a fit to public inputs only: the marginal's or the reference's), its dispersion
+    fixed at the centre's value, so the fit draws the coefficients alone (the synthetic sets
+    get the matched dispersion anyway, :func:`matched_dispersion`). A fitted dispersion is
+    what lets a censored fit at a small bound concentrate on one group of records, each chain
+    on another (``dpsynth.table.spec.DISPERSION_MATCHED_MODELS``; evidence: book/choices.md,
+    section choices-table-models)."""
+    model = column_model(col).with_clamp(col.clamp)
+    if not _fixes_dispersion(col) or not isinstance(centring, dict):
+        return model
+    return model.with_known_dispersion(float(np.asarray(centring[model.dispersion], float)))
+
+
+def _fixes_dispersion(col: ConfidentialColumn) -> bool:
+    """Whether a column's fit takes its centre's dispersion as known (:func:`fit_model`): a
+    ``calibrate_dispersion`` column whose model has one, centred at a public fit."""
+    return (
+        col.calibrate_dispersion
+        and column_model(col).dispersion is not None
+        and col.centring in ("marginal", "reference")
+    )
+
+
+def _marginal_histogram(
+    col: ConfidentialColumn,
+    col_seed: int | None,
+    conf: ConfidentialInputs,
+    n: int,
+    epsilon: float,
+    m: int,
+    run: dict[str, bool],
+) -> Any:
+    """A column's perturbed histogram of its marginal, m samples. A model column's: on its
+    public cells (:func:`marginal_cells`; epsilon on every record with a value), n values
+    each (n the table's public record count, never the count of values): a calibrated
+    column's target, and a marginal centring's pseudo-data. A PH column's given parents: on
+    its own cells (its levels or public bins, as in its joint cells), :func:`ph_joint_draws`
+    cells each: the marginal its draw is raked to (``table_spec.PH_CALIBRATION``)."""
+    from dpsynth.release.single import synthesize
+
+    y = conf.values[col.name]
+    if registry.model_free(col.mechanism):
+        values = own_codes(col, y).astype(float)
+        cells = {
+            "integer": True,
+            "bounds": (0, own_size(col) - 1),
+            "n_synthetic": ph_joint_draws(n),
+        }
+    else:
+        values, cells = y[np.isfinite(y)], {**marginal_cells(col), "n_synthetic": n}
+    return synthesize(
+        values,
+        mechanism="ph",
+        epsilon=epsilon,
+        m=m,
+        seed=None if col_seed is None else entropy.derived_seed(col_seed, "marginal-histogram"),
+        column=col.name,
+        allow_large_epsilon=True,  # the table's total was checked
+        **cells,
+        **TABLE_PH,
+        **run,
+    )
+
+
+MARGINAL_UNIT_BINS = 200
+"""A count column's marginal histogram has one bin per integer of its public bounds when
+they hold at most this many, else ``calibrate_bins`` (default 20) equal-width bins."""
+
+
+def marginal_cells(col: ConfidentialColumn) -> dict[str, Any]:
+    """The public cells of a column's marginal histogram, as keyword arguments of
+    :func:`dpsynth.release.single.synthesize`: one per level (codes), one per integer of a count's
+    bounds (up to :data:`MARGINAL_UNIT_BINS`), else ``calibrate_bins`` equal-width bins."""
+    if col.levels is not None:
+        return {"integer": True, "bounds": (0, len(col.levels) - 1)}
+    lo, hi = col.bounds
+    if col.type == "count" and hi - lo < MARGINAL_UNIT_BINS:
+        return {"integer": True, "bounds": (int(lo), int(hi))}
+    return {"bounds": col.bounds, "n_bins": col.calibrate_bins or CALIBRATE_BINS_DEFAULT}
+
+
+MARGINAL_CENTRE_ROWS = 2000
+"""The rows of the public pseudo-reference a marginal centring fits (``centring =
+"marginal"``): enough to pin an intercept and a dispersion, and a fit of seconds."""
+
+
+def _marginal_centre(
+    col: ConfidentialColumn,
+    public: np.ndarray,
+    synthetic: list[tuple[ConfidentialColumn, np.ndarray]],
+    sample: np.ndarray,
+    rng: np.random.Generator,
+    sampler: Sampler,
+) -> dict[str, Any]:
+    """``centring = "marginal"``: the column's model fitted, uncensored, to PUBLIC inputs
+    only (no confidential value reaches this function): its histogram's sample (shuffled,
+    so unrelated to the rows) beside the public columns and the synthetic predecessors of
+    set 1. Intercept and dispersion from the marginal, slopes near 0: a centre that needs
+    no reference file."""
+    from dpsynth.release.plan import reference_point
+
+    values = {p.name: v for p, v in synthetic}
+    rows = np.arange(public.shape[0])
+    if col.missing == "indicator":
+        rows = np.flatnonzero(values[col.name + MISSING_SUFFIX] == 0)
+    rows = np.sort(rng.permutation(rows)[:MARGINAL_CENTRE_ROWS])
+    y = rng.choice(sample, size=rows.size, replace=False)
+    if col.type != "continuous":  # codes, or a count's equal-width bin values rounded
+        y = np.rint(y)
+    parts = [features(p, v[rows]) for p, v in synthetic]
+    X = column_design(public[rows], parts, None)
+    return reference_point(
+        stan_outcome(col, y), column_model(col), bounds=col.bounds, reference_X=X,
+        sampler=centre_sampler(sampler),
+    )  # fmt: skip
+
+
+MARGINAL_CENTRE_DRAWS = 500
+"""Warmup and retained draws per chain (at most) of a marginal centre's fit: it is an uncensored
+fit to public pseudo-data, well identified, and only its posterior mean is used, whose Monte
+Carlo error at about 1,000 draws is a few percent of its posterior sd. Internal (not in
+``__all__``); dpsynth's extension (a shorter run than the table's own, ``TABLE_SAMPLER``).
+Evidence: book/choices.md, section choices-table-models."""
+
+
+def centre_sampler(sampler: Sampler) -> Sampler:
+    """``sampler`` with at most :data:`MARGINAL_CENTRE_DRAWS` warmup and retained draws."""
+    n = MARGINAL_CENTRE_DRAWS
+    return replace(
+        sampler,
+        iter_warmup=min(sampler.iter_warmup, n),
+        iter_sampling=min(sampler.iter_sampling, n),
+    )
+
+
+def subsample_size(col: ConfidentialColumn, fit_records: int | None, n: int) -> int | None:
+    """k when the column's model is fitted to a k-of-n subsample (the spec's ``fit_records``),
+    else None: PH columns, and k >= n, take every record."""
+    if fit_records is None or fit_records >= n or registry.model_free(col.mechanism):
+        return None
+    return fit_records
+
+
+def fit_subsample(k: int, n: int, epsilon: float) -> dict[str, Any]:
+    """What the public report says of a column fitted to k of n records at ``epsilon``: the
+    epsilon its fit may spend, the one that subsampling amplifies to ``epsilon``
+    (:func:`dpsynth.privacy.relations.subsampling_map`), capped at the largest epsilon dpsynth takes
+    (a fit may always spend less than it could)."""
+    inner = min(relations.subsampling_map(epsilon, k, n), EPSILON_RANGE[1])
+    return {
+        "fit_records": k,
+        "of_records": n,
+        "epsilon_of_the_fit": inner,
+        "meaning": relations.SUBSAMPLING_MEANING,
+    }
+
+
+def _fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
+    """The records a model column is fitted to: all (None), or a uniform random k of the n,
+    drawn without replacement independently of every value (never published)."""
+    if k is None:
+        return None
+    rng = entropy.stream(seed, "fit-rows")
+    return np.sort(rng.choice(n, size=k, replace=False))
+
+
+def _subset(take: np.ndarray | None) -> Any:
+    """Row selection by ``take`` (the identity when every record is taken)."""
+    return (lambda a: a) if take is None else (lambda a: a[take])
+
+
+def _ph_inputs(
+    col: ConfidentialColumn,
+    parents: list[ConfidentialColumn],
+    values: Mapping[str, np.ndarray],
+    y: np.ndarray,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """What PH releases for a column: its values (a continuous column, on its public bounds
+    and ``bins``), its 0-based level codes (one unit bin per public level), or, given
+    parents, each record's joint cell: parent cell x own cells + own cell (one unit bin per
+    public joint cell, :func:`parent_cell_codes`, :func:`own_codes`)."""
+    if parents:
+        cells = parent_cell_codes(col, parents, values) * own_size(col) + own_codes(col, y)
+        bounds = (0, own_size(col) * n_cells(col, parents) - 1)
+        return cells.astype(float), {"integer": True, "bounds": bounds, **TABLE_PH}
+    kw: dict[str, Any] = {"integer": col.type != "continuous", **TABLE_PH}
+    if col.levels is not None:
+        kw["bounds"] = (0, len(col.levels) - 1)
+    else:
+        kw["bounds"] = col.bounds
+        if col.bins is not None:
+            kw["n_bins"] = col.bins
+    return y[np.isfinite(y)], kw
+
+
+PH_JOINT_DRAWS = 20
+"""A PH column given parents draws its joint-cell sample at this many cells per record (at
+most :data:`PH_JOINT_DRAWS_CAP`, at least n; a public number): each record's own cell is
+then drawn from the sample's cells in its synthetic parent cell, so this second draw adds
+little to the noise (with a sample of n it doubled the sampling variance: double sampling)."""
+PH_JOINT_DRAWS_CAP = 2_000_000
+
+
+def ph_joint_draws(n: int) -> int:
+    """The size of a PH column's joint-cell sample (:data:`PH_JOINT_DRAWS`): public, from n."""
+    return max(n, min(PH_JOINT_DRAWS * n, PH_JOINT_DRAWS_CAP))
+
+
+def _reference_inputs(
+    col: ConfidentialColumn,
+    conf: ConfidentialInputs,
+    done: tuple[ConfidentialColumn, ...],
+    has_X: bool,
+    sampler: Sampler,
+) -> dict[str, Any]:
+    """Censor_w's reference weights and reference centring, from the public reference only."""
+    kw: dict[str, Any] = {}
+    if col.centring == "saturated":
+        kw["centring"] = "saturated"
+    if conf.ref_public is None or (
+        not registry.takes_reference(col.mechanism) and col.centring != "reference"
+    ):
+        return kw
+    y = conf.ref[col.name]
+    rows = np.isfinite(y)
+    parts = [features(p, conf.ref[p.name]) for p in done]
+    ref_X = column_design(conf.ref_public, parts, rows) if has_X else None
+    ref_y = stan_outcome(col, y[rows])
+    if registry.takes_reference(col.mechanism):
+        kw.update(reference=ref_y, reference_X=ref_X)
+    if col.centring == "reference":
+        from dpsynth.release.plan import reference_point
+
+        kw["centring"] = reference_point(
+            ref_y, column_model(col), bounds=col.bounds, reference_X=ref_X, X=None, sampler=sampler
+        )
+    return kw
