@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-stamp
 PROFILE ?= paper
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 EXECUTED := $(patsubst notebooks/%.ipynb,book/executed/%.ipynb,$(NOTEBOOKS))
-LIBRARY := $(wildcard dpsynth/*.py dpsynth/engine/*.py dpsynth/studies/*.py) $(wildcard dpsynth/stan/*.stan)
+LIBRARY := $(wildcard dpsynth/*.py dpsynth/*/*.py) $(wildcard dpsynth/stan/*.stan)
 PROFILE_STAMP := book/executed/.profile-$(PROFILE)
 
 .PHONY: venv compile test lint pytest nbval book book-html book-check book-pdf browser mathjax clean
