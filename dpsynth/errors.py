@@ -40,8 +40,10 @@ class InputError(ValueError):
         -> the caller's word); a switch's ``name=True`` becomes that word alone."""
         body = self.message
         for mention in self.mentions:
-            spelled = f"{mention}=True" if mention in SWITCHES else mention
-            body = body.replace(spelled, name(mention))
+            word = name(mention)
+            if word != mention:  # a caller without a word of its own keeps the library's
+                spelled = f"{mention}=True" if mention in SWITCHES else mention
+                body = body.replace(spelled, word)
         return f"{name(self.param)}: {body}"
 
 

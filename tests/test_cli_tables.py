@@ -308,3 +308,17 @@ def test_cli_functions_are_short_and_simple():
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_centring_from_is_passed_to_the_library_not_fitted_here(tmp_path, monkeypatch):
+    """``--centring-from`` reaches :func:`dpsynth.release.single.synthesize` as the public
+    file's outcome (``centring_from``) and design; the CLI fits nothing itself."""
+    from dpsynth.release import single
+
+    seen = _record(monkeypatch, single, "synthesize")
+    ref = _csv(tmp_path, pd.DataFrame({"y": [0.2, 0.4, 0.6]}), "ref.csv")
+    argv = _argv(tmp_path, "--mechanism", "censor-uw", "--centring-from", ref)
+    assert commands.main(argv + ["--chains", "3"]) == 1
+    assert list(seen["centring_from"]) == [0.2, 0.4, 0.6]
+    assert seen["centring_from_X"] is None and "centring" not in seen
+    assert seen["sampler"].chains == 3 and seen["public_files"]["--centring-from"]

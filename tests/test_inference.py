@@ -190,3 +190,23 @@ def test_study_reproduces_table1_gaussian_row():
     assert 0.93 <= cov["thm7"] <= 0.97 and 0.93 <= cov["raab"] <= 0.97
     assert 0.78 <= cov["raghunathan"] <= 0.87
     assert cov["rubin"] > 0.985 and 0.68 <= cov["single"] <= 0.78
+
+
+def test_combine_frame_refuses_a_missing_or_incomplete_set_column():
+    """The set column's rules are the library's (the CLI checked them before): a frame
+    without it is one set, which only the rule 'single' combines; missing set numbers are
+    refused; the settings are checked without the data (CombineSettings)."""
+    from dpsynth.mechanisms.combining import CombineSettings
+
+    one = pd.DataFrame({"y": [1.0, 2.0, 3.0]})
+    with pytest.raises(InputError) as exc:
+        combine_frame(one, "y", "mean")
+    assert exc.value.param == "set_column" and "rule 'thm7' needs m >= 2 sets" in str(exc.value)
+    assert combine_frame(one, "y", "mean", rule="single").m == 1
+    holes = pd.DataFrame({"synthetic_set": [1, None, 2, 2], "y": [1.0, 2.0, 3.0, 4.0]})
+    with pytest.raises(InputError, match="has missing values") as exc:
+        combine_frame(holes, "y", "mean")
+    assert exc.value.param == "set_column"
+    with pytest.raises(InputError) as exc:
+        CombineSettings("y", "median").validate()
+    assert exc.value.param == "estimand"

@@ -179,3 +179,23 @@ def test_cli_plan_prints_the_sizes(tmp_path, public_incomes, capsys):
     argv += ["--bounds", "0", "100000", "--mechanisms", "ph", "--n-confidential", "900"]
     assert main(argv) == 0
     assert "resampled to 900 records" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("settings", "param"),
+    [
+        ({"epsilon": 25.0}, "epsilon"),
+        ({"m": 0}, "m"),
+        ({"n_confidential": 1}, "n_confidential"),
+        ({"mechanisms": ("nope",)}, "mechanisms"),
+    ],
+)
+def test_plan_refuses_its_settings_before_any_fit(settings, param):
+    """The plan's own rules (its epsilon limit, m, the stated size, the candidates) are
+    PlanSettings', checked before the file is split or any candidate is run."""
+    kw = {"model": "beta", "epsilon": 3.0, "bounds": (0.0, 1.0), **settings}
+    with pytest.raises(InputError) as exc:
+        plan(np.random.default_rng(0).beta(2, 2, 40), **kw)
+    assert exc.value.param == param
+    if param == "epsilon":
+        assert "plan compares releases up to the sanity limit" in str(exc.value)

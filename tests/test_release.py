@@ -848,3 +848,25 @@ def test_a_record_with_no_finite_reference_centre_is_centred_at_zero():
                            {"beta1": 2.0, "beta2": 3.0})  # fmt: skip
     assert centre[2] == 0.0 and np.all(np.isfinite(centre))
     np.testing.assert_array_equal(centre[[0, 1, 3]], finite)
+
+
+@pytest.mark.slow
+def test_centring_from_a_public_file_is_a_library_option():
+    """``centring_from``: the release fits the model to the public file (the sampler's
+    settings with its default step-size target) and centres at its posterior mean, the
+    values :func:`dpsynth.release.reference.reference_point` gives; stated in the report."""
+    from dpsynth.release.reference import reference_point
+
+    rng = np.random.default_rng(11)
+    y, ref = rng.beta(2, 3, 120), rng.beta(2, 3, 80)
+    sampler = Sampler(chains=2, iter_warmup=150, iter_sampling=150, adapt_delta=0.95)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KnownSeedWarning)
+        release = synthesize(
+            y, model="beta", mechanism="censor-uw", epsilon=4.0, seed=5, sampler=sampler,
+            centring_from=ref,
+        )  # fmt: skip
+    expected = reference_point(
+        ref, "beta", sampler=Sampler(chains=2, iter_warmup=150, iter_sampling=150)
+    )
+    assert release.report["tuning"]["centring"] == pytest.approx(expected)
