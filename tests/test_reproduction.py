@@ -18,28 +18,42 @@ def test_estimate_mean_se_count() -> None:
 
 
 def test_agrees_within_monte_carlo_error() -> None:
-    out = v.reproduction_check(0.95, 0.946, se=0.003)  # 1.3 SE
+    out = v.reproduction_check(0.95, 0.946, se=0.003)  # SE_d = sqrt(2) 0.003: 0.9 SE_d
     assert out.agrees and out.status == "agrees"
     assert (
-        out.sentence == "agrees within Monte Carlo error (difference -0.004, 1.3 standard errors)"
+        out.sentence == "agrees within Monte Carlo error (difference -0.004, 0.9 standard errors)"
     )
+    out = v.reproduction_check(0.95, 0.946, se=0.003, paper_se=0.0)  # an exact paper value
+    assert out.z == pytest.approx(4 / 3)
+
+
+def test_one_criterion_k_times_the_se_of_the_difference() -> None:
+    assert v.CRITERION_K == 2.0
+    # SE_d = sqrt(2) for se 1 (same design): agrees up to 2.83, differs beyond
+    assert v.reproduction_check(10.0, 12.8, se=1.0).agrees
+    assert not v.reproduction_check(10.0, 12.9, se=1.0).agrees
+    # a reading precision adds to the Monte Carlo allowance
+    assert v.reproduction_check(10.0, 13.5, se=1.0, abs_tol=1.0).agrees
+    # no SE and no reading precision: not judged, not counted
+    out = v.reproduction_check(10.0, 11.0)
+    assert out.status == "not counted" and "no Monte Carlo error" in out.sentence
 
 
 def test_differs_gives_size_in_standard_errors_and_the_cause() -> None:
     out = v.reproduction_check(408, 84.0, se=10.0, study="beta", quantity="censor_w_count")
-    assert out.status == "differs" and out.z == pytest.approx(32.4)
-    assert out.sentence.startswith("differs by -324 (32.4 standard errors); likely cause: ")
+    assert out.status == "differs" and out.z == pytest.approx(324 / (10 * math.sqrt(2)))
+    assert out.sentence.startswith("differs by -324 (22.9 standard errors); likely cause: ")
     assert out.sentence.endswith(v.CAUSES[("beta", "censor_w_count")])
 
 
 def test_replicate_values_give_mean_and_se() -> None:
-    # mean 10, sd 2, R = 4 -> SE 1; paper 13 -> 3 SE
+    # mean 10, sd 2, R = 4 -> SE 1, SE_d sqrt(2); paper 14.5 -> 3.2 SE_d
     values = np.array([8.0, 10.0, 12.0, 10.0])
     values = (values - values.mean()) / values.std(ddof=1) * 2 + 10
-    out = v.reproduction_check(13.0, values, study="nowhere", quantity="x")
-    assert out.z == pytest.approx(3.0)
-    assert "differs by -3 (3.0 standard errors); likely cause: not known" in out.sentence
-    assert v.reproduction_check(11.5, values).agrees  # 1.5 SE
+    out = v.reproduction_check(14.5, values, study="nowhere", quantity="x")
+    assert out.z == pytest.approx(4.5 / math.sqrt(2))
+    assert "differs by -4.5 (3.2 standard errors); likely cause: not known" in out.sentence
+    assert v.reproduction_check(12.5, values).agrees  # 1.8 SE_d
 
 
 def test_relative_and_absolute_tolerances() -> None:
@@ -74,8 +88,9 @@ def test_zero_standard_error_is_said_plainly() -> None:
 
 
 def test_paper_standard_error_widens_the_tolerance() -> None:
-    assert not v.reproduction_check(0.95, 0.94, se=0.004).agrees  # 2.5 SE
+    assert not v.reproduction_check(0.95, 0.94, se=0.004, paper_se=0.0).agrees  # 2.5 SE
     assert v.reproduction_check(0.95, 0.94, se=0.004, paper_se=0.004).agrees  # 1.8 combined SE
+    assert v.reproduction_check(0.95, 0.94, se=0.004).agrees  # same design by default
 
 
 def test_paper_value_marks_points_off_the_grid() -> None:
@@ -116,7 +131,7 @@ def test_summary_frame_and_compare() -> None:
     table = v.compare(specs[:2], summary, study="beta", committed=committed, committed_label="c")
     assert list(table.columns) == ["quantity", "paper", "c", "this run", "verdict"]
     assert table["c"].tolist() == ["2.4 ± 0.0", "Censor_w"]
-    assert table["verdict"][0].startswith("paper scale: differs by -0.1 (10.0 standard errors)")
+    assert table["verdict"][0].startswith("paper scale: differs by -0.1 (7.1 standard errors)")
     assert table["verdict"][1] == "paper scale: agrees (Censor_w)"
 
 
@@ -157,3 +172,35 @@ def test_quantile_estimate_known_answers() -> None:
     assert (lo, n) == (1.0, 41) and se > 0
     assert v.quantile_estimate(x, 0.975)[0] == 39.0
     assert v.quantile_estimate([2.0] * 5, 0.975) == (2.0, 0.0, 5)
+
+
+def test_compare_shows_uncounted_cells_and_the_literal_reading() -> None:
+    run = v.summary_frame({"a": (10.0, 1.0, 100), "b": (5.0, 0.0, 100), "a_lit": (20.0, 1.0, 100)})
+    specs = [
+        {"key": "a", "label": "a", "paper": 11.0, "literal": "a_lit"},
+        {"key": "b", "label": "b", "paper": 5.0, "counted": "construction"},
+    ]
+    table = v.compare(specs, run, study="s", literal=run, literal_label="literal reading (x)")
+    assert table["literal reading (x)"].tolist() == ["20 ± 1 (differs, 6.4 SE)", "-"]
+    assert table["verdict"][1].startswith(
+        "this run, smaller than the paper's: not counted (equal by construction): agrees"
+    )
+    assert v.tally(table) == {
+        "agrees": 1,
+        "differs": 0,
+        "not counted": 1,
+        "not in the paper": 0,
+        "not run": 0,
+    }
+    with pytest.raises(ValueError, match="unknown keys"):
+        v.compare([{"key": "a", "label": "a", "paper": 1.0, "k": 3.0}], run, study="s")
+
+
+def test_extreme_se_sees_past_the_largest_value() -> None:
+    x = np.array([1.0, 2.0, 3.0, 4.0, 10.0, 10.0])  # the bootstrap of the max is often 10
+    se = v.extreme_se(x, "max")
+    assert se > 0 and se == pytest.approx(math.pi / math.sqrt(6) * np.mean([0, 12, 3, 4, 5]))
+    assert v.statistic_estimate(x, "max")[1] >= se
+    assert v.extreme_se(x, "min") == pytest.approx(
+        math.pi / math.sqrt(6) * np.mean([1, 2, 3, 24, 0])
+    )

@@ -244,15 +244,38 @@ def test_beta_summary_and_comparison(tiny_frame: pd.DataFrame) -> None:
     assert values["censor_excess"] <= 1e-12
     specs = beta_comparison([4.0, 3.0, 2.0], 4.0)
     by_key = {row["key"]: row for row in specs}
-    assert by_key["censor_w_count_4"]["paper"] == pytest.approx(20.4)
-    assert by_key["censor_w_count_2"]["paper"] is None  # off the paper's grid
-    assert by_key["censor_w_count_5"]["paper"] == pytest.approx(5.5)  # not run here
-    assert by_key["censor_w_count_ds_with"]["paper"] == pytest.approx(7.2)
+    assert by_key["t1_censor_w_mean_4"]["paper"] == 408.0
+    assert by_key["t1_censor_w_mean_2"]["paper"] is None  # off the paper's grid
+    assert by_key["t1_censor_w_mean_5"]["paper"] == 110.0  # not run here
+    assert by_key["s4_censor_w_with_mean"]["paper"] == 144.0
+    # each printed cell counted once: the mean counts are not repeated as shares, Table S4's
+    # rows without downscaling repeat Table 1 at epsilon 4, 0.9 was fitted to Weighted-e's
+    assert "censor_w_count_4" not in by_key
+    assert by_key["s4_censor_w_without_q1"]["counted"] == "repeat"
+    assert by_key["s4_weighted_e_with_mean"]["counted"] == "tuned"
+    assert "counted" not in by_key["s4_censor_w_with_mean"]
+    assert by_key["censor_excess"]["counted"] == "construction"
+    assert by_key["t1_censor_w_mean_4"]["literal"] and "literal" not in by_key["t1_censor_uw_q1_4"]
+    assert all("k" not in row for row in specs)  # one criterion, no per-row multiple
     table = compare(specs, summary_frame(values), study="beta").set_index("quantity")
-    row = table.loc["Censor_w count, mean % of records, eps = 2"]
+    row = table.loc["Table 1, eps = 2, Censor_w: mean"]
     assert row["paper"] == "not in the paper" and row["verdict"] == "not in the paper"
-    assert table.loc["Censor_w count, mean % of records, eps = 5", "this run"] == "not run"
-    assert beta_comparison([4.0], 2.0)[-3]["paper"] is None  # downscaling off the paper's epsilon
+    assert table.loc["Table 1, eps = 5, Censor_w: mean", "this run"] == "not run"
+    assert by_key["best_dp_4"]["paper"] == "Censor_w (DP)"
+    off = {r["key"]: r for r in beta_comparison([4.0], 2.0)}
+    assert off["s4_censor_w_with_mean"]["paper"] is None  # downscaling off the paper's epsilon
+
+
+def test_literal_summary_reads_the_plain_weights_run() -> None:
+    from dpsynth.studies.censoring import literal_summary
+
+    label, frame = literal_summary()
+    assert label.startswith("literal reading: plain LW weights")
+    value, se = frame.loc["t1_censor_w_mean_5", ["value", "se"]]
+    assert value == pytest.approx(12.51) and se == pytest.approx(25.61584697 / 10)
+    assert frame.loc["t1_censor_w_mean_4", "value"] == pytest.approx(98.84)
+    assert np.isnan(frame.loc["t1_censor_w_q1_4", "se"])
+    assert frame.loc["s4_censor_w_with_mean", "value"] == pytest.approx(43.31)
 
 
 @pytest.mark.slow
@@ -277,7 +300,8 @@ def test_replicate_with_the_r_script_weights_and_a_shift() -> None:
 
 @pytest.mark.slow
 def test_tune_lw_weights_reaches_the_target() -> None:
-    from dpsynth.mechanisms.posterior import Sampler, Synthesizer
+    from dpsynth.mechanisms.posterior import Synthesizer
+    from dpsynth.sampler import Sampler
     from dpsynth.studies.censoring import tune_lw_weights
 
     y = np.random.default_rng(5).beta(0.5, 3, 80)
@@ -295,15 +319,27 @@ def test_sdr_summary_and_comparison() -> None:
     from dpsynth.studies.censoring import PAPER_TABLE2, sdr_comparison, sdr_summary
     from dpsynth.studies.reproduction import compare, summary_frame
 
-    out = {"table": PAPER_TABLE2.copy(), "tuning": {"c": 0.4, "g": 0.0}}
+    sd = PAPER_TABLE2.copy() * 0.0 + 1e-9  # the same values in every synthetic dataset
+    trace = pd.DataFrame({"c": [1.0, 0.4], "epsilon": [12.16, 5.24], "lipschitz": [6.08, 2.62]})
+    out = {"table": PAPER_TABLE2.copy(), "table_sd": sd, "tuning": {"c": 0.4, "g": 0.0}}
+    out["tuning"]["trace"] = trace
     values = sdr_summary(out)
-    assert values["weighted_epsilon"] == 5.24 and values["best_dp"] == "Censor_w"
-    table = compare(sdr_comparison(), summary_frame(values), study="sdr")
+    assert values["weighted_epsilon"][0] == 5.24 and values["best_dp"] == "Censor_w"
+    assert values["weighted_epsilon_literal"] == 12.16
+    frame = summary_frame(values)
+    table = compare(sdr_comparison(), frame, study="sdr", literal=frame, literal_label="lit")
     judged = table[table.paper != "not in the paper"]
-    assert judged.verdict.str.contains("agrees").all()  # the paper agrees with itself
-    out["table"].loc["epsilon", "Weighted"] = 12.16
+    counted = judged[~judged.verdict.str.contains("not counted")]
+    assert counted.verdict.str.contains("agrees").all()  # the paper agrees with itself
+    # 11 cells built in: 4 Data, 5 epsilon / bound of Censor_w, Censor_uw and PH, 2 Weighted
+    # (tuned); Weighted-e's epsilon and bound come from one fit, without an SE
+    built_in = judged.verdict.str.contains("by construction|tuned")
+    assert built_in.sum() == 11
+    assert "differs" in table.loc[0, "lit"]  # the literal c = 1 misses 5.24
+    out["table"].loc["max_ecdf", "Weighted"] = 0.2
     table = compare(sdr_comparison(), summary_frame(sdr_summary(out)), study="sdr")
-    assert "likely cause: the LW tuning (c, g)" in table.verdict.iloc[0]
+    row = table[table.quantity == "max-ECDF: Weighted"].iloc[0]
+    assert row.verdict.startswith("this run, smaller than the paper's: differs")
     # every numeric cell of Table 2 has a row (8 rows x 6 columns, minus the NAs)
     keys = {r["key"] for r in sdr_comparison() if r.get("paper") is not None}
     cells = PAPER_TABLE2.notna().sum().sum()
@@ -339,4 +375,37 @@ def test_full_table1_rows_and_summaries(tiny_frame: pd.DataFrame) -> None:
     assert specs["t1_censor_w_q3_5"]["paper"] == 260.0
     assert specs["t1_weighted_e_sd_3"]["paper"] == 60.62
     assert specs["s4_censor_w_with_max"]["paper"] == 413.0
-    assert specs["t1_censor_uw_min_4"]["k"] == pytest.approx(2 * np.sqrt(2))
+    assert "k" not in specs["t1_censor_uw_min_4"]  # the one criterion, no per-row multiple
+
+
+def test_salaries_analogue_loads_real_data_and_compares() -> None:
+    from dpsynth.models.catalogue import covariate_matrix
+    from dpsynth.studies.censoring import PAPER_TABLE2, _sdr_covariates, sdr_analogue
+    from dpsynth.studies.sdr_data import SALARIES_SOURCE, SALARY_BOUNDS, load_salaries
+
+    frame = load_salaries()
+    assert len(frame) == 397 and not frame.attrs["simulated"]
+    assert frame.salary.between(*SALARY_BOUNDS).all()
+    X = covariate_matrix(frame, *_sdr_covariates(SALARIES_SOURCE))
+    assert X.shape == (397, 5)  # sex, two rank dummies, discipline, years since the PhD
+    smaller = PAPER_TABLE2.copy()
+    smaller.loc["max_ecdf"] = smaller.loc["max_ecdf"] / 2
+    table, sentence = sdr_analogue({"table": smaller}, {"table": PAPER_TABLE2.copy()})
+    assert table.loc["Censor_w", "max-ECDF, paper"] == "0.0968"
+    assert table.loc["best strict-DP", "max-ECDF, Salaries"] == "Censor_w"
+    assert "for 4 of the 4 on the stand-in and 0 of the 4 on the real Salaries" in sentence
+
+
+def test_tune_lw_weights_searches_the_shift_when_c_1_falls_short() -> None:
+    from types import SimpleNamespace
+
+    from dpsynth.studies.censoring import tune_lw_weights
+
+    class Stub:
+        def lw(self, c=1.0, g=0.0, neighbours=None):
+            eps = 4.0 * c + 4.0 * g  # c = 1: 4, below the target
+            return SimpleNamespace(epsilon=eps, lipschitz=eps / 2)
+
+    c, g, result, trace = tune_lw_weights(Stub(), 5.24, tol=0.05, max_fits=8)
+    assert c == 1.0 and 0 < g < 1 and abs(result.epsilon - 5.24) <= 0.05 * 5.24
+    assert trace["g"].iloc[0] == 0.0 and len(trace) <= 8

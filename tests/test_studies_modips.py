@@ -144,7 +144,7 @@ def test_comparison_values_carry_binomial_errors(tiny_runs):
     q = (cov * 40 + 2) / 44
     assert n == 40 and se == pytest.approx(np.sqrt(q * (1 - q) / 40))
     assert np.isnan(values["t1_bin_eps05_n10_p01_raab"])  # epsilon 0.5 not in this run
-    assert 0 <= values["table1_within_4se"] <= 1
+    assert 0 <= values["table1_agreeing"] <= 1
     assert values["alloc_bias_decreasing"] in ("yes", "no")
 
 
@@ -163,6 +163,25 @@ def test_table1_agreement_known_answer():
     idx = pd.MultiIndex.from_tuples([("binary", 1.0, 10, 0.1), ("gaussian", 1.0, 10, np.nan)])
     t = pd.DataFrame({("thm7", "paper"): [0.95, 0.95], ("thm7", "run"): [0.95, 0.80]}, index=idx)
     assert sm.table1_agreement(t, 5000) == 0.5
+    # the one criterion: 0.95 vs 0.957, binomial SEs of 5,000 each (0.0031, 0.0029): 1.7 SE_d
+    t = pd.DataFrame({("thm7", "paper"): [0.95], ("thm7", "run"): [0.957]}, index=idx[:1])
+    assert sm.table1_agreement(t, 5000) == 1.0
+    t = pd.DataFrame({("thm7", "paper"): [0.95], ("thm7", "run"): [0.962]}, index=idx[:1])
+    assert sm.table1_agreement(t, 5000) == 0.0
+
+
+def test_table1_literal_keeps_the_printed_binary_n(tiny_runs):
+    cfg, s51, s52, s53, check = tiny_runs
+    literal = sm.section52_literal(cfg)
+    lit = sm.table1(literal, literal=True)
+    assert set(lit.index.get_level_values("n")) == {10, 100}
+    assert lit.loc[("binary", 1.0, 10, 0.1), ("thm7", "paper")] == 0.961
+    values = sm.comparison_values(s51, s52, s53, check, cfg["reps"], literal=literal)
+    assert 0 <= values["table1a_agreeing_literal"] <= 1
+    assert values["t1_bin_eps100_n100_p05_raab_literal"] != values["t1_bin_eps100_n100_p05_raab"]
+    specs = {row["key"]: row for row in sm.comparison_specs(cfg)}
+    assert specs["t1_gau_eps1_n100_thm7"].get("literal") is None
+    assert specs["t1_bin_eps100_n100_p05_raab"]["literal"] == "t1_bin_eps100_n100_p05_raab_literal"
 
 
 def test_table1_marks_an_epsilon_off_the_papers_grid():

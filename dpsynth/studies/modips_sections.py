@@ -30,7 +30,7 @@ from dpsynth.studies.modips_simulation import (
     study_m_effect,
 )
 from dpsynth.studies.profiles import Setting, derive_profiles, integer, profile_settings
-from dpsynth.studies.reproduction import NOT_IN_PAPER
+from dpsynth.studies.reproduction import NOT_IN_PAPER, reproduction_check
 from dpsynth.studies.runner import ProgressLog
 
 __all__ = [
@@ -47,6 +47,7 @@ __all__ = [
     "sd_extremes",
     "section51",
     "section52",
+    "section52_literal",
     "section53",
     "settings",
     "table1",
@@ -218,6 +219,28 @@ def section52(cfg: dict[str, Any]) -> pd.DataFrame:
     return out.assign(scenario=scenario(out))
 
 
+def section52_literal(cfg: dict[str, Any]) -> pd.DataFrame:
+    """Table 1(a) under its literal reading: the binary rows at the printed n = 10 and 100.
+
+    The same designs, seed and repetitions as :func:`section52`'s binary rows, which run at
+    n = 100 and 1000 (``TABLE1_BINARY_N``), the n that reproduces the printed numbers. Read
+    with ``table1(frame, literal=True)``.
+    """
+    out = _announced(
+        "section52_literal",
+        lambda: study_combination_rules(
+            m_values=(cfg["table_m"],),
+            reps=cfg["reps"],
+            seed=cfg["seed"] + 1,
+            epsilons=cfg["table_epsilons"],
+            ns_binary=tuple(TABLE1_BINARY_N),
+            data_types=("binary",),
+            workers=cfg["workers"],
+        ),
+    )
+    return out.assign(scenario=scenario(out))
+
+
 def section53(cfg: dict[str, Any]) -> pd.DataFrame:
     """Section 5.3 (Figure 8): share w of ε on x̄ vs bias, coverage, CI half width of μ.
 
@@ -263,18 +286,21 @@ def scenario(frame: pd.DataFrame) -> pd.Series:
 # ------------------------------------------------------------------------------ summaries
 
 
-def table1(frame: pd.DataFrame) -> pd.DataFrame:
+def table1(frame: pd.DataFrame, *, literal: bool = False) -> pd.DataFrame:
     """Table 1 side by side: coverage per rule, paper and this run, BIT, m = ``table_m``.
 
     ``frame`` is :func:`section52`'s output. One row per (data, ε, n as printed, p); columns a
     (rule, source) MultiIndex with source "paper" / "run". Rows the paper does not print (an
     epsilon off its grid) are kept, their paper values saying "not in the paper"; the binary
-    n is the printed one (see ``TABLE1_BINARY_N``).
+    n is the printed one (see ``TABLE1_BINARY_N``). ``literal``: ``frame`` ran the binary rows
+    at the printed n (:func:`section52_literal`), so n is not mapped.
     """
-    to_printed = {v: k for k, v in TABLE1_BINARY_N.items()}
+    to_printed = {} if literal else {v: k for k, v in TABLE1_BINARY_N.items()}
     df = frame[frame["bounding"] == "bit"].copy()
     df["n_paper"] = np.where(
-        df["data_type"] == "binary", df["n"].map(to_printed).fillna(-1), df["n"]
+        (df["data_type"] == "binary") & bool(to_printed),
+        df["n"].map(to_printed).fillna(-1),
+        df["n"],
     ).astype(int)
     run = df.pivot_table(
         index=["data_type", "epsilon", "n_paper", "p"],
@@ -428,22 +454,29 @@ def _coverage(value: float, reps: int) -> tuple[float, float, int]:
     return p, float(np.sqrt(q * (1 - q) / reps)), int(reps)
 
 
-def table1_agreement(t1: pd.DataFrame, reps: int, k: float = 4.0) -> float:
-    """Share of Table 1's printed cells whose run value lies within k combined standard errors.
+def table1_agreement(t1: pd.DataFrame, reps: int) -> float:
+    """Share of Table 1's printed cells that agree with the paper under the one criterion.
 
-    ``t1`` is :func:`table1`'s output; the standard error combines this run's binomial error
-    (``reps`` repetitions) with the paper's (5,000 repetitions).
+    ``t1`` is :func:`table1`'s output. Each cell is judged by
+    :func:`dpsynth.studies.reproduction.reproduction_check`: this run's binomial SE
+    (``reps`` repetitions) combined with the paper's (5,000 repetitions), within
+    :data:`~dpsynth.studies.reproduction.CRITERION_K` of them. dpsynth's own tally, not a
+    number of the paper.
     """
     hits, total = 0, 0
     for rule in {r for r, _ in t1.columns}:
         paper = pd.to_numeric(t1[(rule, "paper")], errors="coerce")
         run = t1[(rule, "run")].astype(float)
         ok = paper.notna() & run.notna()
-        q_run = (run[ok] * reps + 2) / (reps + 4)
-        q_pap = (paper[ok] * PAPER_REPS + 2) / (PAPER_REPS + 4)
-        se = np.sqrt(q_run * (1 - q_run) / reps + q_pap * (1 - q_pap) / PAPER_REPS)
-        hits += int((np.abs(run[ok] - paper[ok]) <= k * se).sum())
-        total += int(ok.sum())
+        for pv, rv in zip(paper[ok], run[ok], strict=True):
+            check = reproduction_check(
+                float(pv),
+                float(rv),
+                se=_coverage(rv, reps)[1],
+                paper_se=_coverage(pv, PAPER_REPS)[1],
+            )
+            hits += int(check.agrees)
+            total += 1
     return hits / total if total else float("nan")
 
 
@@ -452,17 +485,39 @@ PAPER_REPS = 5000
 
 
 def comparison_values(
-    s51: pd.DataFrame, s52: pd.DataFrame, s53: pd.DataFrame, check: pd.DataFrame, reps: int
+    s51: pd.DataFrame,
+    s52: pd.DataFrame,
+    s53: pd.DataFrame,
+    check: pd.DataFrame,
+    reps: int,
+    literal: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
     """Notebook 07's numbers for the closing comparison: :func:`run_summary` with standard
-    errors on the coverages (binomial, ``reps`` repetitions) and the share of Table 1's cells
-    within 4 standard errors (``table1_within_4se``)."""
+    errors on the coverages (binomial, ``reps`` repetitions), the share of Table 1's cells
+    that agree under the one criterion (``table1_agreeing``) and, given ``literal``
+    (:func:`section52_literal`), the binary picks at the printed n (``<key>_literal``) and
+    that share over Table 1(a) under both readings (``table1a_agreeing``,
+    ``table1a_agreeing_literal``)."""
     raw = run_summary(s51, s52, s53, check)
     out: dict[str, Any] = {}
     for key, value in raw.items():
         is_cov = key.startswith("t1_") or "_cp" in key or key.startswith(("cp_", "thm7_cov"))
         out[key] = _coverage(value, reps) if is_cov and np.isfinite(value) else value
-    out["table1_within_4se"] = table1_agreement(table1(s52), reps)
+    t1 = table1(s52)
+    out["table1_agreeing"] = table1_agreement(t1, reps)
+    if literal is not None:
+        lit = table1(literal, literal=True)
+        binary = t1.xs("binary", level="data", drop_level=False)
+        out["table1a_agreeing"] = table1_agreement(binary, reps)
+        out["table1a_agreeing_literal"] = table1_agreement(lit, reps)
+        for name, (eps, n, p) in BINARY_PICKS.items():
+            for rule in TABLE1_RULES:
+                try:
+                    value = float(lit.loc[("binary", eps, n, p), (rule, "run")])
+                except KeyError:
+                    value = float("nan")
+                key = f"t1_{name}_{rule}_literal"
+                out[key] = _coverage(value, reps) if np.isfinite(value) else value
     out["alloc_bias_decreasing"] = (
         "yes" if raw["alloc_asym_bias_wlo"] > raw["alloc_asym_bias_whi"] else "no"
     )
@@ -512,22 +567,25 @@ def _table1_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:
                     "label": f"Table 1 coverage, {label}: {name}",
                     "paper": paper,
                     "paper_se": 0.0 if paper is None else _coverage(paper, PAPER_REPS)[1],
-                    "k": 3.0,
                     "fmt": "{:.3f}",
                     "cause": "table1",
+                    **({"literal": f"t1_{key}_{rule}_literal"} if key in BINARY_PICKS else {}),
                 }
             )
-    rows.append(
-        {
-            "key": "table1_within_4se",
-            "label": "share of Table 1 cells within 4 SE",
-            "paper": 1.0,
-            "abs_tol": 0.02,
-            "fmt": "{:.3f}",
-            "cause": "table1",
-        }
-    )
+    for key, label in (
+        ("table1_agreeing", "share of Table 1's printed cells that agree (dpsynth's tally)"),
+        ("table1a_agreeing", "the same share, Table 1(a) (binary), n = 100 / 1000"),
+        ("table1a_agreeing_literal", "the same share, Table 1(a), n as printed (10 / 100)"),
+    ):
+        rows.append({"key": key, "label": label, "paper": None, "fmt": "{:.3f}"})
     return rows
+
+
+BINARY_PICKS: dict[str, tuple[float, int, float]] = {
+    "bin_eps05_n10_p01": (0.5, 10, 0.1),
+    "bin_eps100_n100_p05": (100.0, 100, 0.5),
+}
+"""The binary rows of Table 1 the closing comparison shows: name -> (epsilon, printed n, p)."""
 
 
 def _section51_specs(cfg: dict[str, Any]) -> list[dict[str, Any]]:

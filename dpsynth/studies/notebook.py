@@ -550,12 +550,13 @@ def utility_violins(
     )
 
 
-VERDICT_KINDS = ("agrees", "differs", "not in the paper", "not run")
+VERDICT_KINDS = ("agrees", "differs", "not counted", "not in the paper", "not run")
 """The kinds of verdict a comparison row can have (the badge's text and CSS class)."""
 
 _VERDICT_COLOURS = {
     "agrees": ("#d7f0dc", "#14532d"),
     "differs": ("#fde3cc", "#7c2d12"),
+    "not counted": ("#e0e7ff", "#1e3a8a"),
     "not in the paper": ("#e5e7eb", "#374151"),
     "not run": ("#e5e7eb", "#374151"),
 }
@@ -578,6 +579,10 @@ def verdict_parts(text: str) -> dict[str, str]:
         if text.startswith(b + ": "):
             basis, text = b, text[len(b) + 2 :]
             break
+    if text.startswith("not counted"):
+        reason, _, rest = text[len("not counted") :].partition("): ")
+        detail = reason.strip(" (") + "; judged " + rest.partition("; likely cause: ")[0]
+        return {"kind": "not counted", "basis": basis, "detail": detail, "cause": ""}
     kind = "differs" if text.startswith("differs") else "agrees"
     if not text.startswith(kind):
         kind = next((k for k in VERDICT_KINDS if k in text), "differs")
@@ -617,33 +622,54 @@ def _badge(kind: str) -> str:
 
 
 def comparison_summary(table: Any) -> str:
-    """Two or three sentences computed from a comparison's verdicts (how many agree, which
-    differ, on what basis), for the close of a reproduction chapter."""
+    """Sentences computed from a comparison's verdicts, for the close of a reproduction
+    chapter: how many counted cells agree under the one criterion
+    (:mod:`dpsynth.studies.reproduction`), which differ, how many are shown but not counted,
+    and how the literal readings fare where a reading was chosen."""
     parts = [verdict_parts(v) for v in table["verdict"]]
     kinds = [p["kind"] for p in parts]
     judged = kinds.count("agrees") + kinds.count("differs")
     differ = [q for q, p in zip(table["quantity"], parts, strict=True) if p["kind"] == "differs"]
-    bases = sorted({p["basis"] for p in parts if p["basis"]})
+    bases = sorted({p["basis"] for p in parts if p["basis"] and p["kind"] != "not counted"})
     on = f" (judged on {' and '.join(bases)})" if bases else ""
     agree = kinds.count("agrees")
     if judged == 0:
-        text = "None of these quantities is reported by the paper, so none is judged."
+        text = "None of these quantities is reported by the paper and counted, so none is judged."
     elif not differ:
-        text = f"All {judged} quantities the paper reports agree with it{on}."
+        text = f"All {judged} counted quantities the paper reports agree with it{on}."
     else:
         text = (
-            f"Of the {judged} quantities the paper reports, {agree} "
+            f"Of the {judged} counted quantities the paper reports, {agree} "
             f"{'agrees' if agree == 1 else 'agree'} with it and {len(differ)} "
             f"{'differs' if len(differ) == 1 else 'differ'}{on}: {'; '.join(differ)}."
         )
     own, missing = kinds.count("not in the paper"), kinds.count("not run")
+    shown = kinds.count("not counted")
     extra = []
+    if shown:
+        extra.append(
+            f"{shown} {'is' if shown == 1 else 'are'} shown but not counted (equal by "
+            "construction, tuned to the paper, repeated, or without an error to judge by)"
+        )
     if own:
         extra.append(f"{own} {'is' if own == 1 else 'are'} dpsynth's own (not in the paper)")
     if missing:
         extra.append(f"{missing} {'was' if missing == 1 else 'were'} not run")
     if extra:
-        text += " " + " and ".join(extra).capitalize() + "."
+        text += " " + "; ".join(extra).capitalize() + "."
+    literal = [c for c in table.columns if str(c).startswith("literal reading")]
+    if literal:
+        cells = [
+            str(v)
+            for v, kind in zip(table[literal[0]], kinds, strict=True)
+            if kind in ("agrees", "differs") and str(v).split(" (")[-1].startswith(("a", "d"))
+        ]
+        ok = sum("(agrees" in c for c in cells)
+        if cells:
+            text += (
+                f" Where dpsynth chose a reading, the literal reading's figure agrees in {ok} of "
+                f"the {len(cells)} counted cells that have a standard error to judge it by."
+            )
     return text
 
 
@@ -734,6 +760,7 @@ def closing_comparison(
     profiles: Mapping[str, Mapping[str, Any]],
     run_label: str,
     tables: Mapping[str, Any] | None = None,
+    literal: tuple[str, Any] | None = None,
 ) -> Any:
     """The closing "paper / paper scale / this run" comparison every study notebook ends with.
 
@@ -741,8 +768,10 @@ def closing_comparison(
     the paper's values and tolerances (:func:`dpsynth.studies.reproduction.compare`). Under the
     ``paper`` profile the summary and ``tables`` are written to ``results/<stem>/``; otherwise
     the committed ones are read back and shown beside this run (or one line says there are
-    none yet). Shows the table, the verdicts and their summary (:func:`print_comparison`);
-    returns the comparison frame.
+    none yet). ``literal``: (column label, summary frame) of a run under the paper's literal
+    reading where dpsynth chose another (its rows named by the specs' ``literal`` key). Shows
+    the table, the verdicts and their summary (:func:`print_comparison`); returns the
+    comparison frame.
     """
     from dpsynth.studies import reproduction, results
 
@@ -757,6 +786,7 @@ def closing_comparison(
         run_label=run_label,
         committed_label=committed.label,
         run_is_paper_scale=committed.written,
+        **({} if literal is None else {"literal_label": literal[0], "literal": literal[1]}),
     )
     print_comparison(table, committed.note)
     return table

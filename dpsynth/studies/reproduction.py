@@ -13,20 +13,42 @@ book's conclusions are computed from the numbers rather than written by hand:
   investigated the difference (the evidence is on the book's "Where the papers leave a
   choice" page).
 
-The rule (:func:`reproduction_check`): with d = run - paper and tolerance
-t = max(k SE, rel_tol |paper|, abs_tol), the run agrees if |d| <= t. ``paper`` may be a
-number, an interval (lo, hi) (the paper gives a range; agreement if the run lies within it,
-widened by t), a label (categorical: the name of the best synthesizer), or missing (None or
-NaN: the paper has no such number, "not in the paper").
+**The criterion** (one, for every closing table; :func:`reproduction_check` applies it, the
+book's page "How a reproduction is judged" states it). With d = run - paper,
+
+    SE_d = sqrt(SE_run^2 + SE_paper^2),   the cell agrees if |d| <= K SE_d + r,
+
+with K = :data:`CRITERION_K` = 2. SE_run is the Monte Carlo standard error of dpsynth's
+estimate over its replicates (sd / sqrt(R) for a mean; a bootstrap of the replicates for a
+quantile; for a minimum or maximum the larger of the bootstrap and an order-statistic SE,
+:func:`extreme_se`, because a bootstrap understates an extreme's error). SE_paper is the
+paper's own Monte Carlo error: stated where the paper gives its design (e.g. a coverage over
+5,000 repetitions), else the paper's number is taken to be an estimate of the same design as
+dpsynth's (the default, :data:`SAME_DESIGN`), so SE_paper = SE_run and SE_d = sqrt(2) SE_run.
+r is the precision of the paper's number itself: 0 for a printed table cell, a stated
+reading precision (``abs_tol`` or ``rel_tol`` x |paper|) for a number the paper only gives
+approximately ("about 2 to 3.5", a value read off a figure). A cell with no SE and no reading
+precision cannot be judged within error and is shown, not counted.
+
+Cells equal **by construction** (e.g. a censored synthesizer's epsilon = 2M, a stand-in's
+calibrated data summaries), **tuned** to the paper (a setting chosen so that this cell
+matches), or that **repeat** a cell already counted elsewhere, are shown with their check
+but counted in no tally (spec key ``counted``: a reason, see :data:`NOT_COUNTED`).
+
+``paper`` may be a number, an interval (lo, hi) (the paper gives a range; agreement if the run
+lies within it, widened by the tolerance), a label (categorical: the name of the best
+synthesizer), or missing (None or NaN: the paper has no such number, "not in the paper").
 
 :func:`compare` builds the comparison table a notebook prints: one row per quantity, the
 paper's value, the committed paper-scale value (:mod:`dpsynth.studies.results`) when there is
-one, this run's value, and the reproduction check (column "verdict") on the best evidence available (paper scale if
-committed, else this run).
+one, this run's value, where a reading of the paper was chosen the literal reading's value and
+its check, and the reproduction check (column "verdict") on the best evidence available
+(paper scale if committed, else this run).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,11 +59,17 @@ import pandas as pd
 
 __all__ = [
     "CAUSES",
+    "CRITERION_K",
+    "NOT_COUNTED",
+    "SAME_DESIGN",
+    "extreme_se",
     "NOT_IN_PAPER",
     "NOT_RUN",
     "ReproductionCheck",
     "compare",
     "estimate",
+    "tally",
+    "verdict_kind",
     "quantile_estimate",
     "statistic_estimate",
     "paper_value",
@@ -54,6 +82,23 @@ NOT_IN_PAPER = "not in the paper"
 
 NOT_RUN = "not run"
 """What a comparison shows where this run has no number (e.g. an epsilon left out)."""
+
+CRITERION_K = 2.0
+"""The criterion's multiple: a cell agrees if |run - paper| <= K SE_d + r (module docstring)."""
+
+SAME_DESIGN = "same design"
+"""``paper_se`` default: the paper's number is a Monte Carlo estimate of the same design as
+dpsynth's, so its SE is taken equal to dpsynth's (SE_d = sqrt(2) SE_run)."""
+
+NOT_COUNTED: dict[str, str] = {
+    "construction": "equal by construction",
+    "tuned": "tuned to the paper",
+    "repeat": "repeats a cell counted elsewhere",
+    "no_se": "no Monte Carlo error to judge it by",
+}
+"""Why a cell is shown but counted in no tally (spec key ``counted``)."""
+
+NOT_COUNTED_PREFIX = "not counted"
 
 UNKNOWN_CAUSE = "not known (see the book's page 'Where the papers leave a choice')"
 
@@ -126,8 +171,17 @@ CAUSES: dict[tuple[str, str], str] = {
         "the Lipschitz bounds depend on the simulated database and the retained draws"
     ),
     ("vector", "global_bound"): (
-        "the paper does not state the LW tuning (c, g) or the run length behind its global "
-        "bounds; dpsynth uses c = 1, g = 0"
+        "a reading of the paper's number: its global value sits at the centre of dpsynth's "
+        "local LW bounds (their median), not at their maximum; neither the R script's "
+        "quantile over draws nor re-weighting brings the maximum down to it "
+        "(benchmarks/investigations/local_bound_tail.py); the paper does not state the LW "
+        "tuning (c, g) or the run length behind it, and dpsynth uses c = 1, g = 0"
+    ),
+    ("reweighting", "cw_direction"): (
+        "Algorithm 2's weights as printed fall with y on this right-skewed mixture, so the "
+        "NB synthesizer's mean (the weighted mean) moves down at every radius; the paper's "
+        "upward CW bias needs weights it does not describe "
+        "(benchmarks/investigations/cw_direction.py)"
     ),
     ("vector", "utility"): "the simulated database (the paper's is not published)",
     ("vector", "ratio_CW"): (
@@ -221,7 +275,32 @@ def statistic_estimate(
         return value, float(x.std(ddof=1) / math.sqrt(x.size)), int(x.size)
     rng = np.random.default_rng(seed)
     boot = [fn(x[rng.integers(0, x.size, x.size)]) for _ in range(n_boot)]
-    return value, float(np.std(boot, ddof=1)), int(x.size)
+    se = float(np.std(boot, ddof=1))
+    if statistic in ("min", "max"):
+        se = max(se, extreme_se(x, statistic))
+    return value, se, int(x.size)
+
+
+def extreme_se(values: Any, which: str = "max", top: int = 5) -> float:
+    """An order-statistic standard error of the sample maximum (or minimum) of ``values``.
+
+    Near an extreme, the spacings i (x_(i) - x_(i+1)) of the ``top`` largest order statistics
+    (x_(1) the largest) are about independent exponentials with mean the Gumbel scale s of
+    the maximum (Weissman's estimator), whose standard deviation is pi s / sqrt(6). A bootstrap
+    of the replicates cannot see past the largest value it resamples and so understates this
+    (it is 0 whenever the largest value repeats). NaN values are dropped; fewer than two
+    values give NaN.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    if which not in ("max", "min"):
+        raise ValueError("which must be 'max' or 'min'")
+    if x.size < 2:
+        return math.nan
+    x = np.sort(x)[::-1] if which == "max" else np.sort(x)
+    j = min(int(top), x.size - 1)
+    spacings = np.abs(np.diff(x[: j + 1])) * np.arange(1, j + 1)
+    return float(math.pi / math.sqrt(6.0) * spacings.mean())
 
 
 def quantile_estimate(
@@ -274,25 +353,27 @@ def reproduction_check(
     run: Any,
     *,
     se: float | None = None,
-    paper_se: float = 0.0,
+    paper_se: float | str = SAME_DESIGN,
     study: str | None = None,
     quantity: str | None = None,
-    k: float = 2.0,
     rel_tol: float = 0.0,
     abs_tol: float = 0.0,
     fmt: str = "{:.3g}",
     cause: str | None = None,
 ) -> ReproductionCheck:
-    """Compare ``run`` with ``paper``; return a :class:`ReproductionCheck` whose ``sentence`` says how.
+    """Judge ``run`` against ``paper`` by the one criterion (module docstring).
 
     ``run``: a number (its Monte Carlo standard error in ``se``), an array of replicate values
     (mean and SE from :func:`estimate`), or a label (when ``paper`` is a label). ``paper``: a
     number, an interval ``(lo, hi)``, a label, or missing (None, NaN, :data:`NOT_IN_PAPER`).
-    The run agrees if |run - paper| <= max(k SE, rel_tol |paper|, abs_tol) (for an interval:
-    the distance to it), where SE = sqrt(se^2 + paper_se^2) (``paper_se``: the paper's own
-    Monte Carlo error, e.g. sqrt(p (1 - p) / 5000) for a coverage over 5,000 repetitions).
-    Otherwise the sentence gives the difference, its size in standard errors (when known) and
-    the likely cause: ``cause``, else ``CAUSES[(study, quantity)]``.
+    With SE_d = sqrt(se^2 + paper_se^2) (``paper_se`` :data:`SAME_DESIGN`: equal to ``se``),
+    the run agrees if |run - paper| <= :data:`CRITERION_K` SE_d + r (for an interval: the
+    distance to it), where r = max(``rel_tol`` |paper|, ``abs_tol``) is the precision of a
+    paper number given only approximately (0 for a printed table cell). Without an SE and
+    without r a single paper number cannot be judged: status "not counted" (an interval
+    still can: the run lies in it or not). The sentence gives the
+    difference, its size in SE_d and, for a difference, the likely cause: ``cause``, else
+    ``CAUSES[(study, quantity)]``.
     """
     if _missing(paper):
         return ReproductionCheck(NOT_IN_PAPER, NOT_IN_PAPER)
@@ -302,19 +383,26 @@ def reproduction_check(
     value, se = _run_estimate(run, se)
     if not math.isfinite(value):
         return ReproductionCheck(NOT_RUN, NOT_RUN)
-    if paper_se and math.isfinite(se):
-        se = math.hypot(se, float(paper_se))
+    pse = se if isinstance(paper_se, str) else float(paper_se)
+    se_d = math.hypot(se, pse) if math.isfinite(se) and math.isfinite(pse) else math.nan
     diff, scale = _difference(paper, value)
     if isinstance(paper, tuple) and diff == 0.0:
         return ReproductionCheck("agrees", "agrees (within the paper's range)", 0.0, 0.0)
-    mc = k * se if math.isfinite(se) else 0.0
-    tol = max(mc, rel_tol * scale, abs_tol)
-    z = abs(diff) / se if math.isfinite(se) and se > 0 else math.nan
-    z_text = _z_text(z, se)
+    reading = max(rel_tol * scale, abs_tol)
+    z = abs(diff) / se_d if math.isfinite(se_d) and se_d > 0 else math.nan
+    z_text = _z_text(z, se_d)
+    if not math.isfinite(se_d) and reading == 0 and not isinstance(paper, tuple):
+        text = (
+            f"{NOT_COUNTED_PREFIX} ({NOT_COUNTED['no_se']}): difference {_fmt(diff, fmt)} "
+            f"({z_text})"
+        )
+        return ReproductionCheck(NOT_COUNTED_PREFIX, text, diff, z)
+    mc = CRITERION_K * se_d if math.isfinite(se_d) else 0.0
+    tol = mc + reading
     if abs(diff) > tol:
         text = f"differs by {_fmt(diff, fmt)} ({z_text}); likely cause: {why}"
         return ReproductionCheck("differs", text, diff, z)
-    if mc >= max(rel_tol * scale, abs_tol) and math.isfinite(se):
+    if reading == 0:
         text = f"agrees within Monte Carlo error (difference {_fmt(diff, fmt)}, {z_text})"
     else:
         text = f"agrees within the stated tolerance ±{_fmt(tol, fmt)} ({z_text})"
@@ -425,6 +513,23 @@ def _lookup(summary: pd.DataFrame | None, key: str) -> tuple[Any, float]:
     return (value if math.isfinite(value) else None), se
 
 
+SPEC_KEYS = frozenset(
+    {
+        "key",
+        "label",
+        "paper",
+        "fmt",
+        "rel_tol",
+        "abs_tol",
+        "paper_se",
+        "cause",
+        "counted",
+        "literal",
+    }
+)
+"""What a comparison spec may hold; a per-row multiple ``k`` is refused (one criterion)."""
+
+
 def compare(
     specs: Sequence[Mapping[str, Any]],
     run: pd.DataFrame,
@@ -434,25 +539,35 @@ def compare(
     run_label: str = "this run",
     committed_label: str = "dpsynth at paper scale (committed)",
     run_is_paper_scale: bool = False,
+    literal: pd.DataFrame | None = None,
+    literal_label: str = "literal reading",
 ) -> pd.DataFrame:
-    """The comparison table a notebook prints: one row per spec.
+    """The comparison table a notebook prints: one row per spec, judged by one criterion.
 
     ``specs``: dicts with ``key`` (the quantity's name in the summaries), ``label`` (what the
-    row says), ``paper`` (number, (lo, hi), label, or None), and optionally ``fmt``, ``k``,
-    ``rel_tol``, ``abs_tol``, ``paper_se``, ``cause`` (the key of :data:`CAUSES`, default
-    ``key``).
-    ``run`` / ``committed``: summary frames indexed by key with columns ``value``, ``se``
-    and optionally ``text`` (labels). Columns of the result: quantity, paper, the committed
-    column (only when ``committed`` is given), ``run_label``, verdict. The verdict judges
-    the committed paper-scale value when there is one, else this run's, and says which
-    ("paper scale", "this run at paper scale", or "this run, smaller than the paper's",
-    whose differences may come from its size alone).
+    row says), ``paper`` (number, (lo, hi), label, or None), and optionally ``fmt``,
+    ``rel_tol`` / ``abs_tol`` (the precision of a paper number given only approximately),
+    ``paper_se`` (the paper's own Monte Carlo SE; default :data:`SAME_DESIGN`), ``cause``
+    (the key of :data:`CAUSES`, default ``key``), ``counted`` (a key of :data:`NOT_COUNTED`:
+    the row is shown with its check but counted in no tally) and ``literal`` (the key of this
+    quantity in ``literal``, the summary of a run under the paper's literal reading where
+    dpsynth chose another; True for the same key).
+    ``run`` / ``committed`` / ``literal``: summary frames indexed by key with columns
+    ``value``, ``se`` and optionally ``text`` (labels). Columns of the result: quantity,
+    paper, the committed column (only when ``committed`` is given), ``run_label``, the
+    literal column (only when ``literal`` is given: its value and check, "-" where no reading
+    was chosen), verdict. The verdict judges the committed paper-scale value when there is
+    one, else this run's, and says which ("paper scale", "this run at paper scale", or "this
+    run, smaller than the paper's", whose differences may come from its size alone).
     """
     run_basis = (
         "this run at paper scale" if run_is_paper_scale else "this run, smaller than the paper's"
     )
     rows = []
     for spec in specs:
+        unknown = set(spec) - SPEC_KEYS
+        if unknown:
+            raise ValueError(f"comparison spec {spec.get('key')!r}: unknown keys {sorted(unknown)}")
         key, fmt = spec["key"], spec.get("fmt", "{:.3g}")
         paper = spec.get("paper")
         paper = NOT_IN_PAPER if _missing(paper) else paper
@@ -465,18 +580,78 @@ def compare(
             if cv is not None:
                 judged, jse, basis = cv, cse, "paper scale"
         row[run_label] = _show(rv, fmt, rse) if rv is not None else NOT_RUN
-        v = reproduction_check(
-            paper,
-            judged,
-            se=jse,
-            paper_se=spec.get("paper_se", 0.0),
-            study=study,
-            quantity=spec.get("cause", key),
-            k=spec.get("k", 2.0),
-            rel_tol=spec.get("rel_tol", 0.0),
-            abs_tol=spec.get("abs_tol", 0.0),
-            fmt=fmt,
+
+        check = functools.partial(
+            _check_spec, spec, paper, study=study, quantity=spec.get("cause", key), fmt=fmt
         )
-        row["verdict"] = v.sentence if v.status in (NOT_IN_PAPER, NOT_RUN) else f"{basis}: {v}"
+        if literal is not None:
+            row[literal_label] = _literal_cell(spec, literal, check, fmt)
+        v = check(judged, jse)
+        if v.status in (NOT_IN_PAPER, NOT_RUN):
+            row["verdict"] = v.sentence
+        elif spec.get("counted") and v.status != NOT_COUNTED_PREFIX:
+            reason = NOT_COUNTED[spec["counted"]]
+            row["verdict"] = f"{basis}: {NOT_COUNTED_PREFIX} ({reason}): {v}"
+        else:
+            row["verdict"] = f"{basis}: {v}"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _check_spec(
+    spec: Mapping[str, Any],
+    paper: Any,
+    value: Any,
+    value_se: float,
+    *,
+    study: str,
+    quantity: str,
+    fmt: str,
+) -> ReproductionCheck:
+    """:func:`reproduction_check` of one value against one spec's paper value."""
+    return reproduction_check(
+        paper,
+        value,
+        se=value_se,
+        paper_se=spec.get("paper_se", SAME_DESIGN),
+        study=study,
+        quantity=quantity,
+        rel_tol=spec.get("rel_tol", 0.0),
+        abs_tol=spec.get("abs_tol", 0.0),
+        fmt=fmt,
+    )
+
+
+def _literal_cell(spec: Mapping[str, Any], literal: pd.DataFrame, check: Any, fmt: str) -> str:
+    """The literal reading's value and its check under the same criterion, or "-"."""
+    name = spec.get("literal")
+    if not name:
+        return "-"
+    lv, lse = _lookup(literal, spec["key"] if name is True else str(name))
+    if lv is None:
+        return NOT_RUN
+    v = check(lv, lse)
+    z = f", {v.z:.1f} SE" if math.isfinite(v.z) else ""
+    return f"{_show(lv, fmt, lse)} ({v.status}{z})"
+
+
+def tally(table: pd.DataFrame) -> dict[str, int]:
+    """Counts of a comparison's verdicts by kind: agrees, differs (counted cells only),
+    not counted, not in the paper, not run (:func:`verdict_kind` of each row)."""
+    kinds = [verdict_kind(v) for v in table["verdict"]]
+    return {
+        k: kinds.count(k) for k in ("agrees", "differs", NOT_COUNTED_PREFIX, NOT_IN_PAPER, NOT_RUN)
+    }
+
+
+def verdict_kind(text: str) -> str:
+    """The kind of a verdict sentence: agrees, differs, not counted, not in the paper, not run."""
+    text = str(text).strip()
+    if text in (NOT_IN_PAPER, NOT_RUN):
+        return text
+    _, sep, rest = text.partition(": ")
+    body = rest if sep and not text.startswith(("agrees", "differs", NOT_COUNTED_PREFIX)) else text
+    for kind in (NOT_COUNTED_PREFIX, "agrees", "differs"):
+        if body.startswith(kind):
+            return kind
+    return "differs"

@@ -13,6 +13,13 @@ study notebook ends with :func:`paper_scale`:
 
 CSV formatting is deterministic (fixed float format, ``\\n`` line ends, sorted meta keys):
 rerunning the paper profile with the same code and seeds rewrites identical tables.
+
+Each ``meta.json`` records ``code``: the SHA-256 of the code that produced the tables
+(:func:`code_hash`: the study modules of :data:`STUDY_MODULES`, every dpsynth module they
+import and the Stan programs, as the replicate cache keys them). :func:`staleness` compares it
+with the code of this checkout, file contents only (no file times, so a fresh clone agrees);
+``tests/test_results_fresh.py`` fails when committed results are older than the code they
+import and not declared in :data:`KNOWN_STALE`, and when a declared entry is fresh after all.
 ``tests/test_results.py`` recomputes cheap tables and fails if a committed one drifts from
 what the code produces, beyond stated Monte Carlo tolerances.
 """
@@ -32,7 +39,12 @@ import pandas as pd
 from dpsynth.io import jsonable
 
 __all__ = [
+    "KNOWN_STALE",
+    "REGENERATE",
     "RESULTS_ENV_VAR",
+    "STUDY_MODULES",
+    "code_hash",
+    "staleness",
     "PaperScale",
     "is_paper_run",
     "load",
@@ -47,6 +59,41 @@ RESULTS_ENV_VAR = "DPSYNTH_RESULTS_DIR"
 
 FLOAT_FORMAT = "%.10g"
 IGNORED_KEYS = ("profile", "n_jobs", "workers")
+
+STUDY_MODULES: dict[str, tuple[str, ...]] = {
+    "01_beta_censoring": ("dpsynth.studies.censoring",),
+    "02_sdr_censoring": ("dpsynth.studies.censoring",),
+    "03_vector_weighting": ("dpsynth.studies.vector_weighted",),
+    "04_reweighting": ("dpsynth.studies.vector_weighted",),
+    "05_sdr_salary": ("dpsynth.studies.vector_weighted",),
+    "06_local_to_global": ("dpsynth.studies.vector_weighted",),
+    "07_modips_inference": ("dpsynth.studies.modips_sections",),
+    "09_real_data": ("dpsynth.studies.real_data",),
+}
+"""The study modules whose numbers each notebook's committed results hold (their code hash
+covers every dpsynth module they import)."""
+
+KNOWN_STALE: dict[str, str] = {
+    stem: "committed before results recorded the code that produced them (issue 54); the "
+    "library and the study modules have changed since"
+    for stem in (
+        "01_beta_censoring",
+        "02_sdr_censoring",
+        "03_vector_weighting",
+        "04_reweighting",
+        "05_sdr_salary",
+        "06_local_to_global",
+        "07_modips_inference",
+        "09_real_data",
+    )
+}
+"""Committed results known to be older than the code they import, and why: the book says so
+(page "How a reproduction is judged") and :data:`REGENERATE` says how to refresh them. An
+entry must go when its results are regenerated (the freshness test fails on a fresh entry)."""
+
+REGENERATE = "make book PROFILE=paper"
+"""The command that regenerates every committed paper-scale result (hours on two cores);
+one notebook: ``make book/executed/<stem>.ipynb PROFILE=paper``."""
 """Settings that do not change results (worker processes) and so may differ from the profile."""
 
 
@@ -109,13 +156,16 @@ def save(
             frame.columns = [" | ".join(map(str, c)) for c in frame.columns]
         texts[name] = frame.to_csv(float_format=FLOAT_FORMAT, lineterminator="\n")
     settings = _settings({k: v for k, v in cfg.items() if k not in IGNORED_KEYS})
-    old = _unchanged_date(out, texts, settings)
+    code = code_hash(stem)
+    old = _unchanged_date(out, texts, settings, code)
     for name, text in texts.items():
         (out / f"{name}.csv").write_text(text)
     meta = {
         "stem": stem,
         "date": date or old or datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"),
         "dpsynth": __version__,
+        "code": code,
+        "code_modules": list(STUDY_MODULES.get(stem, ())),
         "settings": settings,
         "tables": sorted(tables),
         "index_levels": {name: int(t.index.nlevels) for name, t in sorted(tables.items())},
@@ -124,19 +174,51 @@ def save(
     return out
 
 
-def _unchanged_date(out: Path, texts: Mapping[str, str], settings: Any) -> str | None:
-    """The recorded date if ``out`` already holds exactly these tables and settings."""
+def _unchanged_date(
+    out: Path, texts: Mapping[str, str], settings: Any, code: str | None = None
+) -> str | None:
+    """The recorded date if ``out`` already holds exactly these tables, settings and code."""
     meta_file = out / "meta.json"
     if not meta_file.is_file():
         return None
     meta = json.loads(meta_file.read_text())
     if meta.get("settings") != settings or sorted(meta.get("tables", [])) != sorted(texts):
         return None
+    if meta.get("code") != code:
+        return None
     for name, text in texts.items():
         path = out / f"{name}.csv"
         if not path.is_file() or path.read_text() != text:
             return None
     return meta.get("date")
+
+
+def code_hash(stem: str) -> str | None:
+    """SHA-256 of the code behind ``stem``'s results (:data:`STUDY_MODULES`, their dpsynth
+    imports, the Stan programs; :func:`dpsynth.studies.runner.module_fingerprint`), or None
+    for a stem no study module is declared for."""
+    from dpsynth.studies.runner import module_fingerprint
+
+    modules = STUDY_MODULES.get(stem)
+    return module_fingerprint(*modules) if modules else None
+
+
+def staleness(stem: str) -> str | None:
+    """Why ``stem``'s committed results are older than this checkout's code, or None if they
+    were produced by it (the recorded ``code`` equals :func:`code_hash`). Compares file
+    contents only. None also when nothing is committed or no study module is declared."""
+    meta_file = results_dir(stem) / "meta.json"
+    if not meta_file.is_file():
+        return None
+    current = code_hash(stem)
+    if current is None:  # no study module declared: nothing to compare with
+        return None
+    recorded = json.loads(meta_file.read_text()).get("code")
+    if recorded is None:
+        return "no code hash recorded (committed before results recorded one)"
+    if recorded != current:
+        return f"code hash {recorded[:12]} recorded, {str(current)[:12]} in this checkout"
+    return None
 
 
 @dataclass
@@ -153,9 +235,15 @@ class PaperScale:
         return bool(self.tables)
 
     @property
+    def stale(self) -> str | None:
+        """Why these results are older than this checkout's code (:func:`staleness`), or None."""
+        return None if self.written or not self.available else staleness(self.stem)
+
+    @property
     def label(self) -> str:
-        """Column label: "dpsynth at paper scale (committed, <date>)"."""
-        return f"dpsynth at paper scale (committed, {self.meta.get('date', 'undated')})"
+        """Column label: "dpsynth at paper scale (committed, <date>[, stale])"."""
+        stale = ", stale" if self.stale else ""
+        return f"dpsynth at paper scale (committed, {self.meta.get('date', 'undated')}{stale})"
 
     @property
     def note(self) -> str:
@@ -164,7 +252,13 @@ class PaperScale:
         if self.written:
             return f"paper profile: wrote {len(self.tables)} paper-scale tables to {where}"
         if self.available:
-            return f"read the committed paper-scale tables of {where} ({self.meta.get('date')})"
+            text = f"read the committed paper-scale tables of {where} ({self.meta.get('date')})"
+            if self.stale:
+                text += (
+                    f"; STALE: older than the code this build runs ({self.stale}); "
+                    f"`{REGENERATE}` regenerates them"
+                )
+            return text
         return (
             f"no committed paper-scale results yet ({where} is empty): run this notebook "
             "with profile='paper' to produce them"

@@ -257,8 +257,16 @@ def code_fingerprint(func: ReplicateFunc | None = None) -> str:
     module = getattr(func, "__module__", None) or "dpsynth"
     if not module.startswith("dpsynth"):
         module = "dpsynth"
+    return module_fingerprint(module)
+
+
+def module_fingerprint(*modules: str) -> str:
+    """SHA-256 of ``modules``, every dpsynth module they import (:func:`imported_modules`)
+    and the Stan programs of dpsynth/stan/: what :func:`code_fingerprint` hashes for one
+    module, and what committed results record (:mod:`dpsynth.studies.results`)."""
     stan = Path(__file__).resolve().parents[1] / "stan"  # dpsynth/stan/
-    files = imported_modules(module) + sorted(stan.glob("*.stan"))
+    found = sorted({path for module in modules for path in imported_modules(module)})
+    files = found + sorted(stan.glob("*.stan"))
     digest = hashlib.sha256()
     root = stan.parent.parent
     for path in files:

