@@ -49,6 +49,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "book/scaling.md": {},
     "book/threat_model.md": {},
+    "book/faults.md": {},
     "book/quickstart.md": {"3.11": "the Python version required"},
     "book/install.md": {
         "3.11": "the Python version required",
