@@ -202,7 +202,7 @@ at epsilon 1 and 6, and the release refused them)."""
 
 
 def _sampler(settings: dict[str, Any]) -> Any:
-    """dpsynth's :class:`~dpsynth.mechanisms.posterior.Sampler` (imported here: the scorer's
+    """dpsynth's :class:`~dpsynth.sampler.Sampler` (imported here: the scorer's
     environment need not import dpsynth at module load)."""
     from dpsynth.sampler import Sampler
 

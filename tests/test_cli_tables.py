@@ -1,6 +1,6 @@
 """The command line's tables cannot drift from the parser, the library or the registry.
 
-Every option the parser offers is a row of ``cli_options.OPTIONS`` (and every row is an
+Every option the parser offers is a row of ``dpsynth.cli.options_table.OPTIONS`` (and every row is an
 option); every library keyword a row names is one the called function accepts
 (``inspect.signature``), checked both from the table and from the keywords the CLI really
 passes (the library function replaced by a recorder); ``--mechanism`` and the option checks

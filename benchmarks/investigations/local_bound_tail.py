@@ -32,8 +32,9 @@ import numpy as np
 from _record import write
 
 from dpsynth.mechanisms import weights
-from dpsynth.mechanisms.posterior import Result, Sampler, Synthesizer
+from dpsynth.mechanisms.posterior import Result, Synthesizer
 from dpsynth.privacy import relations
+from dpsynth.sampler import Sampler
 from dpsynth.studies import vector_weighted as vw
 from dpsynth.studies.runner import replicate_seed
 

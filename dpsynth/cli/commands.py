@@ -1,10 +1,14 @@
-"""Command line: ``python -m dpsynth synthesize ...``, ``plan ...`` and ``combine ...``.
+"""Command line: ``python -m dpsynth synthesize ...``, ``plan``, ``combine`` and the table commands.
 
-A thin adapter over :func:`dpsynth.release.single.synthesize`, :func:`dpsynth.release.plan.plan` and
-:func:`dpsynth.mechanisms.inference.combine_frame`: it parses, checks paths, calls the library and
-prints. Every option is declared once in :data:`dpsynth.cli.options_table.OPTIONS`, from which
-the parser, the flag names in messages (:data:`FLAGS`) and the library's keyword arguments
-follow; the mechanisms and what applies to each come from :mod:`dpsynth.mechanisms.registry`.
+A thin adapter over :func:`dpsynth.release.single.synthesize`, :func:`dpsynth.release.plan.plan`,
+:func:`dpsynth.mechanisms.inference.combine_frame` and :mod:`dpsynth.cli.table_commands`: it
+parses, makes the library's settings objects (:class:`dpsynth.sampler.Sampler`,
+:mod:`dpsynth.release.settings`, :class:`dpsynth.mechanisms.combining.CombineSettings`, which
+refuse a bad setting before any budget is charged or file read), checks paths, calls the
+library and prints; it re-checks nothing. Every option is declared once in
+:data:`dpsynth.cli.options_table.OPTIONS`, from which the parser, the flags a library error
+is spelled with (:func:`dpsynth.cli.options_table.flag_of`, through
+:meth:`dpsynth.errors.InputError.render`) and the library's keyword arguments follow.
 
 Contract: bad input gets one line on stderr naming the flag, exit status 2, nothing
 written and the input untouched (:data:`REFUSALS` lists the families; the book's CLI

@@ -3,10 +3,11 @@
 One row per option: its flag, the library keyword it becomes, its type, default and help,
 the commands that offer it, where its value goes (``to``: ``synthesize``, ``tuning`` (a
 mechanism's option, passed only when set), ``sampler``, ``plan``, ``combine_frame``; empty
-when the CLI uses the value itself) and which mechanisms it applies to (from
-:mod:`dpsynth.mechanisms.registry`). argparse's ``add_argument`` calls (:func:`add_options`), the flag
-names in messages (:data:`FLAGS`) and the library keyword arguments (:func:`keywords`) all
-follow from it.
+when the CLI uses the value itself); which mechanisms it applies to is the library's rule
+(:func:`dpsynth.release.settings.applies`). argparse's ``add_argument`` calls
+(:func:`add_options`) for every command, the whole-table ones included, the flags library
+errors are spelled with (:func:`flag_of`, :data:`FLAGS`) and the library keyword arguments
+(:func:`keywords`) all follow from it.
 
 The rules a value must follow are the library's settings objects' (the CLI makes them
 before it charges a budget or reads a file); this table only says which flag feeds which
