@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dpsynth.errors import require_adapt_delta, require_in_range
+from dpsynth.errors import InputError, require_adapt_delta, require_in_range
 
 CHAINS = (1, 64)
 """Accepted numbers of chains (each runs in its own process)."""
@@ -19,6 +19,8 @@ ITER_SAMPLING = (1, 1_000_000)
 """Accepted retained draws per chain."""
 ADAPT_DELTA = (0.5, 1.0)
 """Stan's step-size target: in [0.5, 1)."""
+BACKENDS = ("auto", "cmdstanpy", "pystan")
+"""The Stan backends a Sampler may name (any case; None: ``DPSYNTH_STAN_BACKEND``, else auto)."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Sampler:
     iterations in all (the book's choices page). Each setting is checked when a Sampler is
     made: ``chains`` in :data:`CHAINS`, ``iter_warmup`` in :data:`ITER_WARMUP`,
     ``iter_sampling`` in :data:`ITER_SAMPLING`, ``adapt_delta`` in :data:`ADAPT_DELTA`.
-    ``backend``: None (``DPSYNTH_STAN_BACKEND``, else auto), ``"pystan"`` or ``"cmdstanpy"``.
+    ``backend``: None (``DPSYNTH_STAN_BACKEND``, else auto) or one of :data:`BACKENDS`.
     """
 
     chains: int = 2
@@ -44,6 +46,10 @@ class Sampler:
         require_in_range("iter_warmup", self.iter_warmup, *ITER_WARMUP)
         require_in_range("iter_sampling", self.iter_sampling, *ITER_SAMPLING)
         require_adapt_delta("adapt_delta", self.adapt_delta)
+        if self.backend is not None and str(self.backend).lower() not in BACKENDS:
+            raise InputError(
+                "backend", f"must be one of {', '.join(BACKENDS)} (got {self.backend!r})"
+            )
 
 
-__all__ = ["ADAPT_DELTA", "CHAINS", "ITER_SAMPLING", "ITER_WARMUP", "Sampler"]
+__all__ = ["ADAPT_DELTA", "BACKENDS", "CHAINS", "ITER_SAMPLING", "ITER_WARMUP", "Sampler"]

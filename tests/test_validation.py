@@ -165,6 +165,7 @@ def test_every_settings_object_validates_without_numpy():
         (lambda: Sampler(iter_sampling=1_000_001), "iter_sampling"),
         (lambda: Sampler(chains=2.5), "chains"),
         (lambda: Sampler(adapt_delta=0.4), "adapt_delta"),
+        (lambda: Sampler(backend="stan"), "backend"),
         (lambda: BudgetSettings(0.0).validate(), "epsilon"),
         (lambda: BudgetSettings(21.0).validate(), "epsilon"),
         (lambda: BudgetSettings(1.0, 10_001).validate(), "m"),

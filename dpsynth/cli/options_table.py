@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dpsynth import sampler
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
 from dpsynth.mechanisms.registry import PH_CONSISTENCY, PH_DRAWS, Mechanism
@@ -360,7 +361,7 @@ OPTIONS: tuple[Option, ...] = (
            "censoring paper's supplement) or systematically (systematic: each bin's count "
            "is its noisy share of the records to within one, without sampling noise)",
            "draw", _TUNE, choices=PH_DRAWS, group=_TUNING),
-    # the sampler (mechanisms.Sampler)
+    # the sampler (dpsynth.sampler.Sampler)
     Option("--chains", (*_SYN_PLAN, *_TABLES), "default 2 (see the book's choices)", "chains", _SAMPLER,
            type=int, default=2, group=_MCMC),
     Option("--iter-warmup", (*_SYN_PLAN, *_TABLES), "warmup iterations per chain", "iter_warmup", _SAMPLER,
@@ -375,7 +376,7 @@ OPTIONS: tuple[Option, ...] = (
            "adapt_delta", _SAMPLER, type=float, default=0.8, group=_MCMC,
            per_command=_each(_TABLES, default=TABLE_ADAPT_DELTA,
                              help=f"Stan's step-size target (default {TABLE_ADAPT_DELTA})")),
-    Option("--backend", _SYN, "", "backend", _SAMPLER, choices=("auto", "cmdstanpy", "pystan"),
+    Option("--backend", _SYN, "", "backend", _SAMPLER, choices=sampler.BACKENDS,
            group=_MCMC),
     Option("--quiet", (*_SYN, *_TABLES), "no progress on stderr", "quiet", _SAMPLER, action="store_true",
            group=_MCMC),
