@@ -33,8 +33,8 @@ from dpsynth.release.single import KnownSeedWarning, RunnerOutput, synthesize
 ROOT = Path(__file__).resolve().parents[1]
 
 SELECTIONS = {
-    ("dpsynth/release/plan.py", "CANDIDATES"),
-    ("dpsynth/release/plan.py", "DEFAULT_CANDIDATES"),
+    ("dpsynth/release/settings.py", "CANDIDATES"),
+    ("dpsynth/release/settings.py", "DEFAULT_CANDIDATES"),
     ("dpsynth/studies/real_data.py", "VARIANTS"),
     ("dpsynth/studies/real_data.py", "PAPER"),
     ("dpsynth/studies/real_data.py", "PROFILES"),
@@ -99,7 +99,7 @@ def _scan() -> set[tuple[str, str]]:
         *ROOT.glob("book/_ext/*.py"),
     ]
     for path in sorted(files):
-        if path == ROOT / "dpsynth" / "registry.py":
+        if path == ROOT / "dpsynth" / "mechanisms" / "registry.py":
             continue
         found |= name_lists(path.read_text(), str(path.relative_to(ROOT)))
     for page in sorted(ROOT.glob("book/*.md")):

@@ -15,7 +15,7 @@ import pytest
 
 from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.mechanisms.posterior import Sampler
+from dpsynth.sampler import Sampler
 from dpsynth.models.catalogue import get_model
 from dpsynth.privacy import accounting, budget, relations
 from dpsynth.table.columns import fit_model

@@ -46,6 +46,7 @@ from dpsynth.engine.common import (
 )
 from dpsynth.engine.pystan_backend import bind_to_parent, purge_fit_cache
 from dpsynth.errors import InputError
+from dpsynth.sampler import BACKENDS
 
 __all__ = [
     "BACKENDS",
@@ -75,7 +76,6 @@ inside the package and installed with it as package data, so an installed copy f
 wherever it runs (a ``pathlib.Path``, absolute on the machine that imports dpsynth)."""
 
 SHARED_FUNCTIONS = "dpsynth_functions.stan"
-BACKENDS = ("auto", "cmdstanpy", "pystan")
 _INCLUDE = re.compile(r"^\s*#include\s+[<\"]?([\w./-]+)[>\"]?\s*$", re.MULTILINE)
 
 

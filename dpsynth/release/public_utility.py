@@ -11,25 +11,7 @@ from typing import Any
 import numpy as np
 
 from dpsynth.curator.utility import ecdf_measures
-from dpsynth.errors import InputError, require_finite_positive
 from dpsynth.privacy.accounting import BudgetLedger, laplace_mechanism
-
-
-def require_utility_slice(
-    eps: float | None, epsilon: float, bounds: tuple[float, float] | None, neighbours: str
-) -> float:
-    """The epsilon slice of :func:`public_utility_figures` checked against the release's
-    total ``epsilon``, its public ``bounds`` and ``neighbours`` (0.0: no figures)."""
-    if eps is None:
-        return 0.0
-    eps = require_finite_positive("public_utility", eps)
-    if not eps < epsilon:
-        raise InputError("public_utility", f"must be below the total epsilon {epsilon:g}")
-    if bounds is None:
-        raise InputError("public_utility", "needs public bounds (the mean's sensitivity)")
-    if neighbours != "substitution":
-        raise InputError("public_utility", "is defined for substitution neighbours only")
-    return eps
 
 
 def public_utility_figures(

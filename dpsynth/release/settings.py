@@ -150,7 +150,7 @@ class ScalarSettings:
 
     def validate(self) -> ScalarSettings:
         """The checked settings (a copy), or the first problem as an InputError."""
-        require_choice("mechanism", self.mechanism, registry.NAMES)
+        require_choice("mechanism", self.mechanism, tuple(registry.MECHANISMS))
         spec = registry.get(self.mechanism)
         budget = BudgetSettings(self.epsilon, self.m, self.seed, self.allow_large_epsilon)
         budget = budget.validate()

@@ -32,8 +32,6 @@ import pandas as pd
 from dpsynth.engine.diagnostics import MULTIMODAL_SAYS
 from dpsynth.errors import (
     InputError,
-    require_m,
-    require_sane_epsilon,
 )
 from dpsynth.mechanisms import registry
 from dpsynth.models.catalogue import (
@@ -41,6 +39,7 @@ from dpsynth.models.catalogue import (
 )
 from dpsynth.privacy import accounting, budget, relations
 from dpsynth.release import safeguards
+from dpsynth.release.settings import BudgetSettings
 from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
 from dpsynth.table.columns import (
@@ -139,9 +138,8 @@ def synthesize_table(
     all the same, and the table's confidential verdict is poor, naming it.
     """
     spec = load_spec(spec)
-    epsilon = accounting.require_epsilon("epsilon", epsilon)
-    require_sane_epsilon("epsilon", epsilon, allow_large_epsilon)
-    m = require_m(m)
+    budget_settings = BudgetSettings(epsilon, m, seed, allow_large_epsilon).validate()
+    epsilon, m = budget_settings.epsilon, budget_settings.m
     if neighbours is not None and neighbours != spec.neighbours:
         raise InputError("neighbours", f"a table release supports {spec.neighbours} only")
     require_available_models(spec)
