@@ -15,9 +15,9 @@ import pytest
 
 from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.sampler import Sampler
 from dpsynth.models.catalogue import get_model
 from dpsynth.privacy import accounting, budget, relations
+from dpsynth.sampler import Sampler
 from dpsynth.table.columns import fit_model
 from dpsynth.table.design import features
 from dpsynth.table.pipeline import (

@@ -42,7 +42,11 @@ from dpsynth.cli.options_table import (
     keywords,
     options_of,
 )
-from dpsynth.cli.table_commands import plan_table_command, synthesize_table_command
+from dpsynth.cli.table_commands import (
+    init_spec_command,
+    plan_table_command,
+    synthesize_table_command,
+)
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
 from dpsynth.mechanisms.combining import CombineSettings
@@ -506,6 +510,7 @@ _RUNNERS = {
     "combine": _combine_command,
     "synthesize-table": synthesize_table_command,
     "plan-table": plan_table_command,
+    "init-spec": init_spec_command,
 }
 """Subcommand -> the function that runs it."""
 

@@ -58,6 +58,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the same table release on a PUBLIC file and print the plan: per column its "
         "epsilon, convergence and utility (nothing confidential is read).",
     ),
+    "init-spec": (
+        "write a starter table spec from a PUBLIC file (never the confidential one)",
+        "Read a public file (a public-use sample, an earlier period) and write a table spec "
+        "with each column's type, model, bounds or levels as seen there, every guess marked "
+        "'confirm' for the curator to check; nothing else.",
+    ),
 }
 """Subcommand -> (one-line summary, description), in the order ``dpsynth --help`` lists them."""
 
@@ -212,7 +218,8 @@ OPTIONS: tuple[Option, ...] = (
            aliases=("estimates", "variances", "datasets")),
     Option("DATA.csv", ("synthesize-table",), "confidential table (UTF-8 CSV)", dest="input",
            aliases=("data",)),
-    Option("PUBLIC.csv", ("plan-table",), "public reference table (UTF-8 CSV)", dest="input",
+    Option("PUBLIC.csv", ("plan-table", "init-spec"), "public reference table (UTF-8 CSV)",
+           dest="input",
            aliases=("data",)),
     Option("--spec", _TABLES, "the table spec", "spec", metavar="SPEC.toml", required=True),
     Option("--column", ("synthesize", "plan", "combine"), "the confidential outcome column",
@@ -289,9 +296,11 @@ OPTIONS: tuple[Option, ...] = (
            "seed", ("synthesize",), type=int,
            per_command=_each(_TABLES, help="research runs only: NOT private")),
     # synthesize: the outputs
-    Option("--out", (*_SYN, "synthesize-table"), "synthetic data (publishable)",
+    Option("--out", (*_SYN, "synthesize-table", "init-spec"), "synthetic data (publishable)",
            metavar="OUT.csv", required=True,
-           per_command=_each(("synthesize-table",), help="synthetic table")),
+           per_command={"synthesize-table": {"help": "synthetic table"},
+                        "init-spec": {"help": "write the starter spec here (default: print "
+                                      "it)", "metavar": "SPEC.toml", "required": False}}),
     Option("--report", (*_SYN, "synthesize-table"), "privacy report (publishable)",
            metavar="REPORT.json", required=True,
            per_command=_each(("synthesize-table",), help="public report")),

@@ -20,6 +20,7 @@ from typing import Any
 
 from dpsynth.cli.files import check_input_file, check_output_paths, read_csv
 from dpsynth.cli.options_table import check_pairs_and_files, keywords
+from dpsynth.errors import InputError
 from dpsynth.release.settings import BudgetSettings
 from dpsynth.sampler import Sampler
 from dpsynth.table.spec import TableSpec, load_spec, require_columns
@@ -148,4 +149,23 @@ def plan_table_command(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["plan_table_command", "synthesize_table_command"]
+def init_spec_command(args: argparse.Namespace) -> int:
+    """``dpsynth init-spec``: a starter spec from a PUBLIC file, printed or written atomically."""
+    check_input_file(args.input, [], "PUBLIC.csv")
+    if args.out is not None:
+        check_output_paths(args.input, {"--out": args.out})
+        if Path(args.out).exists():
+            raise InputError("--out", f"{args.out} exists: a starter spec never overwrites a spec")
+    from dpsynth import io
+    from dpsynth.table.starter import starter_spec
+
+    text = starter_spec(read_csv(args.input, "PUBLIC.csv"), Path(args.input).name)
+    if args.out is None:
+        print(text, end="")
+        return 0
+    io.atomic_write_all([(Path(args.out), lambda p: Path(p).write_text(text))])
+    print(f"wrote {args.out}: confirm every line marked 'confirm' before a release")
+    return 0
+
+
+__all__ = ["init_spec_command", "plan_table_command", "synthesize_table_command"]

@@ -290,6 +290,8 @@ def calibration_targets(
         k = len(col.levels)
         shares = [np.bincount(t.astype(np.int64), minlength=k) / t.size for t in targets]
     if col.calibrate_dispersion and targets is not None:
-        scaled = [np.asarray(model.to_stan_scale(t, col.bounds), float) for t in targets]
+        # a count's histogram on equal-width bins samples bin values: its counts are integers
+        samples = [np.rint(t) if col.type == "count" else t for t in targets]
+        scaled = [np.asarray(model.to_stan_scale(t, col.bounds), float) for t in samples]
         variances, means = [float(t.var()) for t in scaled], [float(t.mean()) for t in scaled]
     return shares, variances, means
