@@ -5,7 +5,9 @@ profile (``ci`` by default, ``--profile long`` for the longer run), each example
 fault appending one line to a tally (``DPSYNTH_FUZZ_TALLY``, :func:`tests.fuzz_common.tally`),
 and writes ``benchmarks/results/fuzz_faults.csv``: one row per property or fault and outcome,
 with the number of examples or faults, the profile, pytest's exit status and counts of
-passed and failed tests, the wall time, the date and the machine. The book page reads that file.
+passed and failed tests, the wall time, the date and the machine. The book page reads that
+file, and the script rewrites the figures of the README's "Reliability" section from it
+(between its two markers; ``--readme-only`` does that alone, from the committed CSV).
 
     .venv/bin/python benchmarks/fuzz_faults.py                  # the ci profile (minutes)
     .venv/bin/python benchmarks/fuzz_faults.py --profile long   # 25 times the examples
@@ -69,16 +71,58 @@ def _kind(prop: str) -> str:
     return "fault" if any(prop.startswith(f) or f in prop for f in FAULTS) else "generated input"
 
 
+README = ROOT / "README.md"
+BEGIN = "<!-- fuzz-faults: begin (written by benchmarks/fuzz_faults.py from its CSV) -->"
+END = "<!-- fuzz-faults: end -->"
+
+
+def readme_figures(table: pd.DataFrame) -> str:
+    """The README's figures: the run, then per property or fault its count by outcome."""
+    run = table.iloc[0]
+    kinds = table.groupby("kind")["count"].sum()
+    lines = [
+        f"Last count ({run.date}, profile `{run.profile}`, {run.machine}, "
+        f"{run.seconds / 60:.1f} min): {kinds.get('generated input', 0)} generated inputs and "
+        f"{kinds.get('fault', 0)} injected faults; {run.tests_passed} tests passed, "
+        f"{run.tests_failed} failed.",
+        "",
+    ]
+    for (kind, prop), rows in table.groupby(["kind", "property"], sort=False):
+        parts = ", ".join(f"{r.outcome} {r['count']}" for _, r in rows.iterrows())
+        lines.append(f"- {kind}, {prop}: {parts}")
+    return "\n".join(lines)
+
+
+def update_readme(table: pd.DataFrame, path: Path = README) -> bool:
+    """Replace the text between the README's markers by :func:`readme_figures`; False when
+    the README has no markers."""
+    text = path.read_text(encoding="utf-8")
+    if BEGIN not in text or END not in text:
+        return False
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{readme_figures(table)}\n{END}{tail}", encoding="utf-8")
+    return True
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", choices=("ci", "long"), default="ci")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--readme-only", action="store_true", help="rewrite the README's figures from --out"
+    )
     args = parser.parse_args()
-    table = run(args.profile)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out, index=False)
-    print(table[["kind", "property", "outcome", "count"]].to_string(index=False))
-    print(f"wrote {args.out}", file=sys.stderr)
+    if args.readme_only:
+        table = pd.read_csv(args.out)
+    else:
+        table = run(args.profile)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(args.out, index=False)
+        print(table[["kind", "property", "outcome", "count"]].to_string(index=False))
+        print(f"wrote {args.out}", file=sys.stderr)
+    if update_readme(table):
+        print(f"updated the figures in {README}", file=sys.stderr)
     return int(table.pytest_exit.iloc[0])
 
 

@@ -87,6 +87,7 @@ class Run:
     code: int | None
     out: str
     err: str
+    argv: tuple[str, ...] = ()
 
 
 def run_cli(argv: list[str], cwd: Path) -> Run:
@@ -107,7 +108,7 @@ def run_cli(argv: list[str], cwd: Path) -> Run:
                 code = None
     finally:
         os.chdir(here)
-    return Run(code, out.getvalue(), err.getvalue())
+    return Run(code, out.getvalue(), err.getvalue(), tuple(argv))
 
 
 def sha256(path: Path) -> str:
@@ -125,21 +126,42 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 ARGPARSE_NAMING = re.compile(
     r"^dpsynth: error: (argument \S+|the following arguments are required: \S+|"
-    r"unrecognized arguments: \S+|\S+: \S)"
+    r"unrecognized arguments:.*|\S+: \S)"
 )
 """How a refusal line names its parameter: argparse's own words, or ``PARAM: message``."""
 
 
-def refusal_line(err: str) -> str:
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def echoed(err: str, argv: tuple[str, ...] = ()) -> str:
+    """``err`` with each argument holding a line break written as its repr: argparse echoes
+    an unknown argument as it is (``dpsynth.cli.commands._Parser.error`` does not fold it
+    onto one line; see the book page "Faults and fuzzing"), so such a refusal spans lines."""
+    for arg in sorted(argv, key=len, reverse=True):
+        if any(c in arg for c in LINE_BREAKS) and err.startswith("dpsynth: error: "):
+            err = err.replace(arg, repr(arg))
+    return err
+
+
+def refusal_line(err: str, argv: tuple[str, ...] = ()) -> str:
     """The one refusal line of a run with exit status 2 (asserts there is exactly one, that it
     names a parameter, and that every other line is a warning or progress)."""
-    lines = [t for t in err.splitlines() if t.strip()]
+    lines = [t for t in echoed(err, argv).splitlines() if t.strip()]
     errors = [t for t in lines if t.startswith("dpsynth: error:")]
     assert len(errors) == 1, f"not one refusal line: {err!r}"
     assert ARGPARSE_NAMING.match(errors[0]), f"refusal names no parameter: {errors[0]!r}"
     others = [t for t in lines if not t.startswith("dpsynth: error:")]
     assert all(t.startswith(("dpsynth: warning:", "[dpsynth]")) for t in others), err
     return errors[0]
+
+
+def named(line: str) -> str:
+    """The parameter a refusal line names (argparse's usage errors as "usage")."""
+    body = line.removeprefix("dpsynth: error: ")
+    if body.startswith(("argument ", "the following", "unrecognized")):
+        return "a flag (argparse usage)"
+    return body.split(": ", 1)[0]
 
 
 BANNER = re.compile(r"\[CONFIDENTIAL, from the data:[^\]]*\]")
@@ -172,11 +194,14 @@ def assert_contract(run: Run, before: dict[str, str], after: dict[str, str], inp
         if name in before:
             assert after.get(name) == before[name], f"input {name} was changed"
     if run.code == 2:
-        refusal_line(run.err)
+        line = refusal_line(run.err, run.argv)
         changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
         assert changed <= {ledger}, f"a refusal wrote {sorted(changed)}"
-        return "refused (2)"
-    return "released (0)" if run.code == 0 else "passed every check before a Stan fit"
+        return f"refused (2) naming {named(line)}"
+    if run.code is None:
+        return "passed every check before a Stan fit"
+    wrote = any(before.get(k) != v for k, v in after.items() if k != ledger)
+    return "released (0)" if wrote else "exit 0, nothing written (help or version)"
 
 
 def leaked(text: str, secrets: list[str]) -> list[str]:

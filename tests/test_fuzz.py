@@ -139,6 +139,31 @@ def specs(draw: Any) -> dict[str, Any]:
     return raw
 
 
+LEVEL_TEXT = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=5)
+
+
+@st.composite
+def ph_specs(draw: Any) -> dict[str, Any]:
+    """A spec a table release may accept without a Stan fit: PH columns (levels of any letters
+    or digits, bounds in any order, any shares), a public column, sometimes a hostile key."""
+    conf = []
+    for i in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(["categorical", "binary"] + ["continuous"] * (i == 0)))
+        entry: dict[str, Any] = {"name": f"c{i}", "type": kind, "mechanism": "ph"}
+        entry["share"] = draw(mostly(st.floats(0.1, 5), NUMBER))
+        if kind == "continuous":
+            entry["bounds"] = [draw(st.integers(-50, 50)), draw(st.integers(-50, 150))]
+        else:
+            size = 2 if kind == "binary" else draw(st.integers(2, 4))
+            entry["levels"] = draw(st.lists(LEVEL_TEXT, min_size=size, max_size=size, unique=True))
+        if draw(st.integers(0, 7)) == 0:
+            key = draw(st.sampled_from(sorted(OPTIONS)))
+            entry[key] = draw(OPTIONS[key])
+        conf.append(entry)
+    public = [{"name": "p", "type": "continuous", "bounds": [0, 1]}] * draw(st.integers(0, 1))
+    return {"public": public, "confidential": conf}
+
+
 def toml_value(value: Any) -> str:
     """A value as TOML (JSON's escapes are TOML's; nan and inf are TOML words)."""
     if isinstance(value, bool):
@@ -152,12 +177,20 @@ def toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value)
+        return _toml_string(value)
     if isinstance(value, list):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{_toml_string(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+        )
     raise TypeError(value)
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes, but astral characters written as themselves
+    (JSON's surrogate pairs are not TOML) and DEL escaped (TOML forbids it raw)."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def to_toml(raw: dict[str, Any]) -> str:
@@ -165,12 +198,12 @@ def to_toml(raw: dict[str, Any]) -> str:
     lines = []
     for key, value in raw.items():
         if not _tables_of(raw, key):
-            lines.append(f"{json.dumps(key)} = {toml_value(value)}")
+            lines.append(f"{_toml_string(key)} = {toml_value(value)}")
     for key in ("public", "confidential"):
         if _tables_of(raw, key):
             for entry in raw[key]:
                 lines.append(f"[[{key}]]")
-                lines += [f"{json.dumps(k)} = {toml_value(v)}" for k, v in entry.items()]
+                lines += [f"{_toml_string(k)} = {toml_value(v)}" for k, v in entry.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -222,7 +255,10 @@ def test_spec_mapping_is_parsed_or_refused_in_one_line(raw):
 
 
 @examples(150)
-@given(st.one_of(specs().map(to_toml), st.text(max_size=200), st.binary(max_size=200)))
+@given(
+    st.one_of(specs().map(to_toml), st.text(max_size=200), st.binary(max_size=200))
+    | ph_specs().map(to_toml)
+)
 @example(b"\xff\xfe[[confidential]]")
 @example('[[confidential]]\nname = "a"\n[[confidential]]\nname = "a"\n')
 def test_spec_file_is_parsed_or_refused_in_one_line(text):
@@ -293,31 +329,6 @@ def _table_run(raw: dict[str, Any], spec: TableSpec, draw: Any, outside: bool) -
         return outcome
 
 
-LEVEL_TEXT = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=5)
-
-
-@st.composite
-def ph_specs(draw: Any) -> dict[str, Any]:
-    """A spec a table release may accept without a Stan fit: PH columns (levels of any letters
-    or digits, bounds in any order, any shares), a public column, sometimes a hostile key."""
-    conf = []
-    for i in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["categorical", "binary"] + ["continuous"] * (i == 0)))
-        entry: dict[str, Any] = {"name": f"c{i}", "type": kind, "mechanism": "ph"}
-        entry["share"] = draw(mostly(st.floats(0.1, 5), NUMBER))
-        if kind == "continuous":
-            entry["bounds"] = [draw(st.integers(-50, 50)), draw(st.integers(-50, 150))]
-        else:
-            size = 2 if kind == "binary" else draw(st.integers(2, 4))
-            entry["levels"] = draw(st.lists(LEVEL_TEXT, min_size=size, max_size=size, unique=True))
-        if draw(st.integers(0, 7)) == 0:
-            key = draw(st.sampled_from(sorted(OPTIONS)))
-            entry[key] = draw(OPTIONS[key])
-        conf.append(entry)
-    public = [{"name": "p", "type": "continuous", "bounds": [0, 1]}] * draw(st.integers(0, 1))
-    return {"public": public, "confidential": conf}
-
-
 @examples(40)
 @given(ph_specs(), st.data())
 def test_table_release_from_a_generated_spec(raw, data):
@@ -325,9 +336,10 @@ def test_table_release_from_a_generated_spec(raw, data):
     in one line with nothing written, and a release within the spec's bounds and levels. Only
     specs whose columns are all PH are released here (a model column needs a Stan fit)."""
     got = _parsed(raw)
-    if isinstance(got, InputError) or not _ph_only(got):
-        tally("table release", "spec refused or has a model column (not run)")
+    if isinstance(got, InputError):
+        tally("table release", f"spec refused: {got.param} (not run)")
         return
+    assert _ph_only(got)
     outside = data.draw(st.integers(0, 5)) == 0
     tally("table release", _table_run(raw, got, data.draw, outside))
 
@@ -347,7 +359,7 @@ def test_table_release_of_unicode_levels():
 
 # ----------------------------------------------------------------------------- pieces
 
-GOOD_PIECES = (ROOT / "dpsynth" / "stan" / "examples" / "pieces").glob("*.pieces")
+GOOD_PIECES = sorted((ROOT / "dpsynth" / "stan" / "examples" / "pieces").glob("*.pieces"))
 FRAGMENTS = st.sampled_from(
     [
         "functions {", "}", "{", "parameters { real mu; real<lower=0> sigma; }",
@@ -363,8 +375,24 @@ FRAGMENTS = st.sampled_from(
 )  # fmt: skip
 
 
+SHIPPED = sorted(p.read_text(encoding="utf-8") for p in GOOD_PIECES)
+
+
+@st.composite
+def mutated_pieces(draw: Any) -> str:
+    """A shipped pieces file with fragments inserted at, or slices cut from, random places."""
+    text = draw(st.sampled_from(SHIPPED))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(text)))
+        if draw(st.booleans()):
+            text = text[:at] + draw(FRAGMENTS | st.text(max_size=6)) + text[at:]
+        else:
+            text = text[:at] + text[at + draw(st.integers(1, 40)) :]
+    return text
+
+
 @examples(300)
-@given(st.lists(FRAGMENTS | st.text(max_size=10), max_size=12).map(" ".join))
+@given(mutated_pieces() | st.lists(FRAGMENTS | st.text(max_size=10), max_size=12).map(" ".join))
 @example("functions {} parameters { real mu; } prior { } block\nwith newline { }")
 @example("functions { real record_lpdf(real y) { return 0; } real record_rng() { return 0; } } "
          "parameters { } prior { }")  # fmt: skip
@@ -384,9 +412,8 @@ def test_pieces_are_parsed_or_refused_naming_pieces(text):
 
 def test_the_shipped_pieces_parse():
     """The generator's well-formed fragments come from files that do parse (a control)."""
-    shipped = sorted(GOOD_PIECES)
-    assert shipped
-    for path in shipped:
+    assert GOOD_PIECES
+    for path in GOOD_PIECES:
         assert parse_pieces(path.read_text(encoding="utf-8")).parameter_names
 
 
@@ -526,6 +553,36 @@ COMMANDS = st.sampled_from(
 )
 
 
+VALID_ARGVS = [
+    ["synthesize", "in.csv", "--column", "y", "--mechanism", "ph", "--bounds", "0", "100",
+     "--epsilon", "1", "--out", "out.csv", "--report", "report.json"],
+    ["synthesize", "in.csv", "--column", "y", "--model", "beta", "--mechanism", "censor-uw",
+     "--bounds", "0", "100", "--epsilon", "1", "--out", "out.csv", "--report", "report.json"],
+    ["synthesize-table", "in.csv", "--spec", "spec.toml", "--epsilon", "1", "--out", "out.csv",
+     "--report", "report.json", "--budget-file", "budget.jsonl", "--budget-total", "3"],
+    ["synthesize", "in.csv", "--column", "y", "--pieces", "good.pieces", "--bounds", "0", "100",
+     "--epsilon", "1", "--out", "out.csv", "--report", "report.json"],
+    ["combine", "in.csv", "--column", "y", "--estimand", "mean", "--rule", "single"],
+]  # fmt: skip
+
+
+@st.composite
+def mutated_argvs(draw: Any) -> list[str]:
+    """A valid command line with a few words replaced, removed or added."""
+    argv = list(draw(st.sampled_from(VALID_ARGVS)))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(1, len(argv)))
+        action = draw(st.sampled_from(["replace", "remove", "add"]))
+        word = draw(VALUES | st.sampled_from(FLAGS))
+        if action == "replace" and at < len(argv):
+            argv[at] = word
+        elif action == "remove" and at < len(argv):
+            del argv[at]
+        else:
+            argv.insert(at, word)
+    return argv
+
+
 @st.composite
 def argvs(draw: Any) -> list[str]:
     argv = [draw(COMMANDS)]
@@ -548,7 +605,29 @@ def _cli_folder(work: Path) -> None:
 
 
 @examples(250)
-@given(argvs())
+@given(argvs() | mutated_argvs())
+@example(
+    [
+        "synthesize",
+        "",
+        "--column",
+        "y",
+        "--mechanism",
+        "ph",
+        "--bounds",
+        "0",
+        "100",
+        "--epsilon",
+        "1",
+        "--out",
+        "out.csv",
+        "--report",
+        "report.json",
+    ]
+)  # an empty path: was
+# "IN.csv:  is a directory" (Path("") is the working folder)
+@example(["synthesize", "in.csv", "--column", "y", "--mechanism", "ph", "--bounds", "0", "100",
+          "--epsilon", "1", "--out", "", "--report", "report.json"])  # fmt: skip
 @example(["synthesize", "in.csv", "--column", "y", "--mechanism", "ph", "--bounds", "0", "100",
           "--epsilon", "1", "--out", "in.csv", "--report", "report.json"])  # fmt: skip
 @example(["synthesize-table", "in.csv", "--spec", "spec.toml", "--epsilon", "1", "--out", "out.csv",

@@ -23,6 +23,8 @@ def check_output_paths(input_path: str, outputs: dict[str, str | None]) -> dict[
     for flag, value in outputs.items():
         if value is None:
             continue
+        if not str(value).strip():
+            raise InputError(flag, "is an empty path: name a file")
         path = Path(value)
         key = _resolved(value)
         if key in seen:
@@ -50,6 +52,8 @@ def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
     list of the columns the file has, and a hint when the header looks like another
     delimiter (``;`` or tab). Returns the header's names.
     """
+    if not str(path).strip():
+        raise InputError(param, "is an empty path: name a file")
     p = Path(path)
     if not p.exists():
         raise InputError(param, f"no such file: {path}")
