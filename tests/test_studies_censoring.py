@@ -409,3 +409,26 @@ def test_tune_lw_weights_searches_the_shift_when_c_1_falls_short() -> None:
     c, g, result, trace = tune_lw_weights(Stub(), 5.24, tol=0.05, max_fits=8)
     assert c == 1.0 and 0 < g < 1 and abs(result.epsilon - 5.24) <= 0.05 * 5.24
     assert trace["g"].iloc[0] == 0.0 and len(trace) <= 8
+
+
+def test_sdr_summary_reads_the_literal_table() -> None:
+    from dpsynth.studies.censoring import PAPER_TABLE2, sdr_comparison, sdr_summary
+    from dpsynth.studies.reproduction import compare, summary_frame
+
+    cols = ["Data", "Weighted", "Weighted-e", "Censor_w"]
+    literal = PAPER_TABLE2[cols].copy()
+    literal.loc["epsilon", "Weighted"] = 12.16
+    out = {
+        "table": PAPER_TABLE2.copy(),
+        "tuning": {"c": 0.4, "g": 0.0},
+        "literal_table": literal,
+        "literal_table_sd": literal * 0.0 + 1e-3,
+    }
+    values = sdr_summary(out)
+    assert values["weighted_epsilon_literal"][0] == 12.16
+    assert values["censor_w_q90_literal"][0] == PAPER_TABLE2.loc["q90", "Censor_w"]
+    frame = summary_frame(values)
+    table = compare(sdr_comparison(), frame, study="sdr", literal=frame, literal_label="lit")
+    by = dict(zip(table.quantity, table.lit, strict=True))
+    assert by["epsilon: Weighted (aDP)"].startswith("12.16")
+    assert "(agrees" in by["90th quantile ($): Censor_w"] and by["mean ($): PH"] == "-"
