@@ -9,7 +9,7 @@ random seed each run and :data:`LONG_FACTOR` times the examples), e.g.::
     HYPOTHESIS_PROFILE=long .venv/bin/python -m pytest -p no:cacheprovider tests/test_fuzz.py
 
 No example database is written (``database=None``): failures found are kept in the tests as
-``@example(...)``. With ``DPSYNTH_FUZZ_TALLY=PATH`` every example and fault appends one JSON
+``@example(...)``; Hypothesis's own caches go to the system's temporary folder, not the tree. With ``DPSYNTH_FUZZ_TALLY=PATH`` every example and fault appends one JSON
 line (property, outcome) to PATH: ``benchmarks/fuzz_faults.py`` counts them.
 """
 
@@ -22,12 +22,15 @@ import json
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "dpsynth-hypothesis")  # not in the tree
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 LONG_FACTOR = 25
 """How many times more examples each property tries under the ``long`` profile."""

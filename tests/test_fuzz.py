@@ -688,3 +688,23 @@ def test_end_to_end_no_traceback(tmp_path):
         for name in ("out.csv", "report.json"):
             (tmp_path / name).unlink(missing_ok=True)
         tally("end to end (subprocess)", f"exit {done.returncode}")
+
+
+def test_a_level_read_as_missing_is_refused_up_front():
+    """Found by the table-release property: a spec level "NULL" was accepted, and then every
+    record holding it was refused as a missing value (the CSV reader's NA texts)."""
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    from dpsynth.table.spec import READ_AS_MISSING
+
+    assert READ_AS_MISSING == STR_NA_VALUES
+    for level in ("NULL", "NA", "nan", ""):
+        raw = {
+            "confidential": [
+                {"name": "g", "type": "binary", "mechanism": "ph", "levels": [level, "x"]}
+            ]
+        }
+        got = _parsed(raw)
+        assert isinstance(got, InputError) and got.param == "levels", level
+    assert isinstance(_parsed({"confidential": [{"name": "g", "type": "binary", "mechanism": "ph",
+                                                 "levels": ["NULLS", "x"]}]}), TableSpec)  # fmt: skip

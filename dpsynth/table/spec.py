@@ -511,8 +511,18 @@ def _bounds(value: Any, name: str) -> tuple[float, float] | None:
     return float(value[0]), float(value[1])
 
 
+READ_AS_MISSING = frozenset(
+    {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+)  # fmt: skip
+"""Cell texts the CSV reader (pandas' defaults) reads as a missing value: a level spelt so
+could never be matched in the data. Internal (not in ``__all__``); tests/test_fuzz.py checks
+it against pandas'."""
+
+
 def _levels(value: Any, name: str) -> tuple[Any, ...] | None:
-    """Public levels: a list of at least two distinct numbers or strings."""
+    """Public levels: a list of at least two distinct numbers or strings, none of them a text
+    the CSV reader takes for a missing value (:data:`READ_AS_MISSING`)."""
     if value is None:
         return None
     ok = isinstance(value, list) and len(value) >= 2
@@ -520,6 +530,13 @@ def _levels(value: Any, name: str) -> tuple[Any, ...] | None:
     if not ok or len({str(v) for v in value}) != len(value):
         raise InputError(
             "levels", f"column {name!r}: must list at least two distinct numbers or strings"
+        )
+    missing = [v for v in value if isinstance(v, str) and v in READ_AS_MISSING]
+    if missing:
+        raise InputError(
+            "levels",
+            f"column {name!r}: the level {missing[0]!r} would be read from the data as a missing "
+            'value: spell it otherwise (missing values: missing = "level" or "indicator")',
         )
     return tuple(value)
 
