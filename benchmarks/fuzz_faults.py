@@ -87,10 +87,17 @@ def readme_figures(table: pd.DataFrame) -> str:
         f"{run.tests_failed} failed.",
         "",
     ]
-    for (kind, prop), rows in table.groupby(["kind", "property"], sort=False):
-        parts = ", ".join(f"{r.outcome} {r['count']}" for _, r in rows.iterrows())
-        lines.append(f"- {kind}, {prop}: {parts}")
+    for kind in ("generated input", "fault"):
+        for prop, rows in table[table.kind == kind].groupby("property", sort=False):
+            coarse = rows.groupby(rows.outcome.map(_coarse), sort=False)["count"].sum()
+            parts = "; ".join(f"{outcome}: {n}" for outcome, n in coarse.items())
+            lines.append(f"- {prop} ({kind}, {rows['count'].sum()}): {parts}")
     return "\n".join(lines)
+
+
+def _coarse(outcome: str) -> str:
+    """An outcome without the parameter a refusal names (the CSV and the book keep it)."""
+    return re.split(r" naming |: (?!\d)", outcome)[0]
 
 
 def update_readme(table: pd.DataFrame, path: Path = README) -> bool:

@@ -132,7 +132,11 @@ def _outputs_complete_or_absent(work: Path, table: bool) -> str:
     for name in ("report.json", "diag.json"):
         if (work / name).exists():
             json.loads((work / name).read_text())
-    return "outputs complete" if len(present) == 3 else f"outputs: {len(present)} of 3, each whole"
+    if not present:
+        return "no output"
+    return (
+        "all 3 outputs whole" if len(present) == 3 else f"{len(present)} of 3 outputs, each whole"
+    )
 
 
 def _no_residue(work: Path) -> None:
@@ -150,7 +154,8 @@ def _after_kill(work: Path, table: bool, charged_before: int) -> str:
         assert len(charges) == charged_before + 1, "an output exists but its charge does not"
     outcome = _outputs_complete_or_absent(work, table)
     _no_residue(work)
-    return outcome
+    charged = "charged" if len(charges) > charged_before else "killed before the charge"
+    return f"{charged}, {outcome}"
 
 
 # ----------------------------------------------------------------------------- SIGKILL
