@@ -29,7 +29,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from dpsynth import __version__
+from dpsynth import __version__, formats
 from dpsynth.cli.files import check_input_file, check_output_paths, read_input
 from dpsynth.cli.options_table import (
     COMMANDS,
@@ -290,7 +290,7 @@ def _charge_budget(args: argparse.Namespace, outputs: dict[str, Path]) -> Any:
 
     return budget.charge(
         args.budget_file,
-        dataset_sha256=budget.file_sha256(args.input),
+        dataset_sha256=formats.sha256(args.input),
         epsilon=args.epsilon,
         what=f"{args.mechanism} m={args.m} on {Path(args.input).name}",
         total=args.budget_total,
@@ -493,8 +493,10 @@ def _read_synthetic(args: argparse.Namespace) -> Any:
     import pandas as pd
 
     path = Path(args.synth)
-    if not path.is_file():
+    if not path.is_file() and not (path.is_dir() and formats.input_format(path) == "parquet"):
         raise InputError("SYNTH.csv", f"file not found: {path}")
+    if formats.input_format(path) != "csv":  # a Parquet, Stata or SAS release
+        return formats.read_table(path, "SYNTH.csv")
     try:
         df = pd.read_csv(path, encoding="utf-8-sig")
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):

@@ -1,5 +1,6 @@
-"""The command line's files: input CSVs checked from their header line before anything is
-read (no scientific stack), output paths checked before anything is written, and the one
+"""The command line's files: input files checked from their header before anything is
+read (a CSV's without the scientific stack; CSV, Parquet, Stata and SAS through
+:mod:`dpsynth.formats`), output paths checked before anything is written, and the one
 reader of an input column (:func:`read_input`)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dpsynth import formats
 from dpsynth.errors import InputError, count_first, from_data
 
 if TYPE_CHECKING:  # the scientific stack is imported only once the arguments are checked
@@ -46,29 +48,19 @@ def _resolved(path: str) -> str:
 
 
 def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
-    """Check a CSV file's existence, encoding and header, and that it has ``columns``.
+    """Check an input file's existence and header, and that it has ``columns``.
 
-    Reads the header line only (no scientific stack). A missing column is refused with the
-    list of the columns the file has, and a hint when the header looks like another
-    delimiter (``;`` or tab). Returns the header's names.
+    Reads the header only: a CSV's first line (no scientific stack; UTF-8), or a Parquet,
+    Stata or SAS file's column names (:mod:`dpsynth.formats`). A missing column is refused
+    with the list of the columns the file has, and a hint when a CSV header looks like
+    another delimiter (``;`` or tab). Returns the header's names.
     """
     if not str(path).strip():
         raise InputError(param, "is an empty path: name a file")
     p = Path(path)
     if not p.exists():
         raise InputError(param, f"no such file: {path}")
-    if p.is_dir():
-        raise InputError(param, f"{path} is a directory")
-    try:
-        with p.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), None)
-    except UnicodeDecodeError:
-        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
-    except OSError:
-        raise InputError(param, f"cannot read {path}") from None
-    if not header:
-        raise InputError(param, "is empty")
-    names = [h.strip() for h in header]
+    names = _header(p, param)
     if any(not h for h in names):
         raise InputError(param, f"column {names.index('') + 1} has an empty name")
     dupes = sorted({h for h in names if names.count(h) > 1})
@@ -79,6 +71,24 @@ def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
             flag = "--column" if column == columns[0] else "--covariates"
             raise InputError(flag, f"no column {column!r} in {path}{_columns_hint(names)}")
     return names
+
+
+def _header(p: Path, param: str) -> list[str]:
+    """The stripped column names of ``p`` in its format (a directory: Parquet partitions)."""
+    if formats.input_format(p) != "csv":
+        return [str(h).strip() for h in formats.header(p, param)]
+    if p.is_dir():
+        raise InputError(param, f"{p} is a directory")
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            header = next(csv.reader(fh), None)
+    except UnicodeDecodeError:
+        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
+    except OSError:
+        raise InputError(param, f"cannot read {p}") from None
+    if not header:
+        raise InputError(param, "is empty")
+    return [h.strip() for h in header]
 
 
 def _columns_hint(names: list[str]) -> str:
@@ -92,18 +102,15 @@ def _columns_hint(names: list[str]) -> str:
 
 
 def read_csv(path: str, param: str, empty_param: str | None = None) -> pd.DataFrame:
-    """A UTF-8 CSV (a BOM is fine) with stripped header names; an unparsable or empty file is
-    refused naming ``param`` (``empty_param`` for an empty one, if given)."""
-    import pandas as pd
-
+    """The table at ``path`` in its format (a UTF-8 CSV, a BOM is fine; Parquet, Stata, SAS:
+    :func:`dpsynth.formats.read_table`) with stripped header names; an unreadable file is
+    refused naming ``param``, an empty one ``empty_param`` if given."""
     try:
-        frame = pd.read_csv(Path(path), encoding="utf-8-sig")
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
-        raise InputError(param, "cannot be parsed as CSV") from None
-    frame.columns = [str(c).strip() for c in frame.columns]
-    if len(frame) == 0:
-        raise InputError(empty_param or param, "the data are empty")
-    return frame
+        return formats.read_table(path, param)
+    except InputError as exc:
+        if exc.message == "the data are empty" and empty_param is not None:
+            raise InputError(empty_param, exc.message) from None
+        raise
 
 
 def read_input(

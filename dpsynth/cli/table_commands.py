@@ -18,6 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from dpsynth import formats
 from dpsynth.cli.files import check_input_file, check_output_paths, read_csv
 from dpsynth.cli.options_table import check_pairs_and_files, keywords
 from dpsynth.errors import InputError
@@ -83,7 +84,7 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
 
         charge = budget.charge(
             args.budget_file,
-            dataset_sha256=budget.file_sha256(args.input),
+            dataset_sha256=formats.sha256(args.input),
             epsilon=args.epsilon,
             what=f"table m={args.m} on {Path(args.input).name}",
             total=args.budget_total,

@@ -38,7 +38,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from dpsynth import entropy, io
+from dpsynth import entropy, formats, io
 from dpsynth.engine.diagnostics import (  # noqa: F401  (re-exported: the release policy lives there)
     CONVERGENCE,
     converged,
@@ -94,7 +94,10 @@ class Release:
     ) -> None:
         """Write the files atomically: every one of them, or (on any failure) none."""
         jobs: list[tuple[Path, Callable[[str], None]]] = [
-            (Path(out_csv), lambda p: self.data.to_csv(p, index=False)),
+            (
+                Path(out_csv),
+                lambda p: formats.write_table(self.data, p, formats.output_format(out_csv)),
+            ),
             (Path(report_json), lambda p: Path(p).write_text(io.to_json(self.report))),
         ]
         if diagnostics_json is not None:

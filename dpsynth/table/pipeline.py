@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpsynth import formats
 from dpsynth.engine.diagnostics import MULTIMODAL_SAYS
 from dpsynth.errors import (
     InputError,
@@ -209,7 +210,7 @@ def _reference_frame(spec: TableSpec, reference: pd.DataFrame | None) -> pd.Data
         path = Path(spec.reference)
         if not path.is_file():
             raise InputError("reference", f"no such file: {spec.reference}")
-        reference = pd.read_csv(path, encoding="utf-8-sig")
+        reference = formats.read_table(path, "reference")
     require_columns(spec, reference.columns, "reference")
     return reference
 

@@ -1,0 +1,132 @@
+"""Tables as agencies hold them: CSV, Parquet (a file or a directory of partitions), Stata
+and SAS in; CSV or Parquet out, by extension (dpsynth.formats), for every command."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth import formats
+from dpsynth.cli.commands import main
+from dpsynth.errors import InputError
+from dpsynth.privacy import budget
+
+
+def _frame(n: int = 60) -> pd.DataFrame:
+    rng = np.random.default_rng(2)
+    return pd.DataFrame(
+        {
+            "income": rng.uniform(0, 1, n).round(4),
+            "region": pd.Categorical(rng.choice(["n", "s"], n)),
+            "k": rng.integers(0, 8, n),
+        }
+    )
+
+
+def _write(frame: pd.DataFrame, path, kind: str):
+    if kind == "parquet":
+        frame.to_parquet(path, index=False)
+    elif kind == "dir":
+        path.mkdir()
+        half = len(frame) // 2
+        frame.iloc[:half].to_parquet(path / "part-0.parquet", index=False)
+        frame.iloc[half:].to_parquet(path / "part-1.parquet", index=False)
+    elif kind == "stata":
+        frame.to_stata(path, write_index=False)
+    else:
+        frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("csv", "t.csv"), ("parquet", "t.parquet"), ("dir", "parts"), ("stata", "t.dta")],
+)
+def test_each_format_reads_its_header_and_values(tmp_path, kind, name):
+    frame = _frame()
+    path = _write(frame, tmp_path / name, kind)
+    if kind != "csv":
+        assert formats.header(path, "data") == ["income", "region", "k"]
+    got = formats.read_table(path, "data")
+    assert list(got.columns) == ["income", "region", "k"]
+    np.testing.assert_allclose(got["income"].to_numpy(float), frame["income"].to_numpy(float))
+    np.testing.assert_array_equal(got["k"].to_numpy(int), frame["k"].to_numpy(int))
+    # a category (a Stata value label, a Parquet dictionary) comes in as plain text
+    assert not isinstance(got["region"].dtype, pd.CategoricalDtype)
+    assert list(got["region"].astype(str)) == list(frame["region"].astype(str))
+
+
+def test_unreadable_files_are_refused_naming_the_parameter(tmp_path):
+    sas = tmp_path / "t.sas7bdat"
+    sas.write_bytes(b"not a SAS file at all" * 10)
+    empty_dir = tmp_path / "empty"
+    empty_dir.mkdir()
+    for path in (sas, tmp_path / "bad.parquet", empty_dir):
+        if path.suffix == ".parquet":
+            path.write_text("a,b\n1,2\n")
+        with pytest.raises(InputError) as exc:
+            formats.read_table(path, "DATA.csv")
+        assert exc.value.param == "DATA.csv"
+
+
+def test_a_directory_hash_covers_every_partition_and_a_file_hash_is_the_ledgers(tmp_path):
+    frame = _frame()
+    path = _write(frame, tmp_path / "parts", "dir")
+    before = formats.sha256(path)
+    (path / "part-1.parquet").write_bytes((path / "part-1.parquet").read_bytes() + b"\0")
+    assert formats.sha256(path) != before
+    csv = _write(frame, tmp_path / "t.csv", "csv")
+    assert formats.sha256(csv) == budget.file_sha256(csv)
+
+
+def _ph(tmp_path, inp, out, capsys):
+    args = ["synthesize", str(inp), "--column", "income", "--mechanism", "ph", "--bounds", "0"]
+    args += ["1", "--epsilon", "1", "--out", str(out), "--report", str(tmp_path / "r.json")]
+    code = main([*args, "--quiet"])
+    return code, capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"), [("parquet", "in.parquet"), ("dir", "in_parts"), ("stata", "in.dta")]
+)
+def test_synthesize_reads_each_format_and_writes_parquet_by_extension(tmp_path, capsys, kind, name):
+    inp = _write(_frame(), tmp_path / name, kind)
+    out = tmp_path / "syn.parquet"
+    code, streams = _ph(tmp_path, inp, out, capsys)
+    assert code == 0, streams.err
+    syn = pd.read_parquet(out)
+    assert list(syn.columns) == ["income"] and len(syn) == 60
+    assert syn["income"].between(0, 1).all()
+    assert json.loads((tmp_path / "r.json").read_text())["mechanism"] == "ph"
+
+
+def test_a_table_release_from_a_parquet_directory_to_parquet(tmp_path, capsys):
+    inp = _write(_frame(), tmp_path / "parts", "dir")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n'
+        '[[confidential]]\nname = "region"\ntype = "binary"\nmechanism = "ph"\n'
+        'levels = ["n", "s"]\n'
+    )
+    out, ledger = tmp_path / "syn.parquet", tmp_path / "budget.jsonl"
+    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
+    argv += ["--report", str(tmp_path / "r.json"), "--budget-file", str(ledger)]
+    argv += ["--budget-total", "3", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    syn = pd.read_parquet(out)
+    assert set(syn["region"]) <= {"n", "s"} and len(syn) == 60
+    assert formats.sha256(inp) in ledger.read_text()  # the directory's identity is charged
+
+
+def test_init_spec_and_combine_read_parquet(tmp_path, capsys):
+    inp = _write(_frame(), tmp_path / "pub.parquet", "parquet")
+    assert main(["init-spec", str(inp)]) == 0
+    assert 'name = "income"' in capsys.readouterr().out
+    sets = pd.DataFrame({"synthetic_set": [1] * 30 + [2] * 30, "v": np.linspace(0, 1, 60)})
+    syn = tmp_path / "syn.parquet"
+    sets.to_parquet(syn, index=False)
+    assert main(["combine", str(syn), "--column", "v", "--estimand", "mean"]) == 0
+    assert capsys.readouterr().out
