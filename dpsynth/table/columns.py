@@ -112,6 +112,26 @@ class HistogramFit:
     col_seed: int | None
 
 
+@dataclass(frozen=True)
+class ColumnTask:
+    """A column's fit, as public settings: its spec entry, its position j in the synthesis
+    order, its epsilon, the m sets, the table's seed (None: from the OS), the sampler and
+    the progress switch."""
+
+    col: ConfidentialColumn
+    j: int
+    epsilon: float
+    m: int
+    seed: int | None
+    sampler: Sampler
+    run: dict[str, bool]
+
+    @property
+    def col_seed(self) -> int | None:
+        """The column's own seed (:func:`dpsynth.entropy.column_seed`), None when unseeded."""
+        return None if self.seed is None else entropy.column_seed(self.seed, self.j)
+
+
 class ColumnFit(NamedTuple):
     """A column's fit: its release (report, confidential diagnostics), its marginal
     histogram's release or None, and what its draw reads (:class:`ModelFit` or
@@ -139,41 +159,38 @@ def _marginal(
     return marg, marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
 
 
-def _column_release(outcome: np.ndarray, col: ConfidentialColumn, settings: dict[str, Any]):
-    """The column's one dpsynth release (:func:`dpsynth.release.single.synthesize`)."""
+def _column_release(outcome: np.ndarray, task: ColumnTask, epsilon: float, kw: dict[str, Any]):
+    """The column's one dpsynth release (:func:`dpsynth.release.single.synthesize`) at the
+    ``epsilon`` its fit spends, with the mechanism's inputs ``kw``."""
     from dpsynth.release.single import synthesize
 
     return synthesize(
         outcome,
-        mechanism=col.mechanism,
-        column=col.name,
+        mechanism=task.col.mechanism,
+        column=task.col.name,
+        epsilon=epsilon,
+        m=task.m,
+        seed=task.col_seed,
+        sampler=task.sampler,
         allow_large_epsilon=True,  # the table's total was checked
-        **settings,
+        **task.run,  # progress
+        **kw,
     )
 
 
 def fit_histogram_column(
-    col: ConfidentialColumn,
-    j: int,
-    conf: ConfidentialInputs,
-    pub: PublicInputs,
-    epsilon: float,
-    m: int,
-    seed: int | None,
-    sampler: Sampler,
-    run: dict[str, bool],
+    task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs
 ) -> ColumnFit:
     """A PH column's fit: the perturbed histogram of its values, or given parents of its
     joint cells with them (:func:`_ph_inputs`), at its epsilon."""
-    col_seed = None if seed is None else entropy.column_seed(seed, j)
-    marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, run)
+    col, epsilon, m, col_seed = task.col, task.epsilon, task.m, task.col_seed
+    marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, task.run)
     parents = ph_parents(col, list(pub.done))
     outcome, kw = _ph_inputs(col, parents, conf.values, conf.values[col.name])
     if parents:  # a large joint sample: the conditional draw then adds little noise
         kw["n_synthetic"] = ph_joint_draws(pub.n)
     eps_fit = fit_epsilon(col, epsilon, conf.fit_records, pub.n)
-    settings = dict(epsilon=eps_fit, m=m, seed=col_seed, sampler=sampler, **run, **kw)
-    rel = _column_release(outcome, col, settings)
+    rel = _column_release(outcome, task, eps_fit, kw)
     sets = tuple(rel.data[col.name].to_numpy(dtype=float).reshape(m, -1))
     return ColumnFit(rel, marg, HistogramFit(col, tuple(parents), sets, targets, col_seed))
 
@@ -194,22 +211,12 @@ def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarr
     ]  # fmt: skip
 
 
-def fit_model_column(
-    col: ConfidentialColumn,
-    j: int,
-    conf: ConfidentialInputs,
-    pub: PublicInputs,
-    epsilon: float,
-    m: int,
-    seed: int | None,
-    sampler: Sampler,
-    run: dict[str, bool],
-) -> ColumnFit:
+def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> ColumnFit:
     """A model column's fit: its censored regression on the public columns and the
     CONFIDENTIAL predecessors (a k-of-n subsample with ``fit_records``), at its epsilon."""
+    col, epsilon, m, col_seed, sampler = task.col, task.epsilon, task.m, task.col_seed, task.sampler
     n = pub.n
-    col_seed = None if seed is None else entropy.column_seed(seed, j)
-    marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, run)
+    marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, task.run)
     k = subsample_size(col, conf.fit_records, n)
     sub = _subset(_fit_rows(k, n, col_seed))
     y = sub(conf.values[col.name])
@@ -228,8 +235,7 @@ def fit_model_column(
     kw["downscale"] = d if d < 1 else None  # 1: the paper's Censor_uw, as before
     if col.bounds is not None:
         kw["bounds"] = col.bounds
-    settings = dict(epsilon=eps_fit, m=m, seed=col_seed, sampler=sampler, **run, **kw)
-    rel = _column_release(stan_outcome(col, y[rows]), col, settings)
+    rel = _column_release(stan_outcome(col, y[rows]), task, eps_fit, kw)
     censoring = _censoring(col, rel, kw, n if k is None else k)
     return ColumnFit(rel, marg, _model_fit(col, rel, m, targets, censoring, col_seed))
 
@@ -292,7 +298,7 @@ class ColumnKind:
     reads confidential values) and the one that draws its sets from the fit and public inputs."""
 
     name: str
-    fit: Callable[..., ColumnFit]
+    fit: Callable[[ColumnTask, ConfidentialInputs, PublicInputs], ColumnFit]
     draw: Callable[[Any, PublicInputs], list[np.ndarray]]
 
 

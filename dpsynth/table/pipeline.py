@@ -44,6 +44,7 @@ from dpsynth.release.settings import BudgetSettings
 from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
 from dpsynth.table.columns import (
+    ColumnTask,
     ConfidentialInputs,
     PublicInputs,
     _fixes_dispersion,
@@ -245,7 +246,8 @@ def _release_table(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", KnownSeedWarning)
             try:
-                fitted = kind.fit(col, j, conf, pub, col.share * epsilon, m, seed, sampler, run)
+                task = ColumnTask(col, j, col.share * epsilon, m, seed, sampler, run)
+                fitted = kind.fit(task, conf, pub)
             except InputError as exc:
                 raise _column_error(exc, col) from None
         releases[col.name] = fitted.release
