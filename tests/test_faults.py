@@ -164,6 +164,7 @@ NAMED_POINTS = [
     ("leave", "dpsynth.privacy.budget:charge"),  # between the budget charge and the release
     ("enter", "dpsynth.io:atomic_write_all"),  # before the outputs are written
     ("enter", "dpsynth.io:_fsync"),  # an output's temporary written, not yet renamed
+    ("leave", "dpsynth.io:to_json"),  # the synthetic records' temporary whole, the report's not
     ("enter", "os:replace"),  # the first rename (the ledger's charge)
     ("enter", "dpsynth.privacy.budget:_write_private"),
 ]
@@ -205,6 +206,8 @@ def test_sigkill_at_chosen_and_random_points(table, tmp_path):
         killed = _driver(work, mode, arg, args[:-2] if args[-2] == "--budget-total" else args)
         assert killed.returncode == -9, (mode, arg, killed.returncode, killed.stderr)
         outcome = _after_kill(work, table, charged_before=1)
+        if arg.endswith(":charge") or mode == "stderr":  # after the charge, before the release
+            assert outcome.startswith("charged"), (mode, arg, outcome)
         assert {k: v for k, v in snapshot(work).items() if k in inputs} == inputs
         if not list(work.glob(".*.part")):
             tally("SIGKILL " + ("table" if table else "single column"), outcome)
