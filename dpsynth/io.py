@@ -8,6 +8,7 @@ import importlib.metadata
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -107,9 +108,11 @@ def sweep_stale_temporaries(path: Path) -> list[Path]:
     function did not make."""
     removed = []
     head = f".{path.name}."
+    name = re.compile(rf"{re.escape(head)}(\d+)\.[a-z0-9_]+\.part")  # mkstemp's names
     for stale in path.parent.glob(f"{glob.escape(head)}*.part"):
-        pid = stale.name[len(head) :].split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        found = name.fullmatch(stale.name)
+        pid = int(found[1]) if found else os.getpid()
+        if pid != os.getpid() and not _alive(pid):
             stale.unlink(missing_ok=True)
             removed.append(stale)
     return removed
