@@ -534,6 +534,69 @@ def test_single_column_release_from_a_generated_file(file, extra):
     tally("input file", outcome)
 
 
+@st.composite
+def parquet_files(draw: Any) -> tuple[bytes, list[str]]:
+    """A Parquet file's bytes (pyarrow): columns of any type (text, booleans, huge integers,
+    NaN and infinities), duplicated or missing names, no rows, or the file cut short."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = draw(mostly(st.integers(1, 30), st.just(0)))
+    secrets = []
+    values = [float(f"{draw(st.integers(1, 99)) + draw(st.integers(100001, 999999)) / 1e6:.6f}")
+              for _ in range(n)]  # fmt: skip
+    secrets += [f"{v:.6f}" for v in values]
+    kind = draw(st.sampled_from(["float", "float", "text", "bool", "int", "nonfinite", "null"]))
+    if kind == "text":
+        column = pa.array([f"{SECRET_TEXT}{i}" for i in range(n)])
+        secrets += [f"{SECRET_TEXT}{i}" for i in range(n)]
+    elif kind == "bool":
+        column = pa.array([bool(i % 2) for i in range(n)])
+    elif kind == "int":
+        column = pa.array([draw(st.integers(-(2**63), 2**63 - 1)) for _ in range(n)], pa.int64())
+    elif kind == "nonfinite":
+        column = pa.array(
+            [draw(st.sampled_from([math.nan, math.inf, -math.inf, 1e308, v])) for v in values]
+        )
+    elif kind == "null":
+        column = pa.array([None if i % 3 == 0 else v for i, v in enumerate(values)], pa.float64())
+    else:
+        column = pa.array(values, pa.float64())
+    names = draw(st.sampled_from([["y"], ["y", "g"], ["y", "y"], ["g"], [" y "], ["é", "y"]]))
+    arrays = [column if name.strip() == "y" else pa.array(["a"] * n) for name in names]
+    buffer = io.BytesIO()
+    pq.write_table(pa.Table.from_arrays(arrays, names=names), buffer)
+    data = buffer.getvalue()
+    if draw(st.integers(0, 9)) == 0:
+        data = data[: draw(st.integers(0, len(data) - 1))]  # cut short
+    return data, secrets
+
+
+@examples(60)
+@given(parquet_files(), FLAG_EXTRAS)
+def test_single_column_release_from_a_generated_parquet_file(file, extra):
+    """The same contract for a Parquet input (read by its extension): exit 0 or 2, one line,
+    nothing written on refusal, no secret outside a banner, a release within --bounds."""
+    data, secrets = file
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        (work / "in.parquet").write_bytes(data)
+        before = snapshot(work)
+        argv = ["synthesize", "in.parquet", "--column", "y", "--mechanism", "ph", "--bounds", "0",
+                "100", "--epsilon", "1", "--out", "out.csv", "--report", "report.json", *extra]  # fmt: skip
+        run = run_cli(argv, work)
+        outcome = assert_contract(
+            run, before, snapshot(work), ["in.parquet"], ledger="budget.jsonl"
+        )
+        assert not leaked(public_text(run.err) + run.out, secrets), run.err
+        if run.code == 0:
+            _check_release_file(work, argv)
+            assert not leaked((work / "report.json").read_text(), secrets)
+    tally("Parquet input file", outcome)
+
+
 # ----------------------------------------------------------------------------- command lines
 
 FLAGS = [
