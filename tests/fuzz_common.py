@@ -129,28 +129,15 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 ARGPARSE_NAMING = re.compile(
     r"^dpsynth: error: (argument \S+|the following arguments are required: \S+|"
-    r"unrecognized arguments:.*|\S+: \S)"
+    r"unrecognized arguments:.*|ambiguous option: \S+|\S+: \S)"
 )
 """How a refusal line names its parameter: argparse's own words, or ``PARAM: message``."""
-
-
-LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-
-
-def echoed(err: str, argv: tuple[str, ...] = ()) -> str:
-    """``err`` with each argument holding a line break written as its repr: argparse echoes
-    an unknown argument as it is (``dpsynth.cli.commands._Parser.error`` does not fold it
-    onto one line; see the book page "Faults and fuzzing"), so such a refusal spans lines."""
-    for arg in sorted(argv, key=len, reverse=True):
-        if any(c in arg for c in LINE_BREAKS) and err.startswith("dpsynth: error: "):
-            err = err.replace(arg, repr(arg))
-    return err
 
 
 def refusal_line(err: str, argv: tuple[str, ...] = ()) -> str:
     """The one refusal line of a run with exit status 2 (asserts there is exactly one, that it
     names a parameter, and that every other line is a warning or progress)."""
-    lines = [t for t in echoed(err, argv).splitlines() if t.strip()]
+    lines = [t for t in err.splitlines() if t.strip()]  # argv: kept for callers
     errors = [t for t in lines if t.startswith("dpsynth: error:")]
     assert len(errors) == 1, f"not one refusal line: {err!r}"
     assert ARGPARSE_NAMING.match(errors[0]), f"refusal names no parameter: {errors[0]!r}"

@@ -131,7 +131,9 @@ def test_comparison_html_is_a_table_with_coloured_verdicts_and_standard_errors()
     assert "<details" in html and "likely cause" in html
     assert "tex2jax_ignore" in html  # dollar signs in labels are never maths
     summary = comparison_summary(table)
-    assert summary.startswith("Of the 3 quantities the paper reports, 1 agrees with it and 2")
+    assert summary.startswith(
+        "Of the 3 counted quantities the paper reports, 1 agrees with it and 2"
+    )
     assert "1 is dpsynth's own" in summary
     assert summary in comparison_text(table)
 

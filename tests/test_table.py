@@ -402,13 +402,14 @@ def test_cli_a_value_outside_the_spec_is_counted_only_under_the_confidential_ban
 def test_cli_fits_show_their_progress_unless_quiet():
     """Without --quiet each fit's sampler reports its progress in tenths (a censored fit can
     take minutes); --quiet keeps every fit quiet, as it keeps the column lines off."""
-    import argparse
+    from dpsynth.cli.commands import build_parser
+    from dpsynth.cli.options_table import keywords
 
-    from dpsynth.cli.table_commands import _sampler
-
-    settings = {"chains": 2, "iter_warmup": 10, "iter_sampling": 10, "adapt_delta": 0.9}
-    assert _sampler(argparse.Namespace(**settings, quiet=False)).quiet is False
-    assert _sampler(argparse.Namespace(**settings, quiet=True)).quiet is True
+    base = ["synthesize-table", "d.csv", "--spec", "s.toml", "--epsilon", "1"]
+    base += ["--out", "o.csv", "--report", "r.json"]
+    for extra, quiet in (([], False), (["--quiet"], True)):
+        args = build_parser().parse_args(base + extra)
+        assert Sampler(**keywords(args, args.command, "sampler")).quiet is quiet
 
 
 def test_cli_adapt_delta_out_of_range_refused_before_the_budget(tmp_path, capsys):

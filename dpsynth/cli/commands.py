@@ -131,7 +131,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse with usage errors as one line and exit status 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"dpsynth: error: {message}{_model_name_hint(message)}", file=sys.stderr)
+        text = one_line(message) or message  # an echoed argument may hold a line break
+        if text.endswith(":"):  # an empty argument echoed as nothing
+            text += " ''"
+        print(f"dpsynth: error: {text}{_model_name_hint(text)}", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -179,15 +182,28 @@ def main(argv: list[str] | None = None) -> int:
         if exc.code == 143:
             print("dpsynth: terminated; nothing was written", file=sys.stderr)
         raise
+    except OSError as exc:  # a full disk, a folder made unwritable during the run
+        print(f"dpsynth: error: {_os_message(exc)}", file=sys.stderr)
+        return 1
     except Exception as exc:  # noqa: BLE001 - the contract: one line, never a traceback
         print(
-            f"dpsynth: internal error ({type(exc).__name__}); nothing was written. "
-            "Please report it.",
+            f"dpsynth: internal error ({type(exc).__name__}); {WHOLE_OR_ABSENT}. Please report it.",
             file=sys.stderr,
         )
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+WHOLE_OR_ABSENT = "each output is whole or absent (files are replaced atomically)"
+"""What a run that stops after its checks leaves: outputs are written all or none."""
+
+
+def _os_message(exc: OSError) -> str:
+    """An operating-system error during a run, in one line: what failed, on which path."""
+    where = f" ({exc.filename})" if exc.filename else ""
+    what = exc.strerror or type(exc).__name__
+    return one_line(f"{what}{where}: the run stopped; {WHOLE_OR_ABSENT}")
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:

@@ -43,9 +43,10 @@ def _checked(
     if spec.reference is not None:
         ref_names = check_input_file(spec.reference, [], "--spec")
         require_columns(spec, ref_names, "--spec")
-    from dpsynth.table.pipeline import require_available_models
+    from dpsynth.table.pipeline import require_available_models, require_column_epsilons
 
     require_available_models(spec)
+    require_column_epsilons(spec, args.epsilon)
     return spec, sampler, checked
 
 

@@ -33,6 +33,7 @@ from dpsynth import formats
 from dpsynth.engine.diagnostics import MULTIMODAL_SAYS
 from dpsynth.errors import (
     InputError,
+    require_epsilon,
 )
 from dpsynth.mechanisms import registry
 from dpsynth.models.catalogue import (
@@ -145,6 +146,7 @@ def synthesize_table(
     if neighbours is not None and neighbours != spec.neighbours:
         raise InputError("neighbours", f"a table release supports {spec.neighbours} only")
     require_available_models(spec)
+    require_column_epsilons(spec, epsilon)
     if not isinstance(frame, pd.DataFrame):
         raise InputError("frame", "must be a pandas DataFrame of the confidential file")
     require_columns(spec, frame.columns, "data")
@@ -168,6 +170,17 @@ def synthesize_table(
             out.report["budget"] = charge.to_report()
             out.diagnostics["budget"] = charge.to_diagnostics()
     return out
+
+
+def require_column_epsilons(spec: TableSpec, epsilon: float) -> None:
+    """Each column's part of ``epsilon`` (its share) within the epsilons dpsynth takes: from
+    the spec and epsilon alone, so it is refused before any budget is charged."""
+    for col in spec.order():
+        try:
+            require_epsilon("epsilon", col.share * epsilon)
+        except InputError as exc:
+            what = f"column {col.name!r}: its share of epsilon, {col.share * epsilon:.3g},"
+            raise InputError("epsilon", f"{what} {exc.message}") from None
 
 
 def require_available_models(spec: TableSpec) -> None:
