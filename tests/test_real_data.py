@@ -16,9 +16,9 @@ from dpsynth.models.catalogue import (
     get_model,
     negbin_saturated_log_lik,
     poisson_saturated_log_lik,
-    record_centre,
     stan_data,
 )
+from dpsynth.models.centring import record_centre
 from dpsynth.studies import real_data as rd
 
 Y_VALUES = [0, 1, 2, 5, 17, 58]

@@ -838,7 +838,8 @@ def test_a_record_with_no_finite_reference_centre_is_centred_at_zero():
     """Reference centring at public values where one record's log-likelihood is not finite
     (a beta record at 0): that record is centred at 0, a rule of the record alone, where
     the release was refused before (whether a release happens would reveal the record)."""
-    from dpsynth.models.catalogue import record_centre, stan_data
+    from dpsynth.models.catalogue import stan_data
+    from dpsynth.models.centring import record_centre
 
     model = MODELS["beta"]
     y = np.array([0.2, 0.5, 0.0, 0.7])

@@ -839,7 +839,8 @@ def test_debias_moves_a_shrunk_censored_slope_back_towards_the_data(seed):
     this strong a shrinkage one step recovers about a fifth of the gap)."""
     from scipy.special import expit, logit
 
-    from dpsynth.models.catalogue import PublicDesign, design_matrix, record_centre
+    from dpsynth.models.catalogue import PublicDesign, design_matrix
+    from dpsynth.models.centring import record_centre
     from dpsynth.models.debias import Censoring, clamped_mode, corrected
 
     rng = np.random.default_rng(seed)

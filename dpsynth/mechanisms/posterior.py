@@ -54,9 +54,9 @@ from dpsynth.models.catalogue import (
     Model,
     check_outcome,
     get_model,
-    record_centre,
     stan_data,
 )
+from dpsynth.models.centring import record_centre
 from dpsynth.privacy import accounting, relations
 from dpsynth.sampler import Sampler
 
@@ -286,7 +286,7 @@ class Synthesizer:
     ) -> WeightedFit:
         """Fit the alpha-weighted (censored if ``censor_bound``) pseudo posterior (Eq. 2.3 / 3.6).
 
-        ``centre`` (dpsynth's extension, :func:`dpsynth.models.catalogue.record_centre`) centres each
+        ``centre`` (dpsynth's extension, :func:`dpsynth.models.centring.record_centre`) centres each
         record's log-likelihood before weighting and clamping; the fit's ``log_lik`` and its
         bounds are then those of ll - centre, the quantity the program clamps.
         """
@@ -515,7 +515,7 @@ class Synthesizer:
         that reproduces Table 1's Censor_w row (the censoring paper does not mention it).
         ``downscale`` then multiplies the (re-weighted) weights (Section 4.4).
         ``centring`` (dpsynth's extension): clamp alpha_i (ll_i - c(x_i)) instead, with c
-        from :func:`dpsynth.models.catalogue.record_centre` (``"none"`` is the paper).
+        from :func:`dpsynth.models.centring.record_centre` (``"none"`` is the paper).
         """
         epsilon = accounting.require_epsilon("epsilon", epsilon)
         bound = accounting.censor_bound(epsilon, neighbours)

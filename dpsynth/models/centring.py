@@ -1,18 +1,24 @@
-"""Public centring values checked against a model: by name (what its mirror reads) and shape.
+"""Centred censoring (dpsynth's extension of the censored mechanisms): each record's
+contribution is taken relative to a centre before it is clamped (censoring paper, Eq. 3.5).
 
-Centring is dpsynth's extension of the censored mechanisms (:func:`dpsynth.models.catalogue.record_centre`):
-each record's contribution is taken relative to a public reference value of the parameters
-before it is clamped (censoring paper, Eq. 3.5). This module holds the check of such
-values, beside the models and program checks it reads.
+This module is its home at the model level: the centre of each record
+(:func:`record_centre`) and the check of public centring values against a model, by name
+(what its mirror reads) and shape. Where public centring values come from: a public file's
+fit (:mod:`dpsynth.release.reference`), a table column's marginal histogram
+(:mod:`dpsynth.table.columns`), the table spec's ``auto`` rule (:mod:`dpsynth.table.spec`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpsynth.errors import InputError
+
+if TYPE_CHECKING:
+    from dpsynth.models.catalogue import Model
 
 DESIGN_ORDER = (
     "the intercept first, then the covariates in the order given (covariates), a "
@@ -95,3 +101,55 @@ def _declared_parameters(syn: Any) -> set[str]:
         for block in ("parameters", "transformed parameters")
         for name in declared_names(blocks.get(block, ""))
     }
+
+
+def record_centre(model: Model, data: Mapping[str, Any], centring: Any = "none") -> np.ndarray:
+    """The centre c(x_i) of each record for centred censoring (dpsynth's extension).
+
+    The censored term becomes clamp(alpha_i (ll(x_i | theta) - c(x_i)), -M, M). Any c that
+    is a function of record i and public quantities only keeps the censoring guarantee of
+    Hu, Williams & Savitsky (Eq. 3.5): neighbours still differ in one clamped term
+    (``book/which_mechanism.md``, "Centred censoring"). ``centring`` is
+
+    * ``"none"``: c = 0, the paper's mechanism;
+    * ``"saturated"``: c(x_i) = sup_theta ll(x_i | theta), the record's saturated
+      log-likelihood (``Model.saturated``; Poisson and negbin only, where it is finite);
+    * a mapping of **public** parameter values, e.g. ``{"beta": [1.1], "phi": 0.4}``
+      (an earlier period's fit, a published estimate): c(x_i) = ll(x_i | theta_ref), so the
+      clamped term is a log-likelihood ratio against theta_ref (0 where that is not
+      finite). Never estimate theta_ref from the confidential data.
+
+    ``data`` is the Stan data dict (``y`` and ``X`` on the Stan scale). Raises
+    :class:`~dpsynth.errors.InputError` naming ``"centring"``.
+    """
+    y = np.asarray(data["y"], dtype=float)
+    if isinstance(centring, str):
+        if centring == "none":
+            return np.zeros(y.size)
+        if centring == "saturated":
+            if model.saturated is None:
+                raise InputError(
+                    "centring",
+                    f"model {model.name!r} has no finite saturated log-likelihood; give public "
+                    "reference parameter values instead",
+                )
+            return np.asarray(model.saturated(y), dtype=float)
+        raise InputError(
+            "centring", f"must be none, saturated or public parameter values (got {centring!r})"
+        )
+    if not isinstance(centring, Mapping):
+        raise InputError("centring", f"must be none, saturated or a mapping (got {centring!r})")
+    mirror = model.log_lik_mirror()
+    if mirror is None:
+        raise InputError("centring", "reference centring needs a shipped or pieces model")
+    draws = {k: np.asarray(v, dtype=float)[None, ...] for k, v in centring.items()}
+    try:
+        with np.errstate(divide="ignore", invalid="ignore"):  # not finite: centred at 0
+            centre = np.asarray(mirror(draws, dict(data)), dtype=float)[0]
+    except (KeyError, ValueError) as exc:
+        raise InputError("centring", f"cannot evaluate the model at {centring!r}: {exc}") from None
+    if centre.shape != y.shape:
+        raise InputError("centring", f"the model's mirror gave {centre.size} values for {y.size}")
+    # a record whose reference log-likelihood is not finite is centred at 0: a rule of the
+    # record alone, so whether a release happens never depends on such a record
+    return np.where(np.isfinite(centre), centre, 0.0)

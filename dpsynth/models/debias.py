@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from dpsynth.models.catalogue import Model, record_centre
+from dpsynth.models.catalogue import Model
+from dpsynth.models.centring import record_centre
 
 SIM_ROWS = 20_000
 """At most this many rows of the public design carry the simulated data set (a random

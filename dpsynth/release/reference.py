@@ -2,7 +2,7 @@
 
 :func:`reference_point` is the one fit of a public file whose posterior mean centres a
 censored release (``centring=`` of :func:`dpsynth.release.single.synthesize`, dpsynth's
-extension, :func:`dpsynth.models.catalogue.record_centre`); ``synthesize``'s
+extension, :func:`dpsynth.models.centring.record_centre`); ``synthesize``'s
 ``centring_from`` runs it on the public file a caller gives, and a plan on its reference
 half (:func:`dpsynth.release.plan.plan`).
 """
@@ -39,7 +39,7 @@ def reference_point(
     be used with), since :func:`dpsynth.models.catalogue.design_matrix` standardizes each database by
     its own covariate means and sds. The result is a mapping for ``centring=`` of
     :func:`dpsynth.release.single.synthesize` (dpsynth's extension,
-    :func:`dpsynth.models.catalogue.record_centre`). Never pass confidential data here.
+    :func:`dpsynth.models.centring.record_centre`). Never pass confidential data here.
     """
     from dpsynth.models.catalogue import transfer_beta
 

@@ -128,7 +128,7 @@ class ReleaseSettings:
     * ``mechanism`` is one of :data:`ALL_MECHANISMS`; ``tuning`` holds its options (those
       its declaration in :mod:`dpsynth.mechanisms.registry` lists: ``c``, ``g``, ``radius``,
       ``reweight``, ``k``, ``downscale``, ``target_lipschitz``, ``n_bins``, ``centring`` for
-      censor-w/censor-uw (dpsynth's extension, :func:`dpsynth.models.catalogue.record_centre`), the
+      censor-w/censor-uw (dpsynth's extension, :func:`dpsynth.models.centring.record_centre`), the
       SBS options); any other option is refused, not ignored.
     * ``neighbours``: None means the mechanism's default relation
       (:data:`dpsynth.privacy.relations.DEFAULT_NEIGHBOURS`). Under ``"add-remove"`` n is private, so

@@ -13,7 +13,7 @@ substitution neighbours (one posterior draw per synthetic set: M = eps / 4):
 
 * :func:`count_study`: the outcome alone. Censor_uw and Censor_w (Hu, Williams & Savitsky,
   Eq. 3.5) uncentred, centred at the saturated log-likelihood, and centred at the reference
-  parameter value (dpsynth's extension, :func:`dpsynth.models.catalogue.record_centre`), with negbin and
+  parameter value (dpsynth's extension, :func:`dpsynth.models.centring.record_centre`), with negbin and
   Poisson; the perturbed histogram for counts (unit bins on the public [0, B]); and an OpenDP
   Laplace histogram as the peer. Mean, zero share and max-ECDF per synthetic set.
 * :func:`regression_study`: docvis on female, married, outwork, age group and education level
