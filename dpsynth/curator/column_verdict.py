@@ -228,7 +228,7 @@ def utility_verdict(
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
     ``confidential``: the outcome (n,); ``synthetic_sets``: m x N (or one set (N,)), original
-    scale; ``outcome``: one of :data:`OUTCOMES`. ``X`` (n x p, public covariates, no
+    scale; ``outcome``: one of ``dpsynth.models.catalogue.OUTCOMES``. ``X`` (n x p, public covariates, no
     intercept; needs N = n) adds the per-coefficient interval overlap and shift, named by
     ``coef_names`` (one per column of ``X``; default ``x1 ... xp``).
     ``n_censored``, ``n_zero_weight`` (confidential diagnostics), ``n`` (default: the records

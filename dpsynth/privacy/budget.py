@@ -197,6 +197,13 @@ def summary(path: str | Path) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- file
 
 
+HEADER_KEYS = frozenset(
+    {"format", "confidential", "dataset_sha256", "total_epsilon", "created", "meaning"}
+)
+"""The keys a ledger's header line may hold (:func:`_new_header`): a header with any other
+key was edited by hand and is refused."""
+
+
 def _new_header(dataset_sha256: str, total: float) -> dict[str, Any]:
     return {
         "format": FORMAT,
@@ -250,6 +257,8 @@ def _check_ledger(path: Path, header: dict[str, Any], lines: list[Any]) -> None:
         header.get("dataset_sha256"), str
     ):
         raise _damaged(path, "line 1, the header: its cap or dataset hash")
+    if not set(header) <= HEADER_KEYS or header.get("format") != FORMAT:
+        raise _damaged(path, "line 1, the header: a key it never has, or its format")
     epsilons: list[float] = []
     charged: set[int] = set()
     for number, line in enumerate(lines, start=2):

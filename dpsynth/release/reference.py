@@ -4,7 +4,7 @@
 censored release (``centring=`` of :func:`dpsynth.release.single.synthesize`, dpsynth's
 extension, :func:`dpsynth.models.centring.record_centre`); ``synthesize``'s
 ``centring_from`` runs it on the public file a caller gives, and a plan on its reference
-half (:func:`dpsynth.release.plan.plan`).
+half (``dpsynth.release.plan.plan``).
 """
 
 from __future__ import annotations

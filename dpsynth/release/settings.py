@@ -209,7 +209,7 @@ DEFAULT_CANDIDATES = ("ph", "censor-uw", "censor-uw+reference", "censor-w", "cen
 
 @dataclass(frozen=True)
 class PlanSettings:
-    """The settings of :func:`dpsynth.release.plan.plan` that need no record (its keywords of
+    """The settings of ``dpsynth.release.plan.plan`` that need no record (its keywords of
     the same names): candidates of :data:`CANDIDATES`, a total ``epsilon`` up to the sanity
     limit (a plan compares releases; it has no ``allow_large_epsilon``), ``m`` sets, public
     ``bounds`` and ``neighbours`` (a candidate the release refuses for them is a row

@@ -128,7 +128,7 @@ class ColumnTask:
 
     @property
     def col_seed(self) -> int | None:
-        """The column's own seed (:func:`dpsynth.entropy.column_seed`), None when unseeded."""
+        """The column's own seed (``dpsynth.entropy.column_seed``), None when unseeded."""
         return None if self.seed is None else entropy.column_seed(self.seed, self.j)
 
 
@@ -344,7 +344,7 @@ def draw_bound(col: ConfidentialColumn, epsilon: float) -> float:
 
 def downscale_of(col: ConfidentialColumn, epsilon: float) -> float:
     """A censored column's weight d (``downscale``): the spec's number, or for "auto"
-    min(1, M / :data:`~dpsynth.table.spec.DOWNSCALE_NATS`) with M the censoring bound of one
+    min(1, M / ``DOWNSCALE_NATS`` (:mod:`dpsynth.table.spec`)) with M the censoring bound of one
     draw at ``epsilon`` (the fit's own per set, after amplification): public inputs only."""
     if col.downscale != "auto":
         return float(col.downscale)
@@ -553,6 +553,7 @@ most :data:`PH_JOINT_DRAWS_CAP`, at least n; a public number): each record's own
 then drawn from the sample's cells in its synthetic parent cell, so this second draw adds
 little to the noise (with a sample of n it doubled the sampling variance: double sampling)."""
 PH_JOINT_DRAWS_CAP = 2_000_000
+"""The largest joint-cell sample a PH column draws (:data:`PH_JOINT_DRAWS`), a public number."""
 
 
 def ph_joint_draws(n: int) -> int:
