@@ -204,7 +204,7 @@ def test_scan_over_distinct_records_equals_the_per_record_scan():
 @pytest.mark.parametrize("centred", [False, True])
 @pytest.mark.parametrize("bound", [None, 0.5, 3.0])
 def test_linear_scan_equals_the_elementwise_mirror_scan(centred, bound):
-    """Beta's mirror is linear in per-record statistics (models.LinearForm); its scan by
+    """Beta's mirror is linear in per-record statistics (models.mirrors.LinearForm); its scan by
     matrix products gives the same per-record bounds (to 1e-10) and censored records as
     the generic scan over the S x n matrix of the mirror, also on distinct-record subsets."""
     from dpsynth.engine import StanFit

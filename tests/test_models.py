@@ -22,9 +22,9 @@ from dpsynth.models.catalogue import (
     Model,
     check_outcome,
     get_model,
-    record_centre,
     stan_data,
 )
+from dpsynth.models.centring import record_centre
 
 SHIPPED = {**MODELS, **TABLE_COUNT_MODELS}
 """Every shipped program with a numpy mirror but the level models (tests/test_models_outcomes.py)."""

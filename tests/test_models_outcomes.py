@@ -19,9 +19,9 @@ from dpsynth.models.catalogue import (
     decode_levels,
     encode_levels,
     get_model,
-    record_centre,
     stan_data,
 )
+from dpsynth.models.centring import record_centre
 from dpsynth.models.program_checks import check_convention
 from dpsynth.release.single import KnownSeedWarning, synthesize
 

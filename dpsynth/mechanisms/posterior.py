@@ -50,13 +50,13 @@ from dpsynth.errors import (
 from dpsynth.mechanisms import registry, weights
 from dpsynth.models import synthesis
 from dpsynth.models.catalogue import (
-    LinearForm,
     Model,
     check_outcome,
     get_model,
     stan_data,
 )
 from dpsynth.models.centring import record_centre
+from dpsynth.models.mirrors import LinearForm
 from dpsynth.privacy import accounting, relations
 from dpsynth.sampler import Sampler
 

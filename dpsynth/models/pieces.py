@@ -51,7 +51,8 @@ from dpsynth import engine
 from dpsynth.engine.common import write_atomically
 from dpsynth.errors import InputError
 from dpsynth.models import synthesis
-from dpsynth.models.catalogue import Draws, Model
+from dpsynth.models.catalogue import Model
+from dpsynth.models.mirrors import Draws
 
 ALLOWED_BLOCKS = ("functions", "parameters", "transformed parameters", "prior")
 """The pieces a user writes; any other block (data, transformed data, model, ...) is refused."""
