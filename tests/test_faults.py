@@ -444,6 +444,7 @@ def _ledger(path: Path, epsilons: list[float]) -> str:
 @example([1.0, 2.0, 3.0], ("delete", (1, "")))  # the first charge deleted
 @example([1.0, 2.0], ("set", (1, "epsilon", "NaN")))  # NaN: every later cap check passed
 @example([1.0], ("set", (0, "epsilon", "NaN")))  # a NaN key in the header: was written back
+@example([1.0], ("set", (14, "spent_after", "NaN")))  # NaN on an outcome line: the same
 @example([1.0, 2.0], ("set", (2, "epsilon", -1)))
 def test_damaged_ledger_is_refused_not_reset(epsilons, hurt):
     """A ledger damaged by hand: refused in one line with the file left as it is, or (only a

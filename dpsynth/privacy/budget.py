@@ -259,6 +259,9 @@ def _check_ledger(path: Path, header: dict[str, Any], lines: list[Any]) -> None:
         raise _damaged(path, "line 1, the header: its cap or dataset hash")
     if not set(header) <= HEADER_KEYS or header.get("format") != FORMAT:
         raise _damaged(path, "line 1, the header: a key it never has, or its format")
+    for number, row in enumerate([header, *lines], start=1):
+        if not _json_finite(row):
+            raise _damaged(path, f"line {number}: a number that is not finite")
     epsilons: list[float] = []
     charged: set[int] = set()
     for number, line in enumerate(lines, start=2):
@@ -276,6 +279,15 @@ def _check_ledger(path: Path, header: dict[str, Any], lines: list[Any]) -> None:
             charged.add(entry)
         elif entry not in charged or not isinstance(line.get("outcome"), str):
             raise _damaged(path, f"line {number}: an outcome of no charge before it")
+
+
+def _json_finite(value: Any) -> bool:
+    """No NaN or infinity anywhere in a JSON value (the ledger is written back as strict JSON)."""
+    if isinstance(value, dict):
+        return all(_json_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_json_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
 
 
 def _finite(value: Any) -> bool:
