@@ -261,6 +261,11 @@ def test_spec_mapping_is_parsed_or_refused_in_one_line(raw):
 )
 @example(b"\xff\xfe[[confidential]]")
 @example('[[confidential]]\nname = "a"\n[[confidential]]\nname = "a"\n')
+@example(  # two shares near the largest float: their sum overflowed (found by the long profile)
+    '[[confidential]]\nname = "a"\ntype = "binary"\nmechanism = "ph"\nshare = 1e308\n'
+    'levels = ["x", "y"]\n[[confidential]]\nname = "b"\ntype = "binary"\nmechanism = "ph"\n'
+    'share = 1e308\nlevels = ["x", "y"]\n'
+)
 def test_spec_file_is_parsed_or_refused_in_one_line(text):
     """A spec file of any bytes: parsed, or refused in one line naming a key or ``spec``."""
     with tempfile.TemporaryDirectory() as tmp:

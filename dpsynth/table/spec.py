@@ -360,6 +360,18 @@ def load_spec(spec: str | Path | Mapping[str, Any] | TableSpec) -> TableSpec:
     return parse_spec(raw, source=str(path))
 
 
+def _normalisable(shares: list[float]) -> list[float]:
+    """The shares as given, or scaled by the largest where their sum would overflow (shares
+    near the largest float): the same proportions, a finite total."""
+    try:
+        if math.isfinite(math.fsum(shares)):
+            return shares
+    except OverflowError:
+        pass
+    top = max(shares)
+    return [s / top for s in shares]
+
+
 def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     """Validate a spec mapping; every refusal names the key."""
     _unknown(raw, _TOP_KEYS, "spec")
@@ -376,7 +388,7 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     clip = _bool(raw.get("clip", False), "clip")
     public = tuple(_public(e, i) for i, e in enumerate(_tables(raw, "public", required=False)))
     entries = _tables(raw, "confidential", required=True)
-    shares = [_share(e, i) for i, e in enumerate(entries)]
+    shares = _normalisable([_share(e, i) for i, e in enumerate(entries)])
     total = math.fsum(shares)
     conf = tuple(
         _confidential(e, i, s / total, clip, reference)
