@@ -40,8 +40,6 @@ Choices where the paper is vague (its inline math was lost in extraction):
 from __future__ import annotations
 
 import json
-import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -1109,22 +1107,9 @@ def sdr_analogue(standin: dict[str, Any], real: dict[str, Any]) -> tuple[pd.Data
 
 
 def _sdr_frame(data_path: str | None) -> tuple[pd.DataFrame, str]:
-    from dpsynth.studies.sdr_data import (
-        SALARIES_SOURCE,
-        SimulatedDataWarning,
-        load_salaries,
-        load_sdr_public_use,
-        load_sdr_standin,
-    )
+    from dpsynth.studies.sdr_data import load_sdr_frame
 
-    if data_path == SALARIES_SOURCE:
-        frame = load_salaries()
-    elif data_path is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SimulatedDataWarning)
-            frame = load_sdr_standin("censoring")
-    else:
-        frame = load_sdr_public_use(Path(data_path))
+    frame = load_sdr_frame(data_path, "censoring")
     return frame, str(frame.attrs.get("source", data_path))
 
 

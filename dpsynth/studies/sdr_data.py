@@ -211,3 +211,16 @@ def load_sdr_public_use(
     out = df.reset_index(drop=True)[list(COLUMNS)]
     out.attrs.update(simulated=False, source=f"2017 SDR public-use file {file.name}")
     return out
+
+
+def load_sdr_frame(data_path: str | Path | None, sample: str) -> pd.DataFrame:
+    """The SDR application's data: the SIMULATED stand-in's ``sample`` when ``data_path`` is
+    None (its warning silenced: the studies state that it is simulated), carData's real
+    ``Salaries`` for :data:`SALARIES_SOURCE`, else the real public-use file at ``data_path``."""
+    if data_path == SALARIES_SOURCE:
+        return load_salaries()
+    if data_path is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SimulatedDataWarning)
+            return load_sdr_standin(sample)
+    return load_sdr_public_use(Path(data_path))

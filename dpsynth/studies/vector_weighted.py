@@ -32,7 +32,6 @@ Choices where the paper is silent (also in each function's docstring):
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -588,22 +587,9 @@ def section5_salary(cfg: dict[str, Any], data_path: str | None = None) -> Weight
     modelled as counts of ``cfg["salary_unit"]`` dollars (rounded): the paper does not state
     the unit, and the Lipschitz bound depends on it (a coarser lattice has larger pmf values).
     """
-    from dpsynth.studies.sdr_data import (
-        SALARIES_SOURCE,
-        SimulatedDataWarning,
-        load_salaries,
-        load_sdr_public_use,
-        load_sdr_standin,
-    )
+    from dpsynth.studies.sdr_data import load_sdr_frame
 
-    if data_path == SALARIES_SOURCE:
-        frame = load_salaries()
-    elif data_path is None:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SimulatedDataWarning)
-            frame = load_sdr_standin("reweighting")
-    else:
-        frame = load_sdr_public_use(data_path)
+    frame = load_sdr_frame(data_path, "reweighting")
     salary = frame["salary"].to_numpy(dtype=float)
     if cfg["n"] < salary.size:
         rng = np.random.default_rng([cfg["seed"], 5])
