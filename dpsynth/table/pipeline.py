@@ -44,6 +44,7 @@ from dpsynth.release import safeguards
 from dpsynth.release.settings import BudgetSettings
 from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
+from dpsynth.table import schedule
 from dpsynth.table.columns import (
     ColumnTask,
     ConfidentialInputs,
@@ -128,6 +129,7 @@ def synthesize_table(
     dataset_sha256: str | None = None,
     progress: bool = False,
     allow_unconverged: bool = False,
+    client: Any = None,
 ) -> Release:
     """Release m synthetic copies of a table under a total budget ``epsilon``.
 
@@ -138,7 +140,10 @@ def synthesize_table(
     the spec (read from its path when not given). ``seed`` makes a research run
     reproducible and the release NOT private (the report says so). ``allow_unconverged`` is
     deprecated and ignored: a column whose fit misses the convergence policy is released
-    all the same, and the table's confidential verdict is poor, naming it.
+    all the same, and the table's confidential verdict is poor, naming it. ``client``: a
+    ``distributed.Client`` or a scheduler address to run the column fits on (the cluster
+    sees the confidential records); without one they run on an in-process cluster sized to
+    the cores and the chains, or in this process (:func:`dpsynth.table.schedule.fitter`).
     """
     spec = load_spec(spec)
     budget_settings = BudgetSettings(epsilon, m, seed, allow_large_epsilon).validate()
@@ -165,7 +170,8 @@ def synthesize_table(
 
             warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=2)
         run = {"progress": progress}
-        out = _release_table(frame, spec, epsilon, m, seed, sampler or TABLE_SAMPLER, ref, run)
+        sampler = sampler or TABLE_SAMPLER
+        out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
         if charge is not None:
             out.report["budget"] = charge.to_report()
             out.diagnostics["budget"] = charge.to_diagnostics()
@@ -238,8 +244,10 @@ def _release_table(
     sampler: Sampler,
     ref: pd.DataFrame | None,
     run: dict[str, bool],
+    client: Any,
 ) -> Release:
-    """The release itself, once the budget is charged (column by column, in order)."""
+    """The release itself, once the budget is charged: the columns' fits submitted at once
+    (:mod:`dpsynth.table.schedule`), their draws made in order as the fits arrive."""
     from dpsynth.release.single import KnownSeedWarning
 
     frame = frame.reset_index(drop=True)
@@ -253,29 +261,73 @@ def _release_table(
             KnownSeedWarning,
             stacklevel=3,
         )
-    for j, col in enumerate(spec.order()):
-        _announce(col, j, len(spec.order()), col.share * epsilon, run)
-        kind = kind_of(col)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", KnownSeedWarning)
-            try:
-                task = ColumnTask(col, j, col.share * epsilon, m, seed, sampler, run)
-                fitted = kind.fit(task, conf, pub)
-            except InputError as exc:
-                raise _column_error(exc, col) from None
-        releases[col.name] = fitted.release
-        if fitted.marginal is not None:
-            marginals[col.name] = fitted.marginal
-        pub = pub.with_column(col, kind.draw(fitted.fit, pub))  # public inputs only
+    order = spec.order()
+    tasks = [
+        ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run) for j, c in enumerate(order)
+    ]
+    with schedule.fitter(client, sampler.chains, run["progress"]) as fits:
+        conf = fits.share(conf)  # to a cluster: once
+        handles = _submit_fits(fits, tasks, conf, pub, skip_marginal=True)
+        try:
+            for j, col in enumerate(order):
+                _announce(col, j, len(order), col.share * epsilon, run)
+                if col.name not in handles:  # a marginal centre: after its predecessors' draws
+                    handles.update(_submit_fits(fits, [tasks[j]], conf, pub, skip_marginal=False))
+                fitted = _collected(fits, col, handles[col.name])
+                releases[col.name] = fitted.release
+                if fitted.marginal is not None:
+                    marginals[col.name] = fitted.marginal
+                pub = pub.with_column(col, kind_of(col).draw(fitted.fit, pub))  # public only
+        finally:
+            fits.cancel(list(handles.values()))
+    seconds = dict(fits.seconds)
     data = _published_frame(frame, spec, pub, m)
     report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
     report["input_columns_not_released"] = [str(c) for c in frame.columns if c not in spec.columns]
     diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
+    for name, secs in seconds.items():  # a fit's time depends on the data: confidential
+        diagnostics["columns"][name]["fit_seconds"] = secs
     first = data if m == 1 else data[data[_set_column()] == 1]
     verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
     diagnostics["verdict"] = _with_convergence(verdict, releases)
     results = {k: r.confidential for k, r in releases.items()}
     return Release(data, report, diagnostics, results)
+
+
+def _submit_fits(
+    fits: schedule.Fitter,
+    tasks: list[ColumnTask],
+    conf: Any,
+    pub: PublicInputs,
+    *,
+    skip_marginal: bool,
+) -> dict[str, Any]:
+    """Submit each task's fit with ``conf`` (:class:`ConfidentialInputs`, or its handle on a
+    cluster) and the public inputs it reads: the public columns and its
+    predecessors' spec entries (``pub.done`` up to it). A fit centred ``"marginal"`` reads
+    its predecessors' synthetic sets too, so with ``skip_marginal`` it waits (not submitted)."""
+    order = [t.col for t in tasks]
+    handles = {}
+    for task in tasks:
+        if skip_marginal and task.col.centring == "marginal":
+            continue
+        done = pub.done if not skip_marginal else tuple(order[: task.j])
+        at = PublicInputs(pub.public, {} if skip_marginal else pub.synthetic, done, pub.m)
+        handles[task.col.name] = fits.submit(task.col.name, kind_of(task.col).fit, task, conf, at)
+    return handles
+
+
+def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> Any:
+    """Column ``col``'s fit (its refusal names the column), the seeded-release warning
+    silenced (the table warns once)."""
+    from dpsynth.release.single import KnownSeedWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", KnownSeedWarning)
+        try:
+            return fits.result(col.name, handle)
+        except InputError as exc:
+            raise _column_error(exc, col) from None
 
 
 def _inputs(
