@@ -97,7 +97,12 @@ TABLE_SPEC: dict[str, Any] = {
         {"name": "region", "type": "categorical", "levels": ["n", "s", "e"]},
     ],
     "confidential": [
-        {"name": "income", "model": "lognormal-regression", "bounds": [100, 50000]},
+        {
+            "name": "income",
+            "mechanism": "censor-uw",  # named: the recorded report predates the default rule
+            "model": "lognormal-regression",
+            "bounds": [100, 50000],
+        },
         {
             "name": "owner",
             "mechanism": "ph",

@@ -66,6 +66,7 @@ from dpsynth.table.design import (
 )
 from dpsynth.table.spec import (
     AUTO_CENTRING_MEANING,
+    DEFAULT_MECHANISM_MEANING,
     MISSING_LEVEL,
     PH_CALIBRATION,
     TABLE_ADAPT_DELTA,
@@ -620,9 +621,12 @@ LEVEL_CALIBRATION_MEANING = (
 
 
 def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
-    """A model column's public choices for the report: its centring (with the rule, where
-    ``"auto"`` chose it) and its debias step."""
+    """A column's public choices for the report: the rule that chose its mechanism (where the
+    spec names none), a model column's centring (with the rule, where ``"auto"`` chose it)
+    and its debias step."""
     out = {"debias": DEBIAS_MEANING} if col.debias else {}
+    if col.mechanism_auto:
+        out["mechanism_rule"] = DEFAULT_MECHANISM_MEANING
     if not registry.model_free(col.mechanism):
         out["centring"] = col.centring
         out["clamp"] = f"{col.clamp}: {relations.CLAMP_MEANING[col.clamp]}"

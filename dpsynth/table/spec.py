@@ -80,6 +80,34 @@ INDICATOR_MECHANISM = "ph"
 censored logistic fit at an indicator's half share amplified the majority level). Internal (not
 in ``__all__``); dpsynth's extension. Evidence: book/choices.md, section
 choices-table-models."""
+DEFAULT_PH_CELLS = 100
+"""The most joint cells (its own levels x the levels of its parents: the binary and categorical
+confidential columns before it, or those its ``given`` names) at which a binary or categorical
+column whose spec names no ``mechanism`` is drawn by PH given its parents; with more, it is a
+censored fit of its model (``mechanism = "censor-uw"``; ``logistic`` or ``categorical`` where the
+spec names none). Internal (not in ``__all__``); a constant, so the choice depends on the spec
+only (:data:`DEFAULT_MECHANISM_MEANING`). A censored logistic or categorical fit at a column's
+share of epsilon has an almost flat likelihood whose chains settle in different modes; a
+histogram of few cells is exact up to its Laplace noise and needs no chains. dpsynth's
+extension. Evidence: book/choices.md, section choices-default-mechanism, from
+``benchmarks/bench_defaults.py`` (``benchmarks/results/defaults.csv``)."""
+CENSORED_ONLY_KEYS = ("centring", "clamp", "downscale", "debias", "calibrate_bins",
+                      "calibrate_dispersion")  # fmt: skip
+"""Keys only a censored model column takes: a level column that sets one, and names no
+mechanism, is a censored fit of its model (the spec asked for one)."""
+PH_ONLY_KEYS = ("given", "given_bins", "bins")
+"""Keys only a PH column takes: a column that sets one, and names no mechanism, is PH."""
+DEFAULT_MECHANISM_MEANING = (
+    "the spec names no mechanism for this column, so dpsynth chose it from the spec alone: a "
+    "binary or categorical column is drawn by PH (a Laplace histogram of its joint cells with "
+    "the binary and categorical confidential columns before it, or those its given names, "
+    "then each record's level given its synthetic parents) where those cells number at most "
+    f"{DEFAULT_PH_CELLS}, else by a censored fit of its model (censor-uw; logistic or "
+    "categorical where the spec names none); a model the spec names does not choose the "
+    "mechanism (PH then draws the column without it); a continuous or count column is a "
+    'censored fit of its model (censor-uw); a mechanism = "..." in the spec always wins'
+)
+"""What the report says of a column whose mechanism the default rule chose (:func:`_mechanism`)."""
 
 DEBIASED_TYPES = ("continuous", "count")
 """Column types whose censor-uw fit may be bias-corrected (``debias``)."""
@@ -268,6 +296,7 @@ class ConfidentialColumn:
     debias: bool = False  # a censor-uw continuous or count column's bootstrap correction
     clamp: str = "hard"  # how a censored fit bounds each term (relations.CLAMPS; PH: unused)
     centring_auto: bool = False  # centring resolved from "auto" (:func:`resolve_centring`)
+    mechanism_auto: bool = False  # chosen by the default rule (:data:`DEFAULT_PH_CELLS`)
 
     @property
     def fit_share(self) -> float:
@@ -390,10 +419,11 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     entries = _tables(raw, "confidential", required=True)
     shares = _normalisable([_share(e, i) for i, e in enumerate(entries)])
     total = math.fsum(shares)
-    conf = tuple(
-        _confidential(e, i, s / total, clip, reference)
-        for i, (e, s) in enumerate(zip(entries, shares))
-    )
+    done: list[ConfidentialColumn] = []
+    for i, (e, s) in enumerate(zip(entries, shares)):
+        before = TableSpec((), tuple(done)).order()  # a default mechanism's parents
+        done.append(_confidential(e, i, s / total, clip, reference, before))
+    conf = tuple(done)
     _check_names(public, conf)
     analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
     fit_records = _fit_records(raw.get("fit_records", FIT_RECORDS_DEFAULT))
@@ -603,11 +633,16 @@ def _share(entry: Mapping[str, Any], i: int) -> float:
 
 
 def _confidential(
-    entry: Mapping[str, Any], i: int, share: float, clip: bool, reference: str | None
+    entry: Mapping[str, Any],
+    i: int,
+    share: float,
+    clip: bool,
+    reference: str | None,
+    before: Sequence[ConfidentialColumn] = (),
 ) -> ConfidentialColumn:
     name = _name(entry, "confidential", i)
     _unknown(entry, _CONF_KEYS, f"confidential column {name!r}")
-    mechanism = entry.get("mechanism", "censor-uw")
+    entry, mechanism, auto = _mechanism(entry, before)
     if mechanism not in TABLE_MECHANISMS:
         raise InputError(
             "mechanism", f"column {name!r}: must be one of {', '.join(TABLE_MECHANISMS)}"
@@ -658,7 +693,65 @@ def _confidential(
         downscale=_downscale(entry, name, mechanism),
         debias=_debias(entry, name, mechanism, kind),
         clamp=_clamp(entry, name, mechanism, model),
+        mechanism_auto=auto,
     )
+
+
+DEFAULT_LEVEL_MODELS = {"binary": "logistic", "categorical": "categorical"}
+"""The model of a binary or categorical column the default rule fits censored when the spec
+names none (:data:`DEFAULT_PH_CELLS`)."""
+
+
+def _mechanism(
+    entry: Mapping[str, Any], before: Sequence[ConfidentialColumn]
+) -> tuple[Mapping[str, Any], str, bool]:
+    """The column's entry, its mechanism and whether the default rule chose it: the spec's
+    ``mechanism`` where it names one; else, for a binary or categorical column, PH given its
+    parents where their joint cells number at most :data:`DEFAULT_PH_CELLS` (its model, if
+    named, dropped: PH draws the column without it) and a censored fit of its model otherwise
+    (:data:`DEFAULT_LEVEL_MODELS` where the spec names none); censor-uw for any other column.
+    A key only one kind takes decides (:data:`CENSORED_ONLY_KEYS`, :data:`PH_ONLY_KEYS`,
+    ``missing``). From the spec alone: no record, epsilon or n."""
+    if "mechanism" in entry:
+        return entry, entry["mechanism"], False
+    kind = _level_type(entry)
+    if kind is None or entry.get("missing") == "indicator":
+        return entry, "censor-uw", True
+    if any(k in entry for k in CENSORED_ONLY_KEYS):
+        ph = False
+    elif any(k in entry for k in PH_ONLY_KEYS) or entry.get("missing") == "level":
+        ph = True
+    else:
+        ph = _default_cells(entry, kind, before) <= DEFAULT_PH_CELLS
+    if ph:
+        return {**{k: v for k, v in entry.items() if k != "model"}, "type": kind}, "ph", True
+    if entry.get("model") is None:
+        return {**entry, "model": DEFAULT_LEVEL_MODELS[kind]}, "censor-uw", True
+    return entry, "censor-uw", True
+
+
+def _level_type(entry: Mapping[str, Any]) -> str | None:
+    """ "binary" or "categorical" where the entry's type, or its model's, says so (both
+    agreeing where both are given), else None (a censored fit: any conflict is refused there)."""
+    kind, model = entry.get("type"), entry.get("model")
+    model = MODEL_ALIASES.get(model, model) if isinstance(model, str) else model
+    by_model = MODEL_TYPES.get(model) if isinstance(model, str) else None
+    if model is not None and by_model is None:
+        return None
+    if kind is not None and by_model is not None and kind != by_model:
+        return None
+    kind = kind if kind is not None else by_model
+    return kind if kind in ("binary", "categorical") else None
+
+
+def _default_cells(
+    entry: Mapping[str, Any], kind: str, before: Sequence[ConfidentialColumn]
+) -> int:
+    """A level column's joint cells under PH given the level columns before it: its own
+    public levels (a binary column's two) times theirs."""
+    levels = entry.get("levels")
+    own = len(levels) if isinstance(levels, list) else 2
+    return own * math.prod(len(p.levels) for p in before if p.levels is not None)
 
 
 def _clamp(entry: Mapping[str, Any], name: str, mechanism: str, model: str | None) -> str:
