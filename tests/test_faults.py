@@ -90,7 +90,7 @@ def _column_args(budget_total: float | None = 10.0) -> list[str]:
 def _table_args(budget_total: float | None = 10.0) -> list[str]:
     args = ["synthesize-table", "table.csv", "--spec", "spec.toml", "--epsilon", "1", "--out",
             "out.csv", "--report", "report.json", "--diagnostics", "diag.json", "--budget-file",
-            "budget.jsonl"]  # fmt: skip
+            "budget.jsonl", "--skip-preflight"]  # fmt: skip
     return args + (["--budget-total", str(budget_total)] if budget_total else [])
 
 

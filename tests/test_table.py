@@ -390,6 +390,7 @@ def test_cli_a_value_outside_the_spec_is_counted_only_under_the_confidential_ban
     frame.loc[[4, 9], "spend"] = 987654.0
     frame.to_csv(data, index=False)
     argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "1"]
+    argv += ["--skip-preflight"]  # about the data's check (tests/test_preflight.py: preflight)
     argv += ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -594,6 +595,7 @@ def test_cli_synthesize_table_writes_all_files(tmp_path, capsys):
     out, rep, diag = tmp_path / "o.csv", tmp_path / "r.json", tmp_path / "d.json"
     argv = ["synthesize-table", str(data), "--spec", str(spec_file), "--epsilon", "12"]
     argv += ["--out", str(out), "--report", str(rep), "--diagnostics", str(diag), "--seed", "7"]
+    argv += ["--skip-preflight"]  # about the files (tests/test_preflight.py: the preflight)
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert "[dpsynth] not in the spec, so not released: notes" in err

@@ -260,6 +260,12 @@ OPTIONS: tuple[Option, ...] = (
            "would be exceeded",
            "budget_file", metavar="BUDGET.jsonl",
            per_command=_each(("synthesize-table",), help="the dataset's privacy-budget ledger")),
+    Option("--skip-preflight", ("synthesize-table",),
+           "release without the preflight: by default, before the budget is charged or the "
+           "data read, the spec runs on its public reference file (else on a public stand-in "
+           "simulated from its bounds and levels) and a column that would not converge, or a "
+           "poor table verdict on the reference, is refused in one line",
+           "skip_preflight", action="store_true"),
     Option("--budget-total", (*_SYN, "synthesize-table"),
            "the dataset's total epsilon cap, given once, when --budget-file is created",
            "budget_total", type=float, metavar="E", requires="--budget-file",

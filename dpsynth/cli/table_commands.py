@@ -13,6 +13,7 @@ them and runs these functions.
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 import warnings
 from pathlib import Path
@@ -78,6 +79,8 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
     """``dpsynth synthesize-table``: charge, read, release, write atomically, print."""
     outputs = {"--out": args.out, "--report": args.report, "--diagnostics": args.diagnostics}
     spec, sampler, checked = _checked(args, "DATA.csv", outputs)
+    if not args.skip_preflight:
+        _preflight(args, spec, sampler)
     charge = None
     if args.budget_file is not None:
         check_output_paths(args.input, {**outputs, "--budget-file": args.budget_file})
@@ -104,6 +107,62 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
         print(f"[dpsynth] guarantee: {rep['guarantee']}; epsilon {rep['epsilon']}", file=sys.stderr)
         print(f"[dpsynth] wrote {', '.join(str(p) for p in checked.values())}", file=sys.stderr)
     return 0
+
+
+ADVICE_WORDS = ("iter_warmup", "iter_sampling", "adapt_delta")
+"""The library words of the table's convergence advice that a refusal spells as flags."""
+
+
+def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> None:
+    """The spec run on public data before the budget is charged or a value of DATA.csv read
+    (:func:`dpsynth.table.preflight.preflight`): its line (public figures), or its refusal."""
+    where = "the public reference" if spec.reference is not None else "a public stand-in"
+    if not args.quiet:
+        print(f"[dpsynth] preflight: running the spec on {where} first", file=sys.stderr)
+    from dpsynth.table.preflight import preflight
+
+    n = None if spec.reference is not None else record_count(args.input, "DATA.csv")
+    reference = None if spec.reference is None else read_csv(spec.reference, "reference")
+    large = args.allow_large_epsilon
+    result = preflight(spec, args.epsilon, args.m, sampler, n, reference, allow_large_epsilon=large)
+    if not result.ok:
+        raise InputError(
+            "--spec",
+            f"{result.summary()}; nothing was charged or written (--skip-preflight releases "
+            "without this check)",
+            mentions=ADVICE_WORDS,
+        )
+    if not args.quiet:
+        print(f"[dpsynth] {result.summary()} (public figures)", file=sys.stderr)
+
+
+def record_count(path: str, param: str) -> int:
+    """The records of an input file, counted without using a value: a CSV's non-blank rows
+    after its header (values unparsed), a Parquet file's metadata, a SAS reader's count, a
+    Stata file's first column read in chunks and counted. Public under the substitution
+    relation (a table's only one)."""
+    p = Path(path)
+    kind = formats.input_format(p)
+    try:
+        if kind == "csv":
+            with p.open(encoding="utf-8-sig", newline="") as fh:
+                return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            parts = sorted(q for q in p.rglob("*") if q.suffix.lower() in (".parquet", ".pq"))
+            parts = parts if p.is_dir() else [p]
+            return sum(pq.ParquetFile(q).metadata.num_rows for q in parts)
+        import pandas as pd
+
+        if kind == "stata":  # no public count: one column's chunks, counted and dropped
+            first = formats.header(p, param)[:1]
+            with pd.read_stata(p, columns=first, chunksize=100_000) as reader:
+                return sum(len(chunk) for chunk in reader)
+        with pd.read_sas(p, format="sas7bdat", iterator=True) as reader:
+            return int(reader.row_count)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - any reader's failure is one refusal naming the file
+        raise InputError(param, f"cannot count the records of {p.name}") from None
 
 
 def _print_table_verdict(verdict: dict[str, Any]) -> None:

@@ -1,0 +1,202 @@
+"""The preflight of ``synthesize-table`` (dpsynth.table.preflight): the spec run on public data
+(the spec's reference file, else a stand-in simulated from the spec) before the budget is
+charged or a value of the confidential file is read."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.cli.commands import main
+from dpsynth.formats import sha256
+from dpsynth.privacy import budget
+from dpsynth.sampler import Sampler
+from dpsynth.table.preflight import (
+    STAND_IN_MAX_RECORDS,
+    STAND_IN_RECORDS,
+    Preflight,
+    poor_verdict_note,
+    preflight,
+    public_figures,
+    stand_in,
+    stand_in_records,
+)
+from dpsynth.table.spec import load_spec
+
+MODEL_SPEC = """
+[[public]]
+name = "age"
+type = "continuous"
+bounds = [16, 90]
+
+[[confidential]]
+name = "income"
+model = "lognormal-regression"
+bounds = [100, 50000]
+"""
+"""One censored model column: with 2 x (30 + 20) draws its fit cannot meet the convergence
+policy (a bulk ESS of 100 from 40 draws), whatever the data."""
+TOO_SHORT = ["--iter-warmup", "30", "--iter-sampling", "20"]
+
+PH_SPEC = """
+[[public]]
+name = "age"
+type = "continuous"
+bounds = [16, 90]
+
+[[confidential]]
+name = "owner"
+type = "binary"
+mechanism = "ph"
+levels = ["no", "yes"]
+"""
+"""A histogram column (no chains): it converges by construction."""
+
+
+def _frame(n: int = 200, seed: int = 3) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20, 60, n)
+    return pd.DataFrame(
+        {
+            "age": age.round(1),
+            "income": np.clip(np.exp(8 + 0.02 * (age - 40) + 0.4 * rng.normal(size=n)), 100, 5e4),
+            "owner": rng.choice(["no", "yes"], n),
+        }
+    )
+
+
+def _folder(tmp_path: Path, spec: str, reference: bool) -> tuple[Path, Path]:
+    """DATA.csv and the spec (naming ``ref.csv``, a public file, when ``reference``)."""
+    data = tmp_path / "data.csv"
+    _frame(seed=3).to_csv(data, index=False)
+    if reference:
+        _frame(seed=4).to_csv(tmp_path / "ref.csv", index=False)
+        spec = f'reference = "{tmp_path / "ref.csv"}"\n' + spec
+    (tmp_path / "spec.toml").write_text(spec)
+    return data, tmp_path / "spec.toml"
+
+
+def _argv(tmp_path: Path, data: Path, spec: Path, *extra: str) -> list[str]:
+    argv = ["synthesize-table", str(data), "--spec", str(spec), "--epsilon", "4"]
+    argv += ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
+    return [*argv, "--budget-file", str(tmp_path / "budget.jsonl"), *extra]
+
+
+def _ledger(tmp_path: Path, data: Path) -> bytes:
+    """A budget file with one earlier release of DATA.csv (cap 20, 1 spent): its bytes."""
+    path = tmp_path / "budget.jsonl"
+    with budget.attempt(budget.charge(path, dataset_sha256=sha256(data), epsilon=1.0,
+                                      what="earlier", total=20.0)):  # fmt: skip
+        pass
+    return path.read_bytes()
+
+
+def test_a_spec_that_converges_passes_then_the_release_is_made(tmp_path, capsys):
+    """On the reference: the ok line (public figures, the time), then the release, charged once."""
+    data, spec = _folder(tmp_path, PH_SPEC, reference=True)
+    assert main(_argv(tmp_path, data, spec, "--budget-total", "10")) == 0
+    err = capsys.readouterr().err
+    line = next(x for x in err.splitlines() if "ok in" in x)
+    assert line.startswith("[dpsynth] preflight on the public reference (200 records): ok in ")
+    assert "table verdict" in line and line.endswith("(public figures)")
+    assert err.index("ok in") < err.index("[dpsynth] wrote")
+    assert budget.summary(tmp_path / "budget.jsonl")["spent"] == pytest.approx(4.0)
+    assert len(pd.read_csv(tmp_path / "o.csv")) == 200
+
+
+def test_a_column_that_cannot_converge_is_refused_before_the_charge(tmp_path, capsys):
+    """Refused in one line naming the column and what to change, exit 2: the budget file
+    untouched, nothing written."""
+    data, spec = _folder(tmp_path, MODEL_SPEC, reference=True)
+    before = _ledger(tmp_path, data)
+    assert main(_argv(tmp_path, data, spec, *TOO_SHORT, "--quiet")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("dpsynth: error: --spec: preflight on the public reference (200 records")
+    assert "column 'income': the MCMC fit did not converge" in err
+    assert "--skip-preflight" in err and "nothing was charged or written" in err
+    assert "CONFIDENTIAL" not in err and "public figures" in err and "iter_warmup" not in err
+    assert (tmp_path / "budget.jsonl").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "budget.jsonl", "data.csv", "ref.csv", "spec.toml"]  # fmt: skip
+
+
+def test_skip_preflight_releases_without_it(tmp_path, capsys):
+    """--skip-preflight: no preflight, the release is made (its confidential verdict poor)."""
+    data, spec = _folder(tmp_path, MODEL_SPEC, reference=True)
+    argv = _argv(tmp_path, data, spec, *TOO_SHORT, "--budget-total", "10", "--skip-preflight")
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "[dpsynth] preflight" not in err and "table verdict poor" in err
+    assert json.loads((tmp_path / "r.json").read_text())["epsilon"] == pytest.approx(4.0)
+
+
+def test_without_a_reference_a_stand_in_never_reads_the_values(tmp_path, capsys):
+    """No reference: the spec runs on a stand-in of DATA.csv's record count, simulated from the
+    spec; values that could not be read as the spec's (garbage after the header) are never read,
+    and the unconverged column is refused before the charge."""
+    data, spec = _folder(tmp_path, MODEL_SPEC, reference=False)
+    data.write_text("age,income\n" + "not a number,\x01garbage\n" * 150)
+    assert main(_argv(tmp_path, data, spec, *TOO_SHORT, "--budget-total", "10")) == 2
+    err = capsys.readouterr().err
+    assert "[dpsynth] preflight: running the spec on a public stand-in first" in err
+    last = err.splitlines()[-1]
+    assert last.startswith("dpsynth: error: --spec: preflight on a public stand-in (150 records")
+    assert "column 'income'" in last and "iter_warmup" not in last  # flags, not keywords
+    assert not (tmp_path / "budget.jsonl").exists() and not (tmp_path / "o.csv").exists()
+
+
+def test_a_stand_in_preflight_passes_a_histogram_column():
+    """The library: without a reference the preflight runs on a stand-in and judges only
+    convergence (no verdict)."""
+    result = preflight(load_spec(tomllib.loads(PH_SPEC)), 2.0, m=1, n=80)
+    assert result.ok and result.source == "stand-in" and result.n_records == 80
+    assert result.verdict is None and result.converged == {"owner": None}
+    assert result.summary().startswith("preflight on a public stand-in (80 records): ok in ")
+
+
+def test_a_stand_in_preflight_of_a_model_column_reports_its_fit():
+    """A model column on the stand-in: its fit's convergence per column, the time."""
+    short = Sampler(iter_warmup=30, iter_sampling=20)
+    result = preflight(tomllib.loads(MODEL_SPEC), 6.0, m=1, sampler=short, n=120)
+    assert result.converged == {"income": False} and not result.ok
+    assert result.refusal.startswith("column 'income': the MCMC fit did not converge")
+    assert result.seconds > 0
+
+
+def test_the_stand_in_is_drawn_within_the_spec():
+    raw = tomllib.loads(MODEL_SPEC)
+    raw["public"].append({"name": "region", "type": "categorical"})  # no levels: placeholders
+    raw["confidential"] += tomllib.loads(PH_SPEC)["confidential"]
+    raw["confidential"].append({"name": "kids", "model": "poisson", "bounds": [0, 6]})
+    frame = stand_in(load_spec(raw), 500, np.random.default_rng(1))
+    assert list(frame.columns) == ["age", "region", "income", "owner", "kids"]
+    assert frame["age"].between(16, 90).all() and frame["income"].between(100, 50000).all()
+    assert set(frame["owner"]) == {"no", "yes"} and frame["region"].nunique() == 2
+    assert frame["kids"].between(0, 6).all() and (frame["kids"] % 1 == 0).all()
+    assert not frame.isna().any().any()
+    assert stand_in_records(None) == STAND_IN_RECORDS
+    assert stand_in_records(10**9) == STAND_IN_MAX_RECORDS and stand_in_records(37) == 37
+
+
+def test_a_poor_verdict_on_the_reference_names_its_columns_and_the_next_step():
+    verdict = {
+        "verdict": "poor",
+        "driven_by": {"figure": "mean_error", "value": 0.359, "columns": ["spend"]},
+        "next_step": "raise the share of epsilon of 'spend'",
+    }
+    note = poor_verdict_note(verdict)
+    assert note == (
+        "column 'spend': the table verdict there is poor (mean_error 0.359); next: raise the "
+        "share of epsilon of 'spend'"
+    )
+    refused = Preflight("reference", 300, 2.0, "poor", {"spend": True}, note)
+    assert refused.summary() == f"preflight on the public reference (300 records), 2.0 s: {note}"
+    assert "CONFIDENTIAL" not in public_figures(
+        "x [CONFIDENTIAL figures from the confidential fit, do not publish: max R-hat 2]"
+    )
