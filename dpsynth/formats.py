@@ -124,6 +124,15 @@ def write_table(frame: pd.DataFrame, path: str | Path, fmt: str) -> None:
         frame.to_csv(path, index=False)
 
 
+def level_text(value: object) -> str:
+    """A level as text, so that a file's 1, 1.0 and "1" are the spec's level "1" (a CSV
+    column with missing values reads as float, a Parquet one keeps its integers): a
+    column's levels are the spec's, whatever type the file stored them in."""
+    if isinstance(value, float) and value.is_integer():  # numpy floats are floats
+        return str(int(value))
+    return str(value)
+
+
 def sha256(path: str | Path) -> str:
     """The dataset's identity for the budget file: the SHA-256 of the file, or of a Parquet
     directory's partitions (their names and bytes, in name order)."""

@@ -337,3 +337,16 @@ def test_a_coefficient_behind_the_verdict_of_a_subsampled_outcome_proposes_more_
         step = tv.next_step(worst, cols, [], "z ~ x + b")
         assert step.startswith("raise the share of epsilon of the analysis's outcome 'z'")
         assert ("fit it to more than 2,000 records (fit_records)" in step) is expected, step
+
+
+def test_a_file_that_stores_levels_as_numbers_meets_the_specs_text_levels():
+    """A month read as 1..12 (integers from Parquet, floats from a CSV with gaps) is the
+    spec's level "1".."12", as in the release's own design: the verdict is computed."""
+    levels = [str(k) for k in range(1, 13)]
+    col = tv.ColumnInfo("month", "categorical", levels=levels)
+    as_int = tv.public_bins(col, np.array([1, 12, 5]))
+    as_float = tv.public_bins(col, np.array([1.0, 12.0, np.nan]))
+    assert as_int.tolist() == [0, 11, 4]
+    assert as_float.tolist() == [0, 11, 12]  # missing: the last code
+    with pytest.raises(InputError, match="month"):
+        tv.public_bins(col, np.array([13]))

@@ -45,6 +45,7 @@ import pandas as pd
 from scipy import sparse
 from threadpoolctl import threadpool_limits
 
+from dpsynth import formats
 from dpsynth.curator import column_verdict
 from dpsynth.curator.column_verdict import MEAN_NEAR_ZERO
 from dpsynth.curator.utility import ecdf_measures, interval_overlap
@@ -207,6 +208,9 @@ def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np
         codes = pd.Index(list(levels)).get_indexer(s.astype(object))
         if levels == (0, 1) and np.any(codes < 0):  # 0/1 stored as floats or booleans
             codes = pd.Index([0.0, 1.0]).get_indexer(pd.to_numeric(s, errors="coerce"))
+        if np.any((codes < 0) & ~missing):  # a file's 1 or 1.0 for the spec's level "1"
+            text = [formats.level_text(v) for v in levels]
+            codes = pd.Index(text).get_indexer(s.map(formats.level_text, na_action="ignore"))
         bad = np.flatnonzero((codes < 0) & ~missing)
         if bad.size:
             raise InputError(

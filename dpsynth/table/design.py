@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpsynth import formats
 from dpsynth.errors import (
     InputError,
     count_first,
@@ -91,10 +92,8 @@ def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
 
 
 def _level_text(v: Any) -> str:
-    """A level as text, 1.0 and 1 alike (a CSV column with missing values reads as float)."""
-    if isinstance(v, float | np.floating) and float(v).is_integer():
-        return str(int(v))
-    return str(v)
+    """A level as text, 1.0 and 1 alike (:func:`dpsynth.formats.level_text`)."""
+    return formats.level_text(v)
 
 
 def one_hot(codes: np.ndarray, k: int) -> np.ndarray:
