@@ -815,6 +815,7 @@ def test_clamp_is_smooth_by_default_for_a_categorical_column_only():
     paper's "hard" for every other; a model whose program does not accept "smooth" is refused
     in one line naming the column, before the data are looked at (here: not even a frame)."""
     sector = {"name": "sector", "model": "categorical", "levels": ["a", "b", "c"]}
+    sector["mechanism"] = "censor-uw"  # a level column's default is PH where its cells are few
     spec = {**BASE, "confidential": [*BASE["confidential"], sector]}
     assert [c.clamp for c in parse_spec(_clean(copy.deepcopy(spec))).confidential] == [
         "hard", "hard", "smooth"
@@ -1245,11 +1246,13 @@ levels = ["north", "south"]
 [[confidential]]
 name = "employed"
 model = "logistic"
+mechanism = "censor-uw"   # named: a level column's default is PH where its cells are few
 levels = [0, 1]
 
 [[confidential]]
 name = "sector"
 model = "categorical"
+mechanism = "censor-uw"
 levels = ["a", "b", "c"]
 
 [[confidential]]
@@ -1338,6 +1341,7 @@ levels = ["a", "b", "c", "d"]
 [[confidential]]
 name = "employed"
 model = "logistic"
+mechanism = "censor-uw"   # named: a level column's default is PH where its cells are few
 levels = [0, 1]
 """
 
@@ -1851,7 +1855,7 @@ COUNT_LEVEL_SPEC = {
     "public": [{"name": "x", "type": "continuous", "bounds": [0, 1]}],
     "confidential": [
         {"name": "visits", "model": "poisson", "bounds": [0, 8]},
-        {"name": "insured", "model": "logistic", "levels": [0, 1]},
+        {"name": "insured", "model": "logistic", "levels": [0, 1], "mechanism": "censor-uw"},
     ],
 }
 
