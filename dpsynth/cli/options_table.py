@@ -266,6 +266,11 @@ OPTIONS: tuple[Option, ...] = (
            "simulated from its bounds and levels) and a column that would not converge, or a "
            "poor table verdict on the reference, is refused in one line",
            "skip_preflight", action="store_true"),
+    Option("--scheduler", ("synthesize-table", "plan-table"),
+           "the address of an existing Dask scheduler (tcp://HOST:8786) to run the column "
+           "fits on (the cluster sees the confidential records, as a database server would); "
+           "by default they run on this machine, at the same time where its cores allow",
+           "client", metavar="ADDRESS"),
     Option("--budget-total", (*_SYN, "synthesize-table"),
            "the dataset's total epsilon cap, given once, when --budget-file is created",
            "budget_total", type=float, metavar="E", requires="--budget-file",

@@ -69,6 +69,7 @@ def _run(
             allow_large_epsilon=args.allow_large_epsilon,
             budget_file=charge,
             progress=not args.quiet,
+            client=args.scheduler,
         )
     if any(issubclass(w.category, KnownSeedWarning) for w in caught):
         print("dpsynth: warning: --seed: a seeded release is NOT private", file=sys.stderr)
@@ -79,6 +80,10 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
     """``dpsynth synthesize-table``: charge, read, release, write atomically, print."""
     outputs = {"--out": args.out, "--report": args.report, "--diagnostics": args.diagnostics}
     spec, sampler, checked = _checked(args, "DATA.csv", outputs)
+    if args.scheduler is not None:  # before the preflight's minutes and the charge
+        from dpsynth.table.schedule import check_scheduler
+
+        check_scheduler(args.scheduler)
     if not args.skip_preflight:
         _preflight(args, spec, sampler)
     charge = None

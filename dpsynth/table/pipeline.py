@@ -158,6 +158,7 @@ def synthesize_table(
     require_columns(spec, frame.columns, "data")
     ref = _reference_frame(spec, reference)
     spec = resolved_spec(spec, epsilon, m, frame.shape[0])  # public: no value is read
+    schedule.check_scheduler(client)  # an address that does not answer spends nothing
     identity = dataset_sha256
     if identity is None and budget_file is not None and not isinstance(budget_file, budget.Charge):
         identity = _frame_sha256(frame, spec)

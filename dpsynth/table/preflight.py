@@ -9,8 +9,11 @@ refused in minutes, before the confidential data are read or the budget charged.
   whose fit misses the convergence policy, or a table verdict of ``poor`` there, refuses;
 * else a **stand-in** simulated from the spec alone (:func:`stand_in`), of the confidential
   file's record count: every column drawn independently within its public bounds or on its
-  public levels. Its values mean nothing, so only convergence is judged there (a fit that cannot converge on such data
-  is unlikely to on the real ones, and the run shows the time a release takes).
+  public levels. Its values mean nothing, so only convergence is looked at there, and a
+  column whose fit did not converge is told in the preflight's line, not refused: the
+  stand-in's columns are independent, so a fit's signal there is weaker than on the data,
+  and specs that converged on a reference failed on the stand-in (book, A whole table). The
+  run still shows how long a release takes.
 
 Everything here is public (the spec, epsilon, m, the sampler, the reference file and, for
 the stand-in, the confidential file's record count, which the substitution relation keeps
@@ -65,7 +68,10 @@ class Preflight:
     wall time; ``verdict``: the table verdict there (``None`` on the stand-in, whose values
     mean nothing); ``converged``: per confidential column (synthesis order), whether its fit
     met the convergence policy (``None``: no MCMC fit, e.g. a histogram column);
-    ``refusal``: ``None``, or one line naming the first failing column and what to change.
+    ``refusal``: ``None``, or one line naming the first failing column and what to change;
+    ``warning``: on the stand-in, the first unconverged column's note (a stand-in's columns
+    are independent and their fits weaker than on real data, so its failures are told, not
+    refused: book, A whole table).
     """
 
     source: str
@@ -74,6 +80,7 @@ class Preflight:
     verdict: str | None
     converged: dict[str, bool | None] = field(default_factory=dict)
     refusal: str | None = None
+    warning: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -91,11 +98,15 @@ class Preflight:
         if not self.ok:
             return f"preflight on {self.where}, {self.seconds:.1f} s: {self.refusal}"
         fits = [c for c in self.converged.values() if c is not None]
-        what = f"{len(fits)} fit(s) converged" if fits else "no MCMC fit"
+        what = f"{sum(fits)} of {len(fits)} fit(s) converged" if fits else "no MCMC fit"
         if self.verdict is not None:
             what += f", table verdict {self.verdict} there"
         else:
             what += " (a stand-in's verdict is not judged)"
+        if self.warning is not None:
+            what = f"{what}; but on the stand-in {self.warning} (a stand-in's columns are "
+            what += "independent, so this may not happen on the data; a public reference "
+            what += "file in the spec tells more)"
         return f"preflight on {self.where}: ok in {self.seconds:.1f} s; {what}"
 
 
@@ -201,13 +212,15 @@ def _outcome(diagnostics: dict[str, Any], source: str, n: int, seconds: float) -
         name: None if diag.get("mcmc") is None else converged(diag["mcmc"])
         for name, diag in diagnostics.get("columns", {}).items()
     }
-    refusal = None
-    if verdict.get("converged") is False:
+    refusal = warning = None
+    if verdict.get("converged") is False and source == "stand-in":
+        warning = public_figures(verdict["convergence"][0])
+    elif verdict.get("converged") is False:
         refusal = public_figures(verdict["convergence"][0])
     elif source == "reference" and verdict.get("verdict") == "poor":
         refusal = poor_verdict_note(verdict)
     shown = verdict.get("verdict") if source == "reference" else None
-    return Preflight(source, n, seconds, shown, fits, refusal)
+    return Preflight(source, n, seconds, shown, fits, refusal, warning)
 
 
 CONFIDENTIAL_MARKS = (

@@ -139,15 +139,25 @@ def _connect(address: str) -> Any:
     from distributed import Client
 
     try:
-        return Client(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise InputError(
-            "client", f"no Dask scheduler at {address} ({type(exc).__name__})"
-        ) from None
+        return Client(address, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError, ValueError) as exc:
+        what = type(exc).__name__
+        raise InputError("client", f"no Dask scheduler at {address!r} ({what})") from None
+
+
+CONNECT_TIMEOUT = "5s"
+"""How long to wait for a scheduler that does not answer."""
+
+
+def check_scheduler(client: Any) -> None:
+    """Refuse, before any budget is charged, a scheduler address that does not answer
+    (a ``distributed.Client`` or None passes as it is)."""
+    if isinstance(client, str):
+        _connect(client).close()
 
 
 def _workers(client: Any) -> int:
     return len(client.scheduler_info().get("workers", {}))
 
 
-__all__ = ["Fitter", "fitter", "local_workers"]
+__all__ = ["Fitter", "check_scheduler", "fitter", "local_workers"]

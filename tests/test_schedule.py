@@ -1,0 +1,188 @@
+"""Column fits on Dask (``dpsynth.table.schedule``): the same release as in this process, a
+lost worker refuses the table naming its column, the attempt is charged, nothing is left."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpsynth.errors import InputError
+from dpsynth.sampler import Sampler
+from dpsynth.table import schedule
+from dpsynth.table.pipeline import synthesize_table
+
+SPEC = {
+    "public": [{"name": "age", "type": "continuous", "bounds": [16, 90]}],
+    "confidential": [
+        {"name": "owner", "type": "binary", "levels": ["no", "yes"], "mechanism": "ph"},
+        {"name": "income", "model": "lognormal-regression", "bounds": [100, 50000]},
+        {"name": "spend", "model": "lognormal-regression", "bounds": [10, 20000]},
+    ],
+}
+SHORT = Sampler(chains=2, iter_warmup=300, iter_sampling=300)
+
+
+def _table(n: int = 200, seed: int = 5) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20, 60, n)
+    income = np.clip(np.exp(8 + 0.02 * (age - 40) + 0.5 * rng.normal(size=n)), 100, 50000)
+    spend = np.clip(np.exp(np.log(income) - 1 + 0.2 * rng.normal(size=n)), 10, 20000)
+    owner = np.where(rng.uniform(size=n) < 0.4, "yes", "no")
+    return pd.DataFrame({"age": age, "owner": owner, "income": income, "spend": spend})
+
+
+def _release(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return synthesize_table(_table(), SPEC, 6.0, seed=11, sampler=SHORT, m=2, **kw)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded, non-daemonic worker processes (the in-process cluster's kind);
+    a task lost with its worker is not retried (``allowed-failures`` 0)."""
+    pytest.importorskip("distributed")
+    import dask
+    from distributed import Client, LocalCluster
+
+    with dask.config.set(
+        {
+            "distributed.worker.daemon": False,
+            "distributed.scheduler.allowed-failures": 0,
+            "logging.distributed": "error",
+        }
+    ):
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as lc:
+            with Client(lc) as client:
+                yield client
+
+
+def test_local_workers_fit_the_chains_on_the_cores():
+    assert schedule.local_workers(2, cores=2) == 1
+    assert schedule.local_workers(4, cores=2) == 1
+    assert schedule.local_workers(2, cores=8) == 4
+    assert schedule.local_workers(1, cores=3) == 3
+
+
+def test_a_seeded_table_is_the_same_release_on_a_cluster(cluster):
+    here = _release()
+    there = _release(client=cluster)
+    pd.testing.assert_frame_equal(here.data, there.data)
+    assert here.report["epsilon"] == there.report["epsilon"]
+    for name in ("income", "spend", "owner"):
+        assert there.diagnostics["columns"][name]["fit_seconds"] > 0
+
+
+def test_a_bad_client_is_refused_in_one_line():
+    with pytest.raises(InputError, match="client") as err:
+        _release(client=42)
+    assert "\n" not in str(err.value)
+
+
+def _fit_then_die(*args):  # the worker process dies in the middle of the fit
+    os._exit(1)
+
+
+def test_a_killed_worker_refuses_the_table_and_the_attempt_is_charged(
+    cluster, tmp_path, monkeypatch
+):
+    import sys
+    from dataclasses import replace
+
+    import cloudpickle
+
+    from dpsynth.table import columns, pipeline
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the worker cannot import tests
+    dying = replace(columns.MODEL_COLUMN, fit=_fit_then_die)
+    monkeypatch.setattr(
+        pipeline, "kind_of", lambda col: dying if col.model else columns.kind_of(col)
+    )
+    budget = tmp_path / "budget.jsonl"
+    from dpsynth.engine import pystan_backend
+
+    cluster.run(pystan_backend._fits_folder)  # each worker's private fit folder, as after a fit
+    pids = set(cluster.run(os.getpid).values())
+    assert all(glob.glob(os.path.join(TMP, f"dpsynth-pystan-{pid}-*")) for pid in pids)
+    with pytest.raises(InputError) as err:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            synthesize_table(
+                _table(), SPEC, 6.0, sampler=SHORT, client=cluster,
+                budget_file=budget, budget_total=20.0,
+            )  # fmt: skip
+    assert err.value.param == "client"
+    assert "column 'income'" in str(err.value) and "nothing was released" in str(err.value)
+    from dpsynth.privacy import budget as ledger
+
+    summary = ledger.summary(budget)
+    assert summary["spent"] == pytest.approx(6.0)  # the failed attempt counts
+    assert summary["entries"][-1]["outcome"] != "released"
+    dead = {pid for pid in pids if not _alive(pid)}
+    assert dead  # the worker that took the fit
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # a dead owner's folder is removed by its watcher
+        left = [f for pid in dead for f in glob.glob(os.path.join(TMP, f"dpsynth-pystan-{pid}-*"))]
+        if not left:
+            break
+        time.sleep(0.5)
+    assert not left
+
+
+TMP = tempfile.gettempdir()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _cli_files(tmp_path):
+    """DATA.csv and a TOML spec of SPEC; the command line's arguments (short chains)."""
+    data = tmp_path / "data.csv"
+    _table().to_csv(data, index=False)
+    spec = tmp_path / "spec.toml"
+    lines = ['[[public]]\nname = "age"\ntype = "continuous"\nbounds = [16, 90]\n']
+    for col in SPEC["confidential"]:  # JSON strings and lists are TOML
+        lines.append(
+            "[[confidential]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in col.items())
+        )
+    spec.write_text("\n".join(lines))
+    out = ["--out", str(tmp_path / "o.csv"), "--report", str(tmp_path / "r.json")]
+    short = ["--chains", "2", "--iter-warmup", "300", "--iter-sampling", "300"]
+    budget = ["--budget-file", str(tmp_path / "b.jsonl"), "--budget-total", "10"]
+    head = ["synthesize-table", str(data), "--spec", str(spec), "--epsilon", "6"]
+    return [*head, *out, *short, *budget]
+
+
+def test_cli_a_scheduler_that_does_not_answer_is_refused_before_the_charge(tmp_path, capsys):
+    from dpsynth.cli.commands import main
+
+    argv = [*_cli_files(tmp_path), "--scheduler", "tcp://127.0.0.1:9", "--skip-preflight"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("dpsynth: error: --scheduler: no Dask scheduler")
+    assert not (tmp_path / "b.jsonl").exists() and not (tmp_path / "o.csv").exists()
+
+
+def test_cli_fits_on_the_cluster_at_an_address(cluster, tmp_path):
+    from dpsynth.cli.commands import main
+
+    address = cluster.scheduler.address
+    argv = [*_cli_files(tmp_path), "--scheduler", address, "--skip-preflight", "--quiet"]
+    assert main(argv) == 0
+    assert len(pd.read_csv(tmp_path / "o.csv")) == 200
+    assert json.loads((tmp_path / "r.json").read_text())["epsilon"] == pytest.approx(6.0)
