@@ -21,7 +21,7 @@ from typing import Any
 
 from dpsynth import formats
 from dpsynth.cli.files import check_input_file, check_output_paths, read_csv
-from dpsynth.cli.options_table import check_pairs_and_files, keywords
+from dpsynth.cli.options_table import check_pairs_and_files, flag_of, keywords
 from dpsynth.errors import InputError
 from dpsynth.release.settings import BudgetSettings
 from dpsynth.sampler import Sampler
@@ -137,8 +137,10 @@ def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> N
             "without this check)",
             mentions=ADVICE_WORDS,
         )
-    if not args.quiet:
-        print(f"[dpsynth] {result.summary()} (public figures)", file=sys.stderr)
+    if not args.quiet:  # the advice's library words spelled as this command's flags
+        line = InputError("--spec", result.summary(), mentions=ADVICE_WORDS)
+        text = line.render(lambda param: flag_of(param, args.command))
+        print(f"[dpsynth] {text.split(': ', 1)[1]} (public figures)", file=sys.stderr)
 
 
 def record_count(path: str, param: str) -> int:
