@@ -60,28 +60,30 @@ def test_many_joint_cells_give_a_censored_fit_of_the_named_or_the_type_s_model()
         "confidential": [
             _levels("education", 5),
             _levels("race", 4),
-            _levels("maritl", 5),  # 100 cells: at the cap
+            _levels("maritl", 5),  # 100 cells
             {"name": "jobclass", "model": "logistic", "levels": ["i", "j"]},  # 200
-            {"name": "insured", "type": "binary"},  # 400, no model named
-            _levels("sector", 3),  # 3 x 100 x 2 x 2: censored
+            {"name": "insured", "type": "binary"},  # 400: at the cap, no model named
+            _levels("sector", 3),  # 3 x 400: censored, its model by its type
+            {"name": "union", "model": "logistic", "levels": ["n", "y"]},  # 2 x 1200: censored
         ]
     }
-    assert DEFAULT_PH_CELLS == 100
+    assert DEFAULT_PH_CELLS == 400
     assert _mechanisms(raw) == {
         "education": ("ph", None, True),
         "race": ("ph", None, True),
         "maritl": ("ph", None, True),
-        "jobclass": ("censor-uw", "logistic", True),
-        "insured": ("censor-uw", "logistic", True),
+        "jobclass": ("ph", None, True),
+        "insured": ("ph", None, True),
         "sector": ("censor-uw", "categorical", True),
+        "union": ("censor-uw", "logistic", True),
     }
 
 
 def test_the_cap_counts_the_levels_of_the_columns_before_and_of_a_missingness_indicator():
-    raw = {"confidential": [_levels("a", 10), _levels("b", 10)]}
-    assert _mechanisms(raw)["b"][0] == "ph"  # 100 cells
-    raw = {"confidential": [_levels("a", 10), _levels("b", 11)]}
-    assert _mechanisms(raw)["b"][0] == "censor-uw"  # 110 cells
+    raw = {"confidential": [_levels("a", 20), _levels("b", 20)]}
+    assert _mechanisms(raw)["b"][0] == "ph"  # 400 cells
+    raw = {"confidential": [_levels("a", 20), _levels("b", 21)]}
+    assert _mechanisms(raw)["b"][0] == "censor-uw"  # 420 cells
     with_indicator = {
         "confidential": [
             {
@@ -90,14 +92,14 @@ def test_the_cap_counts_the_levels_of_the_columns_before_and_of_a_missingness_in
                 "bounds": [1, 9],
                 "missing": "indicator",
             },
-            _levels("a", 10),
-            _levels("b", 5),
+            _levels("a", 20),
+            _levels("b", 10),
         ]
     }
     got = _mechanisms(with_indicator)
     assert got["x_missing"][0] == "ph" and got["x"][0] == "censor-uw"
-    assert got["a"][0] == "ph" and got["b"][0] == "ph"  # 5 x 10 x 2 = 100
-    with_indicator["confidential"][2] = _levels("b", 6)  # 6 x 10 x 2 = 120
+    assert got["a"][0] == "ph" and got["b"][0] == "ph"  # 10 x 20 x 2 = 400
+    with_indicator["confidential"][2] = _levels("b", 11)  # 11 x 20 x 2 = 440
     assert _mechanisms(with_indicator)["b"][:2] == ("censor-uw", "categorical")
 
 
@@ -105,9 +107,9 @@ def test_the_cap_counts_the_levels_of_the_columns_before_and_of_a_missingness_in
 def test_a_mechanism_the_spec_names_always_wins(mechanism):
     raw = {
         "confidential": [
-            _levels("a", 10),
-            _levels("b", 20, mechanism=mechanism),  # 200 cells: the rule would say censored
-            {"name": "c", "type": "binary", "mechanism": mechanism},  # 2 x 200
+            _levels("a", 20),
+            _levels("b", 30, mechanism=mechanism),  # 600 cells: the rule would say censored
+            {"name": "c", "type": "binary", "mechanism": mechanism},  # 2 x 600
         ]
     }
     if mechanism == "censor-uw":

@@ -80,7 +80,7 @@ INDICATOR_MECHANISM = "ph"
 censored logistic fit at an indicator's half share amplified the majority level). Internal (not
 in ``__all__``); dpsynth's extension. Evidence: book/choices.md, section
 choices-table-models."""
-DEFAULT_PH_CELLS = 100
+DEFAULT_PH_CELLS = 400
 """The most joint cells (its own levels x the levels of its parents: the binary and categorical
 confidential columns before it, or those its ``given`` names) at which a binary or categorical
 column whose spec names no ``mechanism`` is drawn by PH given its parents; with more, it is a
@@ -88,9 +88,11 @@ censored fit of its model (``mechanism = "censor-uw"``; ``logistic`` or ``catego
 spec names none). Internal (not in ``__all__``); a constant, so the choice depends on the spec
 only (:data:`DEFAULT_MECHANISM_MEANING`). A censored logistic or categorical fit at a column's
 share of epsilon has an almost flat likelihood whose chains settle in different modes; a
-histogram of few cells is exact up to its Laplace noise and needs no chains. dpsynth's
-extension. Evidence: book/choices.md, section choices-default-mechanism, from
-``benchmarks/bench_defaults.py`` (``benchmarks/results/defaults.csv``)."""
+histogram needs no chains, and its noise grows with its cells. 400 is the largest joint the
+measurement held (ISLR::Wage's last binary column, given four level columns), where PH still
+did better than the censored fits on every figure; a cap of 100 (those two columns censored)
+did worse. dpsynth's extension. Evidence: book/choices.md, section choices-default-mechanism,
+from ``benchmarks/bench_defaults.py`` (``benchmarks/results/defaults.csv``)."""
 CENSORED_ONLY_KEYS = ("centring", "clamp", "downscale", "debias", "calibrate_bins",
                       "calibrate_dispersion")  # fmt: skip
 """Keys only a censored model column takes: a level column that sets one, and names no
