@@ -12,7 +12,7 @@ A cluster sees the confidential records the fits read, as a database server woul
 trust boundary is the cluster (book: Scale). A fit that fails on a worker (a killed or lost
 worker, a broken connection) refuses the whole table: nothing is released and the attempt is
 charged. Each worker's private fit folders go with the worker, also when it is killed
-(:mod:`dpsynth.engine.private_dir`).
+(``dpsynth.engine.private_dir``).
 """
 
 from __future__ import annotations
