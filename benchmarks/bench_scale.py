@@ -20,7 +20,8 @@ sampler and seeds from the OS (a real release), and writes one row: wall seconds
 release (reading excluded, given apart), each column's fit seconds from the confidential
 diagnostics, peak resident memory of the whole process tree (the release, its sampler
 processes and Dask workers: the largest sum of their resident sets, polled every 0.2 s by
-psutil), the load average before the run, and the verdict. ``--workers 1`` runs the fits in
+psutil; pages a forked sampler process shares with its parent count in each process, so
+this is an upper bound), the load average before the run, and the verdict. ``--workers 1`` runs the fits in
 the release's process (the default on 2 cores with 2 chains); ``--workers 2`` on an
 in-process Dask cluster of 2 workers. The cluster speed-up is ESTIMATED from the per-column
 fit times: with one worker per column the fits take the slowest column's time, not their sum.
