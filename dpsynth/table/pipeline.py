@@ -269,12 +269,16 @@ def _release_table(
     ]
     with schedule.fitter(client, sampler.chains, run["progress"]) as fits:
         conf = fits.share(conf)  # to a cluster: once
-        handles = _submit_fits(fits, tasks, conf, pub, skip_marginal=True)
+        handles = {  # a marginal centre waits: it reads its predecessors' synthetic sets
+            t.col.name: _submit(fits, t, conf, replace(pub, done=tuple(order[: t.j])))
+            for t in tasks
+            if t.col.centring != "marginal"
+        }
         try:
             for j, col in enumerate(order):
                 _announce(col, j, len(order), col.share * epsilon, run)
-                if col.name not in handles:  # a marginal centre: after its predecessors' draws
-                    handles.update(_submit_fits(fits, [tasks[j]], conf, pub, skip_marginal=False))
+                if col.name not in handles:  # after its predecessors' draws
+                    handles[col.name] = _submit(fits, tasks[j], conf, pub)
                 fitted = _collected(fits, col, handles[col.name])
                 releases[col.name] = fitted.release
                 if fitted.marginal is not None:
@@ -296,27 +300,11 @@ def _release_table(
     return Release(data, report, diagnostics, results)
 
 
-def _submit_fits(
-    fits: schedule.Fitter,
-    tasks: list[ColumnTask],
-    conf: Any,
-    pub: PublicInputs,
-    *,
-    skip_marginal: bool,
-) -> dict[str, Any]:
-    """Submit each task's fit with ``conf`` (:class:`ConfidentialInputs`, or its handle on a
-    cluster) and the public inputs it reads: the public columns and its
-    predecessors' spec entries (``pub.done`` up to it). A fit centred ``"marginal"`` reads
-    its predecessors' synthetic sets too, so with ``skip_marginal`` it waits (not submitted)."""
-    order = [t.col for t in tasks]
-    handles = {}
-    for task in tasks:
-        if skip_marginal and task.col.centring == "marginal":
-            continue
-        done = pub.done if not skip_marginal else tuple(order[: task.j])
-        at = PublicInputs(pub.public, {} if skip_marginal else pub.synthetic, done, pub.m)
-        handles[task.col.name] = fits.submit(task.col.name, kind_of(task.col).fit, task, conf, at)
-    return handles
+def _submit(fits: schedule.Fitter, task: ColumnTask, conf: Any, at: PublicInputs) -> Any:
+    """Submit ``task``'s fit with ``conf`` (:class:`ConfidentialInputs`, or its handle on a
+    cluster) and the public inputs it reads, ``at``: the public columns, its predecessors'
+    spec entries and (for a marginal centre only) their synthetic sets."""
+    return fits.submit(task.col.name, kind_of(task.col).fit, task, conf, at)
 
 
 def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> Any:

@@ -47,7 +47,6 @@ class Fitter:
     the fit runs in this process when its result is asked for (in the spec's order)."""
 
     client: Any = None
-    own: bool = False
     started: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
@@ -112,7 +111,7 @@ def fitter(client: Any, chains: int, progress: bool) -> Iterator[Fitter]:
         where = "an in-process Dask cluster" if own else "the Dask cluster"
         print(f"[dpsynth] column fits run on {where}: {_workers(client)} workers", file=sys.stderr)
     try:
-        yield Fitter(client, own)
+        yield Fitter(client)
     finally:
         if own:
             client.close()
