@@ -92,6 +92,11 @@ def test_weighted_fit_matches_closed_form_posterior(stan_backend):
     assert abs(mu.std() / sd - 1) < 0.1
     assert fit.diagnostics["rhat_max"] < 1.01
     assert fit.diagnostics["divergences"] == 0
+    # the sampler's effort on a one-dimensional normal posterior (adapted metric = its
+    # variance): steps of order one, trees of depth at most 3 (7 leapfrog steps)
+    assert 1 <= fit.diagnostics["leapfrog_mean"] <= 7
+    assert 1 <= fit.diagnostics["treedepth_max"] <= 3
+    assert 0.3 < fit.diagnostics["stepsize"] < 2.5
     # the S x n matrices: contrib = alpha * log N(y | mu_s, sigma) (uncensored), ll unweighted
     assert fit.contrib.shape == fit.record_log_lik.shape == (4000, 200)
     assert set(fit.draws) == {"mu", "y_rep"}  # per-record outputs are kept out of draws

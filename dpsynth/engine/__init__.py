@@ -252,7 +252,10 @@ def fit(
     return StanFit(
         draws={k: v for k, v in run.draws.items() if k not in RECORD_OUTPUTS},
         chains=chains,
-        diagnostics=convergence_diagnostics(run.chain_arrays, divergences=run.divergences),
+        diagnostics={
+            **convergence_diagnostics(run.chain_arrays, divergences=run.divergences),
+            **run.effort,
+        },
         backend=name,
         seed=int(seed),
         contrib=_nonempty(run.draws.get("contrib")),
@@ -340,23 +343,28 @@ def _at_params(
 def convergence_diagnostics(
     chain_arrays: Mapping[str, np.ndarray], *, divergences: int | None = None
 ) -> dict[str, float]:
-    """Max rank-normalized R-hat and min bulk ESS over scalar quantities.
+    """Max rank-normalized R-hat and min bulk ESS over scalar quantities, and the R-hat rule's
+    figures (``rhat_excess``, ``rhat_limit``: :func:`dpsynth.engine.diagnostics.rhat_excess`).
 
     ``chain_arrays[name]`` has shape ``(chains, draws)``; constant or non-finite
     columns (for example a parameter fixed by its constraint) are skipped. Computed by
     :mod:`dpsynth.engine.diagnostics` (the same numbers as ArviZ 0.22). ``divergences``, when
     given, is added under that key.
     """
-    rhats, esss = [], []
+    rhats, esss, within, chains = [], [], [], 1
     for values in chain_arrays.values():
         if not np.all(np.isfinite(values)) or np.ptp(values) == 0:
             continue
         rhats.append(diagnostics.rhat(values))
         esss.append(diagnostics.ess_bulk(values))
+        within.append(diagnostics.ess_within(values))
+        chains = np.shape(values)[0]
     out: dict[str, float] = {
         "rhat_max": max(rhats) if rhats else float("nan"),
         "ess_bulk_min": min(esss) if esss else float("nan"),
     }
+    if rhats and all(np.isfinite(rhats)) and all(np.isfinite(within)):
+        out["rhat_excess"], out["rhat_limit"] = diagnostics.rhat_excess(rhats, within, chains)
     if divergences is not None:
         out["divergences"] = int(divergences)
     return out

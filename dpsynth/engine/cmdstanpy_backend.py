@@ -51,6 +51,7 @@ from dpsynth.engine.common import (
     interruptible,
     parameters_block_names,
     report_messages,
+    sampler_effort,
     write_atomically,
 )
 from dpsynth.errors import InputError
@@ -72,13 +73,16 @@ def sample(run: Run) -> Sample:  # pragma: no cover - needs a CmdStan installati
     out = _cmdstan_sample(code, data, seed, inits, quiet, **sampling)
     draws = _cmdstan_draws(code, out)  # chains stacked
     names = tuple(draws)
-    divergences = int(np.sum(out.method_variables()["divergent__"]))
+    method = out.method_variables()
+    divergences = int(np.sum(method["divergent__"]))
+    effort = sampler_effort(method["n_leapfrog__"], method["stepsize__"], method["treedepth__"])
     return Sample(
         draws,
         parameters_block_names(code, names),
         chain_arrays(draws, chains),
         divergences,
         getattr(out, "dpsynth_exception_lines", {}),
+        effort,
     )
 
 

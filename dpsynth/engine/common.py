@@ -35,6 +35,18 @@ class Sample(NamedTuple):
     chain_arrays: dict[str, np.ndarray]
     divergences: int
     exception_lines: Mapping[int, int] = MappingProxyType({})
+    effort: Mapping[str, float] = MappingProxyType({})
+
+
+def sampler_effort(leapfrog: Any, stepsize: Any, treedepth: Any) -> dict[str, float]:
+    """What the sampler spent per retained iteration (from its own outputs ``n_leapfrog__``,
+    ``stepsize__``, ``treedepth__``): the mean leapfrog steps, the mean adapted step size and
+    the largest tree depth. Confidential diagnostics (they depend on the data)."""
+    return {
+        "leapfrog_mean": float(np.mean(leapfrog)),
+        "stepsize": float(np.mean(stepsize)),
+        "treedepth_max": int(np.max(treedepth)),
+    }
 
 
 class InitializationFailed(InputError):

@@ -21,12 +21,50 @@ __all__ = [
     "convergence_failures",
     "convergence_note",
     "ess_bulk",
+    "ess_within",
     "rhat",
+    "rhat_excess",
+    "rhat_limit",
 ]
 
-CONVERGENCE = {"rhat_max": 1.01, "ess_bulk_min": 100.0, "divergences": 0}
+CONVERGENCE = {"rhat_max": 1.01, "rhat_scatter": 0.01, "ess_bulk_min": 100.0, "divergences": 0}
 """The convergence a strict-DP release requires of its fit (the release's policy, and the one
-named threshold every study and notebook check uses unless it says why it differs)."""
+named threshold every study and notebook check uses unless it says why it differs): every
+parameter's R-hat within its limit (:func:`rhat_limit`: ``rhat_max``, or more where its
+within-chain ESS is small, so that at most a share ``rhat_scatter`` of converged fits is refused whatever
+their number of parameters), a bulk ESS of at least ``ess_bulk_min`` and no divergent
+transition. Evidence: book/choices.md, section choices-sampler."""
+
+
+def rhat_limit(ess: float, parameters: int, chains: int) -> float:
+    """The largest R-hat a parameter with within-chain ESS ``ess`` (:func:`ess_within`) may show
+    in a converged fit of ``parameters`` parameters and ``chains`` chains: max(1.01, 1 + c / ESS).
+
+    dpsynth's rule, after Vats & Knudson (2021, "Revisiting the Gelman-Rubin diagnostic",
+    Statistical Science 36(4)), who tie R-hat to the ESS: on stationary chains
+    (R-hat - 1) x ESS scatters about as (m / (2 (m - 1))) chi2(m - 1), m = 2 x chains split
+    chains, so c is that law's 1 - ``rhat_scatter`` / ``parameters`` quantile (a Bonferroni
+    bound over the parameters). The fixed 1.01 stays the floor, so the rule never refuses
+    what 1.01 passes; ``benchmarks/investigations/rhat_ess_rule.py`` measures its
+    false-refusal rate and its power against chains offset from one another.
+    """
+    from scipy.stats import chi2
+
+    m = 2 * max(int(chains), 1)
+    tail = CONVERGENCE["rhat_scatter"] / max(int(parameters), 1)
+    c = m / (2.0 * (m - 1)) * float(chi2.isf(tail, m - 1)) if m > 1 else 0.0
+    if not (ess > 0 and math.isfinite(ess)):
+        return CONVERGENCE["rhat_max"]
+    return max(CONVERGENCE["rhat_max"], 1.0 + c / ess)
+
+
+def rhat_excess(rhats: list[float], esss: list[float], chains: int) -> tuple[float, float]:
+    """(the largest R-hat minus its :func:`rhat_limit`, that limit) over the parameters whose
+    R-hat and within-chain ESS (:func:`ess_within`) are ``rhats`` and ``esss``: the fit meets
+    the R-hat rule when the excess is at most 0."""
+    limits = [rhat_limit(e, len(rhats), chains) for e in esss]
+    worst = int(np.argmax([r - lim for r, lim in zip(rhats, limits, strict=True)]))
+    return rhats[worst] - limits[worst], limits[worst]
 
 
 def rhat(x: np.ndarray) -> float:
@@ -53,6 +91,17 @@ def ess_bulk(x: np.ndarray) -> float:
     if np.isnan(x).any() or x.shape[1] < 4:
         return float("nan")
     return _ess(_z_scale(_split_chains(x)))
+
+
+def ess_within(x: np.ndarray) -> float:
+    """Bulk ESS of the rank-normalized split chains from their within-chain autocorrelation
+    alone (dpsynth's, for :func:`rhat_limit`): the ESS the chains would have if their means
+    agreed, so chains that disagree do not lower it (the bulk ESS falls with the between-chain
+    variance). Equal to :func:`ess_bulk` up to the between-chain term; NaN as it."""
+    x = _as_chains(x)
+    if np.isnan(x).any() or x.shape[1] < 4:
+        return float("nan")
+    return _ess(_z_scale(_split_chains(x)), between=False)
 
 
 def _as_chains(x: np.ndarray) -> np.ndarray:
@@ -97,15 +146,16 @@ def _rhat(x: np.ndarray) -> float:
     return float(np.sqrt((between / within + n - 1) / n))
 
 
-def _ess(x: np.ndarray) -> float:
-    """ESS with Geyer's initial monotone sequence over the multi-chain autocorrelation."""
+def _ess(x: np.ndarray, between: bool = True) -> float:
+    """ESS with Geyer's initial monotone sequence over the multi-chain autocorrelation (the
+    variance estimate with the between-chain term, or without it: ``between``)."""
     if np.max(x) - np.min(x) < np.finfo(float).resolution:
         return float(x.size)
     n_chain, n_draw = x.shape
     acov = _autocov(x)
     mean_var = np.mean(acov[:, 0]) * n_draw / (n_draw - 1.0)
     var_plus = mean_var * (n_draw - 1.0) / n_draw
-    if n_chain > 1:
+    if n_chain > 1 and between:
         var_plus += np.var(x.mean(axis=1), ddof=1)
     rho = np.zeros(n_draw)
     rho_even, rho_odd = 1.0, 1.0 - (mean_var - np.mean(acov[:, 1])) / var_plus
@@ -163,27 +213,48 @@ def _next_fast_len(target: int) -> int:
 # The release's convergence policy: what a strict-DP fit must meet, and the refusal.
 
 
+def _rhat_ok(diagnostics: dict[str, float]) -> bool:
+    """The R-hat rule: every parameter within its :func:`rhat_limit` (``rhat_excess`` <= 0);
+    diagnostics without the excess (older records) meet the fixed 1.01."""
+    rhat = diagnostics.get("rhat_max")
+    if rhat is None or not math.isfinite(rhat):
+        return False
+    if rhat <= CONVERGENCE["rhat_max"]:
+        return True
+    excess = diagnostics.get("rhat_excess")
+    return excess is not None and math.isfinite(excess) and excess <= 0
+
+
 def converged(diagnostics: dict[str, float]) -> bool:
     """True when the fit meets :data:`CONVERGENCE` (NaN R-hat or ESS counts as failing)."""
-    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
+    ess = diagnostics.get("ess_bulk_min")
     return bool(
-        rhat is not None
+        _rhat_ok(diagnostics)
         and ess is not None
-        and math.isfinite(rhat)
         and math.isfinite(ess)
-        and rhat <= CONVERGENCE["rhat_max"]
         and ess >= CONVERGENCE["ess_bulk_min"]
         and diagnostics.get("divergences", 1) <= CONVERGENCE["divergences"]
     )
 
 
+def _rhat_failure(diagnostics: dict[str, float]) -> str:
+    """The R-hat rule's failure in words."""
+    rhat, limit = diagnostics.get("rhat_max"), diagnostics.get("rhat_limit")
+    if rhat is None or not math.isfinite(rhat):
+        return "no R-hat" if rhat is None else f"max R-hat {rhat:.3g}"
+    if limit is None or not math.isfinite(limit) or diagnostics.get("rhat_excess") is None:
+        return f"max R-hat {rhat:.3g} > {CONVERGENCE['rhat_max']}"
+    over = limit + diagnostics["rhat_excess"]
+    return f"R-hat {over:.4f} > its limit {limit:.4f} (max R-hat {rhat:.4f})"
+
+
 def convergence_failures(diagnostics: dict[str, float]) -> list[str]:
     """The :data:`CONVERGENCE` criteria a fit fails, in words (empty when it converged)."""
-    rhat, ess = diagnostics.get("rhat_max"), diagnostics.get("ess_bulk_min")
+    ess = diagnostics.get("ess_bulk_min")
     div = diagnostics.get("divergences", 1)
     out = []
-    if rhat is None or not math.isfinite(rhat) or rhat > CONVERGENCE["rhat_max"]:
-        out.append(f"max R-hat {rhat:.3g} > {CONVERGENCE['rhat_max']}" if rhat else "no R-hat")
+    if not _rhat_ok(diagnostics):
+        out.append(_rhat_failure(diagnostics))
     if ess is None or not math.isfinite(ess) or ess < CONVERGENCE["ess_bulk_min"]:
         shown = f"{ess:.0f}" if ess is not None and math.isfinite(ess) else "unknown"
         out.append(f"min bulk ESS {shown} < {CONVERGENCE['ess_bulk_min']:.0f}")

@@ -71,6 +71,7 @@ from dpsynth.engine.common import (
     exception_lines,
     parameters_block_names,
     report_messages,
+    sampler_effort,
     shape_key,
 )
 from dpsynth.errors import InputError
@@ -111,7 +112,10 @@ def sample(run: Run) -> Sample:
     divergences = int(np.sum(out["divergent__"]))
     params = parameters_block_names(code, out.param_names)
     texts = [text for chain in messages for text in chain]
-    return Sample(draws, params, chain_arrays(draws, chains), divergences, exception_lines(texts))
+    effort = sampler_effort(out["n_leapfrog__"], out["stepsize__"], out["treedepth__"])
+    return Sample(
+        draws, params, chain_arrays(draws, chains), divergences, exception_lines(texts), effort
+    )
 
 
 def progress_refresh(iterations: int) -> int:
