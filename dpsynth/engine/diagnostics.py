@@ -31,9 +31,9 @@ CONVERGENCE = {"rhat_max": 1.01, "rhat_scatter": 0.01, "ess_bulk_min": 100.0, "d
 """The convergence a strict-DP release requires of its fit (the release's policy, and the one
 named threshold every study and notebook check uses unless it says why it differs): every
 parameter's R-hat within its limit (:func:`rhat_limit`: ``rhat_max``, or more where its
-within-chain ESS is small, so that at most a share ``rhat_scatter`` of converged fits is refused whatever
-their number of parameters), a bulk ESS of at least ``ess_bulk_min`` and no divergent
-transition. Evidence: book/choices.md, section choices-sampler."""
+within-chain ESS is small, set so that about a share ``rhat_scatter`` of converged fits is
+refused for R-hat's scatter whatever their number of parameters), a bulk ESS of at least
+``ess_bulk_min`` and no divergent transition. Evidence: book/choices.md, section choices-sampler."""
 
 
 def rhat_limit(ess: float, parameters: int, chains: int) -> float:

@@ -357,6 +357,7 @@ MODELS: dict[str, Model] = {
         _beta_regression_sim,
         centred=True,
         dispersion="kappa",
+        clamps=("hard", "smooth"),
     ),
     # Positive skewed outcomes (dpsynth's models): ll is the log density of log y, free of
     # the scale of y (the programs' headers); public bounds map y into (0, 1) as for beta.

@@ -46,13 +46,16 @@ prior differs by program and every record pins it."""
 @dataclass(frozen=True)
 class Censoring:
     """The public settings of one censored draw: its centring (``"none"``, ``"saturated"``
-    or public parameter values), its bound M, its record weight d and the number of records
-    its fit saw (the prior's weight against the likelihood's)."""
+    or public parameter values), its bound M, its record weight d, the number of records
+    its fit saw (the prior's weight against the likelihood's) and its clamp
+    (``dpsynth.privacy.relations.CLAMPS``: "hard" clips each term, "smooth" maps it to
+    M tanh(term / M))."""
 
     centring: Any
     bound: float
     downscale: float
     fit_records: int
+    clamp: str = "hard"
 
 
 def clamped_objective(
@@ -62,7 +65,8 @@ def clamped_objective(
     centre: np.ndarray,
     censoring: Censoring,
 ) -> Any:
-    """f(beta) = (k / n) sum_i clamp(d (ll_i(beta) - c_i), -M, M) - |slopes|^2 / (2 PRIOR_SD^2),
+    """f(beta) = (k / n) sum_i clamp(d (ll_i(beta) - c_i), -M, M) - |slopes|^2 / (2 PRIOR_SD^2)
+    (the smooth clamp: M tanh(d (ll_i - c_i) / M) in place of the clip),
     the censored log posterior of ``draw`` with its coefficients replaced (the other
     parameters, e.g. a known dispersion, kept), scaled to the fit's k records."""
     mirror = model.log_lik_mirror()
@@ -74,7 +78,8 @@ def clamped_objective(
     def f(beta: np.ndarray) -> float:
         trial = {**rest, "beta": beta.reshape(shape)[None, ...]}
         ll = np.asarray(mirror(trial, data), dtype=float)[0]
-        terms = np.clip(d * (ll - centre), -M, M)
+        t = d * (ll - centre)
+        terms = M * np.tanh(t / M) if censoring.clamp == "smooth" else np.clip(t, -M, M)
         return float(scale * terms.sum() - 0.5 * np.sum(beta[1:] ** 2) / PRIOR_SD**2)
 
     return f

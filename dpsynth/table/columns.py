@@ -325,6 +325,7 @@ def _censoring(
         bound=float(rel.confidential.fit.censor_bound),
         downscale=float(kw.get("downscale") or 1.0),
         fit_records=int(records),
+        clamp=col.clamp,
     )
 
 

@@ -84,7 +84,7 @@ from dpsynth.table.spec import (
 from dpsynth.table.steps import ph_calibration_weight
 
 TABLE_SAMPLER = Sampler(iter_sampling=TABLE_ITER_SAMPLING, adapt_delta=TABLE_ADAPT_DELTA)
-"""A table's default MCMC settings: 2 x (1000 + 4000) (``table_spec.TABLE_ITER_SAMPLING``) at a
+"""A table's default MCMC settings: 2 x (1000 + 1000) (``table_spec.TABLE_ITER_SAMPLING``) at a
 step-size target of ``table_spec.TABLE_ADAPT_DELTA``. Public (in ``__all__``). Evidence:
 book/choices.md, section choices-sampler."""
 

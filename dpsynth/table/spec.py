@@ -113,13 +113,13 @@ DEFAULT_MECHANISM_MEANING = (
 
 DEBIASED_TYPES = ("continuous", "count")
 """Column types whose censor-uw fit may be bias-corrected (``debias``)."""
-CLAMP_DEFAULT: dict[str, str] = {"categorical": "smooth"}
+CLAMP_DEFAULT: dict[str, str] = {"categorical": "smooth", "beta-regression": "smooth"}
 """``clamp`` (``dpsynth.privacy.relations.CLAMPS``) of a censored model column when the spec does not
-say, by column type: "smooth" (M tanh(t / M), dpsynth's extension) for a categorical column,
-"hard" (the censoring paper's clamp, Eq. 3.5) for every other. Internal (not in ``__all__``). A
-categorical fit at a small bound meets the hard clamp's kinks at nearly every record, and its
-sampler crawls. Evidence: book/choices.md, section choices-clamp, from
-``benchmarks/investigations/table_categorical_clamp.py``."""
+say, by model: "smooth" (M tanh(t / M), dpsynth's extension) for a categorical or beta-regression
+column, "hard" (the censoring paper's clamp, Eq. 3.5) for every other. Internal (not in
+``__all__``). A fit at a small bound meets the hard clamp's kinks at many records, and its
+sampler shortens its steps to cross them. Evidence: book/choices.md, section choices-clamp, from
+``benchmarks/investigations/table_categorical_clamp.py`` and ``benchmarks/bench_fit_speed.py``."""
 DEBIAS_DEFAULT = True
 """Whether ``debias`` (one parametric-bootstrap step against the censored fit's shrinkage,
 :mod:`dpsynth.models.debias`; post-processing) is on where it applies when the spec does not say: yes.
@@ -246,13 +246,15 @@ TABLE_ADAPT_DELTA = 0.95
 (not in ``__all__``). A censored likelihood has kinks where records meet the bound, and
 divergent transitions count against a column's convergence. Evidence: ``tests/test_table.py``
 and book/choices.md, section choices-sampler."""
-TABLE_ITER_SAMPLING = 4000
+TABLE_ITER_SAMPLING = 1000
 """A table's default retained draws per chain (2 chains after 1,000 warm-up iterations; the
 library's one-column default is 2,000). Internal (not in ``__all__``). A column's regression can
-have 25 parameters (a public year one-hot, the columns before it), and chains that have
-converged still scatter above the R-hat threshold, the more so the more parameters and the fewer
-draws. Evidence: book/choices.md, section choices-sampler, from
-``benchmarks/investigations/rhat_many_parameters.py``."""
+have 25 parameters or more, and converged chains scatter above a fixed R-hat threshold of 1.01
+the more, the more parameters and the fewer draws; the convergence policy's R-hat limit is tied
+to each parameter's ESS (``dpsynth.engine.diagnostics.rhat_limit``), which keeps that false
+refusal rate to a few per cent at this length (it was 4,000 under the fixed 1.01). Evidence:
+book/choices.md, section choices-sampler, from ``benchmarks/investigations/rhat_ess_rule.py`` and
+``benchmarks/bench_fit_speed.py``."""
 FIT_RECORDS_DEFAULT = 2000
 """``fit_records`` when the spec omits it: a model column of a table with more records is fitted
 to a random ``FIT_RECORDS_DEFAULT`` of them (a table of at most that many fits every record).
