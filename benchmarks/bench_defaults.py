@@ -29,8 +29,8 @@ random split of the same table (as ``dpsynth.release.plan.split_reference`` does
 and 300 records.
 
 ``--sampler short`` runs every fit at the table's step-size target with 2 x (500 + 1000)
-draws instead of the release's 2 x (1000 + 4000) (``--sampler table``), so that every variant
-could run on a shared two-core machine; ``--workers`` runs that many releases at once.
+draws instead of the release's default of the time, 2 x (1000 + 4000) (``--sampler table``;
+2 x (1000 + 1000) since), so that every variant could run on a shared two-core machine; ``--workers`` runs that many releases at once.
 
 Per run (a fresh child, killed at ``--timeout`` seconds): status (``ok``: released, every fit
 converged and the verdict not poor; ``unconverged``; ``poor``; ``timeout``; ``failed``), wall

@@ -171,6 +171,11 @@ def child(args: argparse.Namespace) -> None:
         client.close()
     mem.stop.set()
     fits = {k: round(v["fit_seconds"], 1) for k, v in rel.diagnostics["columns"].items()}
+    from dpsynth.table.pipeline import TABLE_SAMPLER as S
+    from dpsynth.table.spec import CLAMP_DEFAULT
+
+    clamp = CLAMP_DEFAULT.get("beta-regression", "hard")
+    defaults = f"{S.chains}x({S.iter_warmup}+{S.iter_sampling}), beta-regression clamp {clamp}"
     verdict = rel.diagnostics["verdict"]
     print(
         json.dumps(
@@ -181,6 +186,7 @@ def child(args: argparse.Namespace) -> None:
                 "fit_seconds": fits,
                 "verdict": verdict.get("verdict"),
                 "driven_by": (verdict.get("driven_by") or {}).get("figure"),
+                "defaults": defaults,
             }
         )
     )
@@ -219,7 +225,7 @@ def run(args: argparse.Namespace) -> None:
 FIELDS = [
     "rows", "columns", "workers", "resampled", "epsilon", "status", "seconds", "read_seconds",
     "peak_mb", "fits_sum", "fits_max", "fit_seconds", "verdict", "driven_by", "load1", "date",
-    "version",
+    "version", "defaults",
 ]  # fmt: skip
 
 

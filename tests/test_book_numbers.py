@@ -84,6 +84,9 @@ ALLOWED: dict[str, dict[str, str]] = {
         "0.01": "the paper's value (Liu's text), quoted as such",
         "0.925": "the paper's coverage at m = 2 (Liu's text), quoted as such",
         "0.91": "the paper's coverage at m = 2 (Liu's text), quoted as such",
+        "0.25": "an offset between chains the R-hat investigation sets (a setting)",
+        "0.8": "a lag-1 autocorrelation the R-hat investigation sets (a setting)",
+        "1.01": "the convergence policy's fixed R-hat limit (a setting)",
     },
     "book/by_hand.md": {"0.5": "the data-generating Beta(0.5, 3) (the paper's setting)"},
     "book/censoring.md": {"0.5": "the data-generating Beta(0.5, 3) (the paper's setting)"},
@@ -172,6 +175,7 @@ ALLOWED: dict[str, dict[str, str]] = {
     },
     "book/whole_table.md": {
         "0.3": "calibrate_share's default (a setting, table_spec.CALIBRATE_SHARE)",
+        "1.01": "the convergence policy's fixed R-hat limit (a setting)",
     },
     "notebooks/10_whole_table.md": {
         "1.5": "the issue's goal: within 1.5 times AIM's two-way TVD (a setting)",
