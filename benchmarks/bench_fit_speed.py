@@ -27,10 +27,8 @@ verdict with the figure that drove it.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
-import subprocess
 import sys
 import time
 import warnings
@@ -96,14 +94,9 @@ def one(rows: int, clamp: str, iters: int, seed: int) -> dict:
     }
 
 
-def _version() -> str:
-    sha = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE
-    ).stdout.strip()
-    return f"dpsynth {sha or 'unknown'}, {os.cpu_count()} cores"
-
-
 def main() -> None:
+    from bench_scale import _append, _version
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
@@ -126,12 +119,7 @@ def main() -> None:
                 date=datetime.now(UTC).isoformat(timespec="seconds"),
                 version=_version(),
             )
-            new = not RESULTS.exists()
-            with RESULTS.open("a", newline="") as fh:
-                writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
-                if new:
-                    writer.writeheader()
-                writer.writerow(row)
+            _append(row, RESULTS, FIELDS)
             print(json.dumps({k: row.get(k) for k in FIELDS}, default=str), flush=True)
 
 

@@ -229,10 +229,11 @@ FIELDS = [
 ]  # fmt: skip
 
 
-def _append(row: dict) -> None:
-    new = not RESULTS.exists()
-    with RESULTS.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS, extrasaction="ignore")
+def _append(row: dict, results: Path = RESULTS, fields: list[str] = FIELDS) -> None:
+    """Append ``row`` to ``results`` (a header first if the file is new)."""
+    new = not results.exists()
+    with results.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
         if new:
             writer.writeheader()
         writer.writerow(row)
