@@ -314,7 +314,10 @@ def test_unconverged_fit_is_released_with_the_same_label_and_a_poor_verdict(
 def test_convergence_thresholds():
     ok = {"rhat_max": 1.005, "ess_bulk_min": 150.0, "divergences": 0}
     assert CONVERGENCE == {
-        "rhat_max": 1.01, "rhat_scatter": 0.01, "ess_bulk_min": 100.0, "divergences": 0
+        "rhat_max": 1.01,
+        "rhat_scatter": 0.01,
+        "ess_bulk_min": 100.0,
+        "divergences": 0,
     }
     assert converged(ok)
     assert single.convergence_failures(ok) == []
