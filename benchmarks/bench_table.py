@@ -364,10 +364,12 @@ def run_dpsynth_table(
     seed: int,
     spec: Any = SPEC,
     reference: bool = True,
+    settings: dict[str, Any] = CPS_SAMPLER_SETTINGS,
     **options: Any,
 ) -> tuple[pd.DataFrame, str]:
-    """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec
-    (``options``: more keyword arguments of :func:`dpsynth.table.pipeline.synthesize_table`)."""
+    """dpsynth's sequential table release (issue 29, item 1) with the benchmark's spec, MCMC
+    ``settings`` and ``options`` (more keyword arguments of
+    :func:`dpsynth.table.pipeline.synthesize_table`)."""
     import warnings
 
     from dpsynth.table.pipeline import synthesize_table
@@ -380,7 +382,7 @@ def run_dpsynth_table(
             epsilon,
             seed=seed,
             reference=cps1985_reference() if reference else None,
-            sampler=_sampler(CPS_SAMPLER_SETTINGS),
+            sampler=_sampler(settings),
             **options,
         )
     synth = release.data
@@ -455,36 +457,23 @@ FAST_SAMPLER_SETTINGS = {
     "iter_sampling": 1000,
     "adapt_delta": 0.95,
 }
-"""``dpsynth-table-fast``'s MCMC: 2 x (1000 + 1000) at the table's step-size target, with the
-R-hat limit tied to the bulk ESS (``dpsynth.engine.diagnostics.rhat_limit``); the rows of
-``dpsynth-table-debiased`` ran 2 x (2000 + 4000) (``CPS_SAMPLER_SETTINGS``)."""
-
-
-def fast_spec() -> dict[str, Any]:
-    """:func:`debiased_spec` with the smooth clamp, M tanh(t / M), for the wage (its one
-    regression: schooling and experience are PH columns there)."""
-    return with_keys(debiased_spec(), ("lwage",), clamp="smooth")
+"""``dpsynth-table-fast``'s and ``-short``'s MCMC: 2 x (1000 + 1000) at the table's step-size
+target, with the R-hat limit tied to the within-chain ESS
+(``dpsynth.engine.diagnostics.rhat_limit``); the rows of ``dpsynth-table-debiased`` ran
+2 x (2000 + 4000) (``CPS_SAMPLER_SETTINGS``)."""
 
 
 def run_dpsynth_fast(
     frame: pd.DataFrame, epsilon: float, seed: int, clamp: str = "smooth"
 ) -> tuple[pd.DataFrame, str]:
-    """dpsynth-table-debiased's release with :func:`fast_spec` and the shorter run
-    (issue 51, item 1: the same seeds, measured against its rows); ``clamp`` "hard" for
-    ``dpsynth-table-short`` (the shorter run alone)."""
-    import warnings
-
-    from dpsynth.table.pipeline import synthesize_table
-
-    spec = with_keys(fast_spec(), ("lwage",), clamp=clamp)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the known-seed warning: a research run
-        release = synthesize_table(
-            frame, spec, epsilon, seed=seed, sampler=_sampler(FAST_SAMPLER_SETTINGS)
-        )
-    synth = release.data
-    synth["education"] = synth["education"].astype(int)
-    return synth[list(DOMAIN)], "seeded research run (not private)"
+    """dpsynth-table-debiased's release with the wage's ``clamp`` (smooth for
+    ``dpsynth-table-fast``, hard for ``dpsynth-table-short``: the shorter run alone) and the
+    shorter run (issue 51, item 1: the same seeds, measured against its rows). The wage is
+    the spec's one regression (schooling and experience are PH columns)."""
+    spec = with_keys(debiased_spec(), ("lwage",), clamp=clamp)
+    return run_dpsynth_table(
+        frame, epsilon, seed, spec=spec, reference=False, settings=FAST_SAMPLER_SETTINGS
+    )
 
 
 def run_dpsynth_larger_fit(

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 from _record import write
-from scipy.signal import lfilter
+from rhat_many_parameters import stationary_ar1
 
 from dpsynth.engine.diagnostics import CONVERGENCE, ess_bulk, ess_within, rhat, rhat_limit
 
@@ -39,9 +39,7 @@ DELTAS = (0.0, 0.25, 0.5, 1.0)
 def chains_ar1(rng: np.random.Generator, k: int, n: int, phi: float, delta: float) -> np.ndarray:
     """k parameters x 2 chains x n draws of a stationary AR(1); parameter 0's second chain
     shifted by ``delta`` marginal standard deviations."""
-    e = rng.standard_normal((k, 2, n))
-    e[..., 0] /= np.sqrt(1 - phi**2)
-    x = lfilter([1.0], [1.0, -phi], e, axis=-1)
+    x = stationary_ar1(rng, k, 2, n, phi)
     x[0, 1] += delta / np.sqrt(1 - phi**2)
     return x
 

@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 from _record import write
+from scipy.signal import lfilter
 
 from dpsynth.engine.diagnostics import rhat
 
@@ -29,13 +30,11 @@ PHIS = (0.5, 0.7, 0.8)
 
 
 def stationary_ar1(rng: np.random.Generator, k: int, chains: int, n: int, phi: float) -> np.ndarray:
-    """k parameters x chains x n draws of a stationary AR(1) with unit innovations."""
+    """k parameters x chains x n draws of a stationary AR(1) with unit innovations (the
+    recursion x_t = phi x_{t-1} + e_t, by ``scipy.signal.lfilter``)."""
     e = rng.standard_normal((k, chains, n))
-    x = np.empty_like(e)
-    x[..., 0] = e[..., 0] / np.sqrt(1 - phi**2)
-    for t in range(1, n):
-        x[..., t] = phi * x[..., t - 1] + e[..., t]
-    return x
+    e[..., 0] /= np.sqrt(1 - phi**2)
+    return lfilter([1.0], [1.0, -phi], e, axis=-1)
 
 
 def share_refused(rng: np.random.Generator, k: int, n: int, phi: float, reps: int) -> float:

@@ -10,6 +10,7 @@ checks agreement with ArviZ.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -48,14 +49,20 @@ def rhat_limit(ess: float, parameters: int, chains: int) -> float:
     what 1.01 passes; ``benchmarks/investigations/rhat_ess_rule.py`` measures its
     false-refusal rate and its power against chains offset from one another.
     """
-    from scipy.stats import chi2
-
-    m = 2 * max(int(chains), 1)
-    tail = CONVERGENCE["rhat_scatter"] / max(int(parameters), 1)
-    c = m / (2.0 * (m - 1)) * float(chi2.isf(tail, m - 1)) if m > 1 else 0.0
     if not (ess > 0 and math.isfinite(ess)):
         return CONVERGENCE["rhat_max"]
-    return max(CONVERGENCE["rhat_max"], 1.0 + c / ess)
+    return max(CONVERGENCE["rhat_max"], 1.0 + _scatter_bound(int(parameters), int(chains)) / ess)
+
+
+@functools.lru_cache(maxsize=64)
+def _scatter_bound(parameters: int, chains: int) -> float:
+    """c of :func:`rhat_limit`: the 1 - ``rhat_scatter`` / ``parameters`` quantile of
+    (m / (2 (m - 1))) chi2(m - 1), m = 2 x ``chains``."""
+    from scipy.stats import chi2
+
+    m = 2 * max(chains, 1)
+    tail = CONVERGENCE["rhat_scatter"] / max(parameters, 1)
+    return m / (2.0 * (m - 1)) * float(chi2.isf(tail, m - 1))
 
 
 def rhat_excess(rhats: list[float], esss: list[float], chains: int) -> tuple[float, float]:

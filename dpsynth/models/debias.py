@@ -31,6 +31,7 @@ import numpy as np
 
 from dpsynth.models.catalogue import Model
 from dpsynth.models.centring import record_centre
+from dpsynth.privacy import relations
 
 SIM_ROWS = 20_000
 """At most this many rows of the public design carry the simulated data set (a random
@@ -78,8 +79,7 @@ def clamped_objective(
     def f(beta: np.ndarray) -> float:
         trial = {**rest, "beta": beta.reshape(shape)[None, ...]}
         ll = np.asarray(mirror(trial, data), dtype=float)[0]
-        t = d * (ll - centre)
-        terms = M * np.tanh(t / M) if censoring.clamp == "smooth" else np.clip(t, -M, M)
+        terms = relations.clamped(d * (ll - centre), M, censoring.clamp)
         return float(scale * terms.sum() - 0.5 * np.sum(beta[1:] ** 2) / PRIOR_SD**2)
 
     return f

@@ -7,7 +7,9 @@ Imports nothing from dpsynth: the CLI reads it before numpy is imported.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 Neighbours = Literal["substitution", "add-remove"]
 """A neighbour relation: the one type every function taking ``neighbours`` uses."""
@@ -38,6 +40,17 @@ M tanh(t_i / M), in (-M, M), which equals t_i to first order near 0 and has no k
 record meets the bound. :func:`censoring_map` holds for both: its proof uses only that
 every record's term lies in [-M, M]. A program accepts "smooth" where it declares censor's upper
 bound 2 (``dpsynth.models.catalogue.Model.clamps``)."""
+
+
+def clamped(terms: Any, bound: float, clamp: str) -> Any:
+    """Each record's term bounded by M = ``bound`` as ``clamp`` (:data:`CLAMPS`) bounds it in the
+    programs (``dpsynth_contrib`` of ``dpsynth/stan/dpsynth_functions.stan``), in numpy: clipped
+    to [-M, M] ("hard") or M tanh(term / M) ("smooth")."""
+    terms = np.asarray(terms, dtype=float)
+    if clamp == "smooth":
+        return bound * np.tanh(terms / bound)
+    return np.clip(terms, -bound, bound)
+
 
 CLAMP_MEANING: dict[str, str] = {
     "hard": "each record's term alpha (ll - centre) clamped to [-M, M] (Eq. 3.5)",
