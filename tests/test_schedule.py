@@ -128,7 +128,9 @@ def test_a_killed_worker_refuses_the_table_and_the_attempt_is_charged(
     summary = ledger.summary(budget)
     assert summary["spent"] == pytest.approx(6.0)  # the failed attempt counts
     assert summary["entries"][-1]["outcome"] != "released"
-    dead = {pid for pid in pids if not _alive(pid)}
+    deadline = time.monotonic() + 30  # its nanny reaps the dead worker a moment later
+    while not (dead := {pid for pid in pids if not _alive(pid)}) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert dead  # the worker that took the fit
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # a dead owner's folder is removed by its watcher
@@ -143,9 +145,15 @@ TMP = tempfile.gettempdir()
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs: a zombie (exited, not yet reaped) counts as dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
         return False
     return True
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import numpy as np
-
 Neighbours = Literal["substitution", "add-remove"]
 """A neighbour relation: the one type every function taking ``neighbours`` uses."""
 
@@ -46,6 +44,8 @@ def clamped(terms: Any, bound: float, clamp: str) -> Any:
     """Each record's term bounded by M = ``bound`` as ``clamp`` (:data:`CLAMPS`) bounds it in the
     programs (``dpsynth_contrib`` of ``dpsynth/stan/dpsynth_functions.stan``), in numpy: clipped
     to [-M, M] ("hard") or M tanh(term / M) ("smooth")."""
+    import numpy as np  # here, not above: the CLI reads this module before numpy is imported
+
     terms = np.asarray(terms, dtype=float)
     if clamp == "smooth":
         return bound * np.tanh(terms / bound)
