@@ -350,3 +350,43 @@ def test_a_file_that_stores_levels_as_numbers_meets_the_specs_text_levels():
     assert as_float.tolist() == [0, 11, 12]  # missing: the last code
     with pytest.raises(InputError, match="month"):
         tv.public_bins(col, np.array([13]))
+
+
+def test_a_many_level_column_enters_the_products_as_runs_of_its_cells():
+    """Known answer: with every cell filled, a 60-level and a 31-level column (plus their
+    missing cells) give 60 + 31 main dummies and (11 - 1) x (11 - 1) products (each merged into
+    PMSE_GROUPS = 11 runs); two columns of at most 11 cells keep their full product."""
+    big = {"m": {"type": "categorical", "levels": [str(k) for k in range(60)]},
+           "d": {"type": "categorical", "levels": [str(k) for k in range(31)]}}  # fmt: skip
+    cols = tv.describe(big)
+    codes = {
+        "m": np.r_[np.arange(61), np.arange(61)],
+        "d": np.r_[np.arange(61) % 32, np.arange(61)[::-1] % 32],
+    }
+    merged = tv.propensity_design(cols, codes)
+    assert tv.PMSE_GROUPS == 11
+    assert 91 < merged.shape[1] <= 91 + 10 * 10  # every main dummy; at most 100 products
+    whole = tv.propensity_design(cols, codes, groups=100)
+    assert whole.shape[1] > 91 + 10 * 10  # unmerged: products of filled cells, far more
+    assert tv._rank(merged) <= merged.shape[1]
+    small = tv.describe(SPEC)
+    t = _table(2)
+    codes = {c.name: tv.public_bins(c, t[c.name]) for c in small}
+    np.testing.assert_array_equal(
+        tv.propensity_design(small, codes).toarray(),
+        tv.propensity_design(small, codes, groups=10**6).toarray(),
+    )
+
+
+def test_a_table_beyond_pmse_records_is_judged_on_a_subsample(monkeypatch):
+    """Known answer: with PMSE_RECORDS = 500, tables of 2,000 and 1,500 records are judged on
+    500 of each: N = 1,000, c = 1/2, and the expectation is (k - 1) / 4 / 1,000; a table within
+    the cap is read whole (N = 4,000 below the cap)."""
+    cols = tv.describe(SPEC)
+    monkeypatch.setattr(tv, "PMSE_RECORDS", 500)
+    out = tv.pmse(cols, _table(2), _table(3, n=1500))
+    assert out["pmse_expected"] == pytest.approx((out["parameters"] - 1) * 0.25 / 1000, rel=1e-12)
+    assert 0.4 <= out["pmse_ratio"] <= 2.0  # the null, about chi2_{k-1} / (k - 1) at smaller N
+    monkeypatch.setattr(tv, "PMSE_RECORDS", 2000)
+    whole = tv.pmse(cols, _table(2), _table(3))
+    assert whole["pmse_expected"] == pytest.approx((whole["parameters"] - 1) * 0.25 / 4000)

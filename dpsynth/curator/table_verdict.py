@@ -93,6 +93,20 @@ only (perfect separation) the unpenalized maximum is at infinity and L-BFGS stop
 its propensities near 0 or 1, the limit the pMSE needs; the entry then says
 ``converged: False``."""
 
+PMSE_GROUPS = 11
+"""Cells of one column in the propensity model's interactions: a column of more cells (its public
+levels or bins and the missing cell) enters each product as its cells merged, in order, into
+this many groups of consecutive cells (positions only, never values); its main effect keeps every
+cell. Eleven leaves a column of ten public bins or levels and its missing cell whole. Without
+the merge a table's product of a 60-level and a 31-level column alone held 1,860 parameters,
+and the rank of a design of 18,000 took most of the time and memory of a 12-column release (the
+book's scaling page)."""
+PMSE_RECORDS = 200_000
+"""Records of each table the propensity model reads: a larger table is judged on a random
+subsample of this many of its records (positions drawn with a fixed seed, from the two tables'
+sizes only). Up to it, the ratio grows with N for a fixed difference (a large table is judged
+more strictly); beyond, N stays at twice this."""
+
 THRESHOLDS: dict[str, tuple[float, float, str]] = {
     "one_way_tvd": (GOOD_ONE_WAY_TVD, FAIR_ONE_WAY_TVD, "at most"),
     "max_ecdf": column_verdict.THRESHOLDS["max_ecdf"],
@@ -322,24 +336,34 @@ def _correlations(
 
 
 def propensity_design(
-    columns: Sequence[ColumnInfo], codes: Mapping[str, np.ndarray], interactions: bool = True
+    columns: Sequence[ColumnInfo],
+    codes: Mapping[str, np.ndarray],
+    interactions: bool = True,
+    groups: int = PMSE_GROUPS,
 ) -> sparse.csr_matrix:
     """One-hot public bins of each column (first bin dropped) and, with ``interactions``, the
-    products of every two columns' dummies; all-zero columns dropped. Sparse, N x p."""
+    products of every two columns' dummies, a column of more than ``groups`` cells taken there
+    as ``groups`` runs of consecutive cells (:data:`PMSE_GROUPS`); all-zero columns dropped.
+    Sparse, N x p."""
     n = len(next(iter(codes.values())))
-    rows = np.arange(n)
-    mains = []
-    for c in columns:
-        k = cells(c)
-        d = sparse.csr_matrix((np.ones(n), (rows, codes[c.name])), shape=(n, k))[:, 1:]
-        mains.append(d)
+    mains = [_dummies(codes[c.name], cells(c)) for c in columns]
     parts = list(mains)
     if interactions:
-        for a, b in itertools.combinations(mains, 2):
+        merged = [
+            _dummies(codes[c.name] * groups // cells(c), groups) if cells(c) > groups else d
+            for c, d in zip(columns, mains, strict=True)
+        ]
+        for a, b in itertools.combinations(merged, 2):
             parts += [a.multiply(b[:, j]) for j in range(b.shape[1])]
-    X = sparse.hstack(parts, format="csc")
+    X = sparse.hstack(parts, format="csc") if parts else sparse.csc_matrix((n, 0))
     keep = np.flatnonzero(X.getnnz(axis=0) > 0)
     return X[:, keep].tocsr()
+
+
+def _dummies(code: np.ndarray, k: int) -> sparse.csr_matrix:
+    """One-hot codes 0..k-1 of ``code``, the first dropped: N x (k - 1)."""
+    n = len(code)
+    return sparse.csr_matrix((np.ones(n), (np.arange(n), code)), shape=(n, k))[:, 1:]
 
 
 def pmse(
@@ -363,6 +387,7 @@ def pmse(
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
+    conf, syn = _at_most(conf, PMSE_RECORDS), _at_most(syn, PMSE_RECORDS)
     codes = {
         c.name: np.concatenate(
             [public_bins(c, conf[c.name], "confidential"), public_bins(c, syn[c.name], "synthetic")]
@@ -393,6 +418,15 @@ def pmse(
         "parameters": int(k),
         "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
     }
+
+
+def _at_most(frame: pd.DataFrame, records: int) -> pd.DataFrame:
+    """``frame``, or a random ``records`` of its rows (in order) when it has more: positions
+    drawn with a fixed seed from its size alone (:data:`PMSE_RECORDS`)."""
+    if len(frame) <= records:
+        return frame
+    pick = np.random.default_rng(len(frame)).choice(len(frame), records, replace=False)
+    return frame.iloc[np.sort(pick)]
 
 
 def _rank(X: sparse.spmatrix) -> int:
