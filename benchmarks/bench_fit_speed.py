@@ -69,7 +69,6 @@ def table(rows: int, clamp: str):
 
 def one(rows: int, clamp: str, iters: int, seed: int) -> dict:
     """One seeded release; the column's figures."""
-    from dpsynth.engine.diagnostics import converged
     from dpsynth.table.pipeline import TABLE_SAMPLER, synthesize_table
 
     frame, spec = table(rows, clamp)
@@ -79,13 +78,19 @@ def one(rows: int, clamp: str, iters: int, seed: int) -> dict:
         warnings.simplefilter("ignore")
         rel = synthesize_table(frame, spec, EPSILON, seed=seed, sampler=sampler)
     seconds = time.perf_counter() - t0
-    col = rel.diagnostics["columns"][COLUMN]
+    return {"status": "ok", "seconds": round(seconds, 1), **fit_figures(rel, COLUMN)}
+
+
+def fit_figures(rel, column: str) -> dict:
+    """One model column's fit figures from a table release's diagnostics (its fit seconds,
+    the sampler's effort and convergence), and the table verdict with its driving figure."""
+    from dpsynth.engine.diagnostics import converged
+
+    col = rel.diagnostics["columns"][column]
     mcmc = col.get("mcmc") or {}
     verdict = rel.diagnostics["verdict"]
     keys = ("leapfrog_mean", "stepsize", "treedepth_max", "rhat_max", "rhat_limit")
     return {
-        "status": "ok",
-        "seconds": round(seconds, 1),
         "fit_seconds": round(col["fit_seconds"], 1),
         **{k: mcmc.get(k) for k in (*keys, "ess_bulk_min", "divergences")},
         "converged": converged(mcmc),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import math
 import tomllib
@@ -15,7 +16,7 @@ import pytest
 
 from dpsynth.cli.commands import main
 from dpsynth.errors import InputError
-from dpsynth.models.catalogue import get_model
+from dpsynth.models.catalogue import MODELS, get_model
 from dpsynth.privacy import accounting, budget, relations
 from dpsynth.sampler import Sampler
 from dpsynth.table.columns import fit_model
@@ -810,23 +811,30 @@ def test_debias_is_on_by_default_only_where_it_applies():
                                                           {**logistic, "debias": True}]}))  # fmt: skip
 
 
-def test_clamp_is_smooth_by_default_for_a_categorical_column_only():
-    """``clamp``: "smooth" for a categorical model column unless the spec says "hard", the
-    paper's "hard" for every other; a model whose program does not accept "smooth" is refused
-    in one line naming the column, before the data are looked at (here: not even a frame)."""
+def test_clamp_is_smooth_by_default_but_for_a_count_column_of_poisson():
+    """``clamp``: "smooth" for a model column (here log-normal regressions and a categorical)
+    unless the spec says "hard", the paper's "hard" for a poisson-regression one
+    (``spec.CLAMP_DEFAULT``); a model whose program does not accept "smooth" (a stand-in: every
+    table model's program now does) is refused in one line naming the column, before the
+    data are looked at (here: not even a frame)."""
     sector = {"name": "sector", "model": "categorical", "levels": ["a", "b", "c"]}
     sector["mechanism"] = "censor-uw"  # a level column's default is PH where its cells are few
-    spec = {**BASE, "confidential": [*BASE["confidential"], sector]}
+    visits = {"name": "visits", "model": "poisson", "bounds": [0, 50]}
+    spec = {**BASE, "confidential": [*BASE["confidential"], sector, visits]}
     assert [c.clamp for c in parse_spec(_clean(copy.deepcopy(spec))).confidential] == [
-        "hard", "hard", "smooth"
+        "smooth", "smooth", "smooth", "hard"
     ]  # fmt: skip
     hard = {**BASE, "confidential": [*BASE["confidential"], {**sector, "clamp": "hard"}]}
     assert parse_spec(_clean(hard)).confidential[2].clamp == "hard"
     assert (
         fit_model(parse_spec(_clean(copy.deepcopy(spec))).confidential[2], None).clamp == "smooth"
     )
-    with pytest.raises(InputError) as info:
-        synthesize_table(None, _clean(_spec(confidential__1__clamp="smooth")), 1.0)
+    hard_only = dataclasses.replace(MODELS["lognormal-regression"], clamps=("hard",))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(MODELS, "lognormal-regression", hard_only)
+        with pytest.raises(InputError) as info:
+            named = _spec(confidential__0__clamp="hard", confidential__1__clamp="smooth")
+            synthesize_table(None, _clean(named), 1.0)
     assert info.value.param == "clamp" and "\n" not in str(info.value)
     assert "column 'spend': model 'lognormal-regression' accepts clamp hard" in str(info.value)
 
@@ -1313,7 +1321,7 @@ def test_binary_categorical_and_missing_columns_end_to_end(tmp_path):
     assert rel.report["if_unseeded"]["epsilon"] == pytest.approx(40.0)
     assert list(syn.columns) == ["age", "region", "employed", "sector", "income_missing", "income"]
     clamps = [c.get("clamp", "-").split(":")[0] for c in rel.report["confidential_columns"]]
-    assert clamps == ["hard", "smooth", "-", "hard"]  # the indicator is drawn by PH
+    assert clamps == ["smooth", "smooth", "-", "smooth"]  # the indicator is drawn by PH
     assert set(syn["employed"].unique()) <= {0, 1} and set(syn["sector"]) <= {"a", "b", "c"}
     assert set(syn["income_missing"].unique()) <= {0, 1}
     assert syn["income"].isna().equals(syn["income_missing"] == 1)

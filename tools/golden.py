@@ -102,6 +102,7 @@ TABLE_SPEC: dict[str, Any] = {
             "mechanism": "censor-uw",  # named: the recorded report predates the default rule
             "model": "lognormal-regression",
             "bounds": [100, 50000],
+            "clamp": "hard",  # named: the recorded report predates the smooth default
         },
         {
             "name": "owner",

@@ -381,6 +381,7 @@ MODELS: dict[str, Model] = {
         _lognormal_regression_ll,
         _lognormal_regression_sim,
         centred=True,
+        clamps=("hard", "smooth"),
     ),
     "gamma-regression": Model(
         "gamma-regression",
@@ -390,6 +391,7 @@ MODELS: dict[str, Model] = {
         _gamma_regression_ll,
         _gamma_regression_sim,
         centred=True,
+        clamps=("hard", "smooth"),
     ),
 }
 
@@ -400,6 +402,7 @@ TABLE_COUNT_MODELS: dict[str, Model] = {
         name=f"{name}-regression",
         stan_file=STAN_DIR / f"{name}_regression.stan",
         dispersion=dispersion,
+        clamps=("hard", "smooth"),
     )
     for name, dispersion in (("poisson", None), ("negbin", "phi"))
 }
@@ -814,6 +817,7 @@ OUTCOME_MODELS: dict[str, LevelModel] = {
         _logistic_sim,
         centred=True,
         saturated=level_saturated_log_lik,
+        clamps=("hard", "smooth"),
         levels=2,
     ),
     "categorical": LevelModel(

@@ -18,7 +18,7 @@ functions {
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
-  int<lower=0, upper=1> censor;
+  int<lower=0, upper=2> censor;  // 0 none, 1 hard clamp, 2 smooth (dpsynth_functions.stan)
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;

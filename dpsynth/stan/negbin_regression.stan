@@ -26,7 +26,7 @@ functions {
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
-  int<lower=0, upper=1> censor;
+  int<lower=0, upper=2> censor;  // 0 none, 1 hard clamp, 2 smooth (dpsynth_functions.stan)
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
@@ -63,7 +63,7 @@ transformed data {
       alpha_u[u] += alpha[ord[j]];
     }
   }
-  // Censored, intercept-only, weights and centres depending on y alone (e.g. censor-uw):
+  // Censored (either clamp), intercept-only, weights and centres depending on y alone:
   // one term per distinct outcome (dpsynth_outcome_groups), exact.
   matrix[U, 5] groups = dpsynth_outcome_groups(y, alpha, centre);
   int grouped = X_constant == 1 && U > 0 && min(col(groups, 5)) == 1;
@@ -85,11 +85,11 @@ model {
     beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
   }
   phi_free ~ gamma(2, 0.1);
-  if (censor == 1 && grouped == 1) {
+  if (censor >= 1 && grouped == 1) {
     target += dot_product(count_g, dpsynth_centred_contrib(
                 negbin_record_log_lik(y_g, lgamma_y1_g, X_g, beta, phi),
                 col(groups, 4), col(groups, 3), censor, M));
-  } else if (censor == 1) {
+  } else if (censor >= 1) {
     target += dpsynth_centred_target(negbin_record_log_lik(y_vec, lgamma_y1, X, beta, phi),
                                      centre, alpha, censor, M);
   } else {

@@ -19,7 +19,7 @@ functions {
 data {
   int<lower=0> n;
   vector<lower=0, upper=1>[n] alpha;
-  int<lower=0, upper=1> censor;
+  int<lower=0, upper=2> censor;  // 0 none, 1 hard clamp, 2 smooth (dpsynth_functions.stan)
   real<lower=0> M;
   int<lower=0, upper=1> want_contrib;
   int<lower=0, upper=1> want_rep;
@@ -39,7 +39,7 @@ transformed data {
   int X_constant = dpsynth_rows_equal(X);  // intercept-only: one exp(eta) for all records
   real alpha_centre = dot_product(alpha, centre);  // centred censoring (dpsynth's extension)
   int U = dpsynth_n_unique(y);
-  // Censored, intercept-only, weights and centres depending on y alone (e.g. censor-uw):
+  // Censored (either clamp), intercept-only, weights and centres depending on y alone:
   // one term per distinct outcome (dpsynth_outcome_groups), exact.
   matrix[U, 5] groups = dpsynth_outcome_groups(y, alpha, centre);
   int grouped = X_constant == 1 && U > 0 && min(col(groups, 5)) == 1;
@@ -56,11 +56,11 @@ model {
   if (K > 1) {
     beta[2:K] ~ normal(0, 2.5);  // an intercept-only design (K = 1) has no slopes
   }
-  if (censor == 1 && grouped == 1) {
+  if (censor >= 1 && grouped == 1) {
     target += dot_product(count_g, dpsynth_centred_contrib(
                 poisson_record_log_lik(y_g, lgamma_y1_g, X_g, beta),
                 col(groups, 4), col(groups, 3), censor, M));
-  } else if (censor == 1) {
+  } else if (censor >= 1) {
     target += dpsynth_centred_target(poisson_record_log_lik(y_vec, lgamma_y1, X, beta), centre,
                                      alpha, censor, M);
   } else {
