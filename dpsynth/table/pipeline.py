@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from dpsynth import formats
 from dpsynth.engine.diagnostics import MULTIMODAL_SAYS
@@ -173,7 +174,8 @@ def synthesize_table(
             warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=2)
         run = {"progress": progress}
         sampler = sampler or TABLE_SAMPLER
-        out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
+        with threadpool_limits(1):  # the draws' small products: one BLAS thread (scaling page)
+            out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
         if charge is not None:
             out.report["budget"] = charge.to_report()
             out.diagnostics["budget"] = charge.to_diagnostics()

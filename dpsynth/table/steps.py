@@ -146,8 +146,26 @@ def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator
     v = values[ok]
     order = np.lexsort((rng.random(v.size), v))
     mapped = np.empty(v.size)
-    mapped[order] = np.quantile(target, (np.arange(v.size) + 0.5) / v.size)
+    mapped[order] = sorted_quantiles(np.sort(target), (np.arange(v.size) + 0.5) / v.size)
     out[ok] = mapped
+    return out
+
+
+def sorted_quantiles(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``np.quantile(ordered, q)`` (its default "linear" method, bit for bit) of an ascending
+    array, by indexing: numpy partitions once per quantile asked, which took minutes for the
+    10^6 quantiles of a 10^6-record column."""
+    ordered = np.asarray(ordered, dtype=float)
+    if ordered.size == 0 or np.isnan(ordered[-1]):
+        return np.quantile(ordered, q)  # numpy's own answer: an error, or NaN throughout
+    virtual = (ordered.size - 1) * np.asarray(q, dtype=float)
+    before = np.clip(np.floor(virtual).astype(np.intp), 0, ordered.size - 1)
+    after = np.minimum(before + 1, ordered.size - 1)
+    gamma = virtual - before
+    a, b = ordered[before], ordered[after]
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
     return out
 
 
