@@ -146,7 +146,8 @@ def test_without_a_reference_a_stand_in_never_reads_the_values(tmp_path, capsys)
     assert main(_argv(tmp_path, data, spec, *TOO_SHORT, "--budget-total", "10")) == 2
     err = capsys.readouterr().err
     assert "[dpsynth] preflight: running the spec on a public stand-in first" in err
-    line = next(x for x in err.splitlines() if "preflight on a public stand-in (150 records)" in x)
+    line = next((x for x in err.splitlines() if "on a public stand-in (150 records)" in x), None)
+    assert line is not None, err  # the whole stderr when the line is missing
     assert "ok in" in line and "0 of 1 fit(s) converged" in line
     assert "but on the stand-in column 'income'" in line and "iter_warmup" not in line
     last = err.splitlines()[-1]

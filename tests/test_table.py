@@ -26,7 +26,7 @@ from dpsynth.table.pipeline import (
     TABLE_MULTIMODAL_ADVICE,
     synthesize_table,
 )
-from dpsynth.table.spec import load_spec, parse_spec
+from dpsynth.table.spec import CLAMP_DEFAULT, load_spec, parse_spec
 from dpsynth.table.steps import rank_mapped
 
 BASE = {
@@ -513,7 +513,8 @@ def test_first_column_is_the_one_column_release(released):
     X = result.fit.data["X"][:, 1:]
     seed = rel.diagnostics["columns"]["income"]["seed"]
     model, design = get_model("lognormal-regression"), [X.view(PublicDesign)]
-    censoring = Censoring("none", float(result.fit.censor_bound), 1.0, X.shape[0])
+    clamp = CLAMP_DEFAULT["lognormal-regression"]  # the column's clamp: the spec names none
+    censoring = Censoring("none", float(result.fit.censor_bound), 1.0, X.shape[0], clamp)
     fit = result.fit.stan_fit
 
     def drawn(*steps):
@@ -1233,7 +1234,7 @@ def test_cli_plan_table_prints_the_plan_and_writes_nothing(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert "income" in out and "spend" in out and "total epsilon 12" in out
     assert "centring none" in out  # eps 6 a column: "auto" at M 1.05 stays uncentred
-    assert "clamp hard" in out  # log-normal columns keep the paper's clamp
+    assert f"clamp {CLAMP_DEFAULT['lognormal-regression']}" in out  # the model's default
     assert "Sampling:" not in err and "[dpsynth] column" not in err  # --quiet
     assert sorted(p.name for p in tmp_path.iterdir()) == ["public.csv", "spec.toml"]
 
