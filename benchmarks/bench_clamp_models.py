@@ -62,27 +62,21 @@ NMES_PUBLIC = [
     {"name": "health", "type": "categorical", "levels": ["poor", "average", "excellent"]},
     {"name": "gender", "type": "binary", "levels": ["female", "male"]},
 ]
+WAGE = {
+    "data": ("AER", "CPS1988"),
+    "public": CPS_PUBLIC,
+    "column": {"name": "wage", "bounds": [50, 20000], "clip": True},
+}
+VISITS = {
+    "data": ("AER", "NMES1988"),
+    "public": NMES_PUBLIC,
+    "column": {"name": "visits", "bounds": [0, 100], "clip": True},
+}
 CASES: dict[str, dict[str, Any]] = {
-    "lognormal-regression": {
-        "data": ("AER", "CPS1988"),
-        "public": CPS_PUBLIC,
-        "column": {"name": "wage", "bounds": [50, 20000], "clip": True},
-    },
-    "gamma-regression": {
-        "data": ("AER", "CPS1988"),
-        "public": CPS_PUBLIC,
-        "column": {"name": "wage", "bounds": [50, 20000], "clip": True},
-    },
-    "poisson-regression": {
-        "data": ("AER", "NMES1988"),
-        "public": NMES_PUBLIC,
-        "column": {"name": "visits", "bounds": [0, 100], "clip": True},
-    },
-    "negbin-regression": {
-        "data": ("AER", "NMES1988"),
-        "public": NMES_PUBLIC,
-        "column": {"name": "visits", "bounds": [0, 100], "clip": True},
-    },
+    "lognormal-regression": WAGE,
+    "gamma-regression": WAGE,
+    "poisson-regression": VISITS,
+    "negbin-regression": VISITS,
     "logistic": {
         "data": ("AER", "CPS1988"),
         "public": CPS_PUBLIC,
