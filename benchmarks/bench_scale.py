@@ -21,7 +21,9 @@ release (reading excluded, given apart), each column's fit seconds from the conf
 diagnostics, peak resident memory of the whole process tree (the release, its sampler
 processes and Dask workers: the largest sum of their resident sets, polled every 0.2 s by
 psutil; pages a forked sampler process shares with its parent count in each process, so
-this is an upper bound), the load average before the run, and the verdict. ``--workers 1`` runs the fits in
+this is an upper bound; and, from 2026-11-29, the largest sum of their proportional sets,
+PSS, which splits each shared page among the processes sharing it: the tree's footprint),
+the load average before the run, and the verdict. ``--workers 1`` runs the fits in
 the release's process (the default on 2 cores with 2 chains); ``--workers 2`` on an
 in-process Dask cluster of 2 workers. The cluster speed-up is ESTIMATED from the per-column
 fit times: with one worker per column the fits take the slowest column's time, not their sum.
@@ -124,25 +126,29 @@ def make_input(rows: int, columns: int, work: Path) -> Path:
 
 
 class TreeMemory:
-    """The largest summed resident set of this process and its descendants (psutil poll)."""
+    """The largest summed resident set (RSS) and proportional set (PSS) of this process and its
+    descendants (psutil poll). RSS counts a page shared by a forked sampler process and its
+    parent in each (an upper bound); PSS splits it among them (the tree's own footprint)."""
 
     def __init__(self) -> None:
         import psutil
 
-        self.proc, self.peak, self.stop = psutil.Process(), 0, threading.Event()
+        self.proc, self.peak, self.peak_pss = psutil.Process(), 0, 0
+        self.stop = threading.Event()
         threading.Thread(target=self._poll, daemon=True).start()
 
     def _poll(self) -> None:
         import psutil
 
         while not self.stop.is_set():
-            total = 0
+            total = pss = 0
             for p in [self.proc, *self.proc.children(recursive=True)]:
                 try:
-                    total += p.memory_info().rss
+                    full = p.memory_full_info()
+                    total, pss = total + full.rss, pss + full.pss
                 except psutil.Error:
                     pass
-            self.peak = max(self.peak, total)
+            self.peak, self.peak_pss = max(self.peak, total), max(self.peak_pss, pss)
             time.sleep(0.2)
 
 
@@ -183,6 +189,7 @@ def child(args: argparse.Namespace) -> None:
                 "seconds": seconds,
                 "read_seconds": read_s,
                 "peak_mb": mem.peak / 2**20,
+                "peak_pss_mb": mem.peak_pss / 2**20,
                 "fit_seconds": fits,
                 "verdict": verdict.get("verdict"),
                 "driven_by": (verdict.get("driven_by") or {}).get("figure"),
@@ -219,13 +226,14 @@ def run(args: argparse.Namespace) -> None:
         version=_version(),
     )
     _append(row)
-    print({k: row.get(k) for k in ("status", "rows", "columns", "workers", "seconds", "peak_mb")})
+    shown = ("status", "rows", "columns", "workers", "seconds", "peak_mb", "peak_pss_mb")
+    print({k: row.get(k) for k in shown})
 
 
 FIELDS = [
     "rows", "columns", "workers", "resampled", "epsilon", "status", "seconds", "read_seconds",
     "peak_mb", "fits_sum", "fits_max", "fit_seconds", "verdict", "driven_by", "load1", "date",
-    "version", "defaults",
+    "version", "defaults", "peak_pss_mb",
 ]  # fmt: skip
 
 
