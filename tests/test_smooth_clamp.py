@@ -9,6 +9,7 @@ import copy
 import numpy as np
 import pytest
 from scipy.special import expit, logit
+from target_checks import target_minus_prior
 
 from dpsynth import engine
 from dpsynth.models.catalogue import PublicDesign, design_matrix, get_model, stan_data
@@ -92,13 +93,8 @@ def test_smooth_clamp_fit_is_m_tanh_of_each_term(name, slopes):
     assert np.allclose(fit.contrib, expected, rtol=1e-8, atol=1e-8)
     assert np.all(np.abs(fit.contrib) <= M) and np.any(np.abs(term) > M)
     params = fit.draw(fit.n_draws - 1)
-
-    def log_density(alpha_, bound):
-        d = stan_data(model, y, alpha_, X=x, censor_bound=bound, centre=centre)
-        return float(engine.log_density(model.stan_file, model.fit_inputs(d), [params])[0])
-
-    prior = log_density(np.zeros(len(y)), None)
-    assert log_density(alpha, M) - prior == pytest.approx(expected[-1].sum(), abs=1e-6)
+    target = target_minus_prior(model, y, alpha, x, centre, M, params)
+    assert target == pytest.approx(expected[-1].sum(), abs=1e-6)
 
 
 @pytest.mark.parametrize(
