@@ -9,7 +9,9 @@ levels the spec states). The scientific stack is imported on use.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +80,54 @@ def header(path: str | Path, param: str) -> list[str]:
     raise InputError(param, f"{p.name} is read as CSV, not by this function")
 
 
+def header_names(path: str | Path, param: str) -> list[str]:
+    """The stripped column names of ``path`` in its format (a directory: Parquet partitions),
+    from its header only (a CSV's first line, without the scientific stack)."""
+    p = Path(path)
+    if input_format(p) != "csv":
+        return [str(h).strip() for h in header(p, param)]
+    if p.is_dir():
+        raise InputError(param, f"{p} is a directory")
+    try:
+        with p.open(encoding="utf-8-sig", newline="") as fh:
+            first = next(csv.reader(fh), None)
+    except UnicodeDecodeError:
+        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
+    except OSError:
+        raise InputError(param, f"cannot read {p}") from None
+    if not first:
+        raise InputError(param, "is empty")
+    return [h.strip() for h in first]
+
+
+def record_count(path: str | Path, param: str) -> int:
+    """The records of an input file, counted without using a value: a CSV's non-blank rows
+    after its header (values unparsed), a Parquet file's metadata, a SAS reader's count, a
+    Stata file's first column read in chunks and counted. Public under the substitution
+    relation (a table's only one)."""
+    p = Path(path)
+    kind = input_format(p)
+    try:
+        if kind == "csv":
+            with p.open(encoding="utf-8-sig", newline="") as fh:
+                return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            parts = _partitions(p) if p.is_dir() else [p]
+            return sum(pq.ParquetFile(q).metadata.num_rows for q in parts)
+        import pandas as pd
+
+        if kind == "stata":  # no public count: one column's chunks, counted and dropped
+            first = header(p, param)[:1]
+            with pd.read_stata(p, columns=first, chunksize=PARTITION_RECORDS) as reader:
+                return sum(len(chunk) for chunk in reader)
+        with pd.read_sas(p, format="sas7bdat", iterator=True) as reader:
+            return int(reader.row_count)  # type: ignore[union-attr]
+    except Exception:  # noqa: BLE001 - any reader's failure is one refusal naming the file
+        raise InputError(param, f"cannot count the records of {p.name}") from None
+
+
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
     """Categorical columns (a Stata value label, a Parquet dictionary) as plain values."""
     import pandas as pd
@@ -87,6 +137,65 @@ def _plain(frame: pd.DataFrame) -> pd.DataFrame:
             frame[name] = frame[name].astype(object)
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
+
+
+PARTITION_RECORDS = 100_000
+"""The records read, or written, at a time (:func:`read_partitions`, :func:`write_table`): a
+partition's size, not the table's, bounds what reading and writing hold besides the result."""
+
+
+def read_partitions(
+    path: str | Path,
+    param: str,
+    columns: Sequence[str] | None = None,
+    records: int = PARTITION_RECORDS,
+) -> Iterator[pd.DataFrame]:
+    """The table at ``path`` in partitions of at most ``records`` records, only the named
+    ``columns`` (header names stripped; all when None): CSV in chunks, a Parquet file's or a
+    directory's record batches, Stata and SAS through their chunked readers. A file that
+    cannot be read is refused naming ``param`` (an empty one is the caller's to refuse)."""
+    import pandas as pd
+
+    p, kind = Path(path), input_format(path)
+    wanted = None if columns is None else {str(c).strip() for c in columns}
+    try:
+        for part in _chunks(p, kind, wanted, records):
+            part = _plain(part)
+            yield part if wanted is None else part[[c for c in part.columns if c in wanted]]
+    except InputError:
+        raise
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
+        raise InputError(
+            param, f"cannot be parsed as {kind.upper() if kind == 'csv' else kind}"
+        ) from None
+    except Exception:  # noqa: BLE001 - a reader's own error type: one refusal naming the file
+        raise InputError(param, f"cannot be read as {kind}: {p.name}") from None
+
+
+def _chunks(p: Path, kind: str, wanted: set[str] | None, records: int) -> Iterator[pd.DataFrame]:
+    """The raw partitions of :func:`read_partitions` (names not yet stripped)."""
+    import pandas as pd
+
+    keep = None if wanted is None else (lambda c: str(c).strip() in wanted)
+    if kind == "csv":
+        with pd.read_csv(p, encoding="utf-8-sig", usecols=keep, chunksize=records) as reader:
+            yield from reader
+    elif kind == "parquet":
+        import pyarrow.parquet as pq
+
+        for f in _partitions(p) if p.is_dir() else [p]:
+            handle = pq.ParquetFile(f)
+            names = [n for n in handle.schema_arrow.names if keep is None or keep(n)]
+            for batch in handle.iter_batches(batch_size=records, columns=names):
+                yield batch.to_pandas()
+    elif kind == "stata":
+        with pd.read_stata(p, convert_categoricals=True, chunksize=records) as reader:
+            for part in reader:
+                yield part[[c for c in part.columns if keep is None or keep(c)]]
+    else:
+        with pd.read_sas(p, format="sas7bdat", encoding="utf-8", chunksize=records) as reader:
+            for part in reader:
+                yield part[[c for c in part.columns if keep is None or keep(c)]]
 
 
 def read_table(path: str | Path, param: str) -> pd.DataFrame:
@@ -116,12 +225,23 @@ def read_table(path: str | Path, param: str) -> pd.DataFrame:
     return frame
 
 
-def write_table(frame: pd.DataFrame, path: str | Path, fmt: str) -> None:
-    """Write ``frame`` to ``path`` as ``fmt`` (``"csv"`` or ``"parquet"``), without its index."""
+def write_table(
+    frame: pd.DataFrame, path: str | Path, fmt: str, records: int = PARTITION_RECORDS
+) -> None:
+    """Write ``frame`` to ``path`` as ``fmt`` (``"csv"`` or ``"parquet"``), without its index,
+    a partition of ``records`` records at a time (a Parquet row group each; CSV appended), so
+    that writing holds one partition's conversion, not the whole table's."""
     if fmt == "parquet":
-        frame.to_parquet(path, index=False)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = pa.Schema.from_pandas(frame, preserve_index=False)  # a column at a time
+        with pq.ParquetWriter(path, schema) as writer:
+            for start in range(0, max(len(frame), 1), records):
+                part = frame.iloc[start : start + records]
+                writer.write_table(pa.Table.from_pandas(part, schema, preserve_index=False))
     else:
-        frame.to_csv(path, index=False)
+        frame.to_csv(path, index=False, chunksize=records)
 
 
 def level_text(value: object) -> str:

@@ -5,7 +5,6 @@ reader of an input column (:func:`read_input`)."""
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,7 +59,7 @@ def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
     p = Path(path)
     if not p.exists():
         raise InputError(param, f"no such file: {path}")
-    names = _header(p, param)
+    names = formats.header_names(p, param)
     if any(not h for h in names):
         raise InputError(param, f"column {names.index('') + 1} has an empty name")
     dupes = sorted({h for h in names if names.count(h) > 1})
@@ -71,24 +70,6 @@ def check_input_file(path: str, columns: list[str], param: str) -> list[str]:
             flag = "--column" if column == columns[0] else "--covariates"
             raise InputError(flag, f"no column {column!r} in {path}{_columns_hint(names)}")
     return names
-
-
-def _header(p: Path, param: str) -> list[str]:
-    """The stripped column names of ``p`` in its format (a directory: Parquet partitions)."""
-    if formats.input_format(p) != "csv":
-        return [str(h).strip() for h in formats.header(p, param)]
-    if p.is_dir():
-        raise InputError(param, f"{p} is a directory")
-    try:
-        with p.open(encoding="utf-8-sig", newline="") as fh:
-            header = next(csv.reader(fh), None)
-    except UnicodeDecodeError:
-        raise InputError(param, "is not UTF-8 text (save it as UTF-8 CSV)") from None
-    except OSError:
-        raise InputError(param, f"cannot read {p}") from None
-    if not header:
-        raise InputError(param, "is empty")
-    return [h.strip() for h in header]
 
 
 def _columns_hint(names: list[str]) -> str:

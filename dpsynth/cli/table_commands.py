@@ -13,7 +13,6 @@ them and runs these functions.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import warnings
 from pathlib import Path
@@ -101,7 +100,7 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
     from dpsynth.privacy.budget import attempt
 
     with attempt(charge):
-        release = _run(args, spec, sampler, read_csv(args.input, "DATA.csv"), charge)
+        release = _run(args, spec, sampler, args.input, charge)  # read in partitions
         release.write(checked["--out"], checked["--report"], checked.get("--diagnostics"))
     if not args.quiet:
         _print_table_verdict(release.diagnostics.get("verdict", {}))
@@ -126,7 +125,7 @@ def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> N
         print(f"[dpsynth] preflight: running the spec on {where} first", file=sys.stderr)
     from dpsynth.table.preflight import preflight
 
-    n = None if spec.reference is not None else record_count(args.input, "DATA.csv")
+    n = None if spec.reference is not None else formats.record_count(args.input, "DATA.csv")
     reference = None if spec.reference is None else read_csv(spec.reference, "reference")
     large = args.allow_large_epsilon
     result = preflight(spec, args.epsilon, args.m, sampler, n, reference, allow_large_epsilon=large)
@@ -141,35 +140,6 @@ def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> N
         line = InputError("--spec", result.summary(), mentions=ADVICE_WORDS)
         text = line.render(lambda param: flag_of(param, args.command))
         print(f"[dpsynth] {text.split(': ', 1)[1]} (public figures)", file=sys.stderr)
-
-
-def record_count(path: str, param: str) -> int:
-    """The records of an input file, counted without using a value: a CSV's non-blank rows
-    after its header (values unparsed), a Parquet file's metadata, a SAS reader's count, a
-    Stata file's first column read in chunks and counted. Public under the substitution
-    relation (a table's only one)."""
-    p = Path(path)
-    kind = formats.input_format(p)
-    try:
-        if kind == "csv":
-            with p.open(encoding="utf-8-sig", newline="") as fh:
-                return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            parts = sorted(q for q in p.rglob("*") if q.suffix.lower() in (".parquet", ".pq"))
-            parts = parts if p.is_dir() else [p]
-            return sum(pq.ParquetFile(q).metadata.num_rows for q in parts)
-        import pandas as pd
-
-        if kind == "stata":  # no public count: one column's chunks, counted and dropped
-            first = formats.header(p, param)[:1]
-            with pd.read_stata(p, columns=first, chunksize=100_000) as reader:
-                return sum(len(chunk) for chunk in reader)
-        with pd.read_sas(p, format="sas7bdat", iterator=True) as reader:
-            return int(reader.row_count)  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - any reader's failure is one refusal naming the file
-        raise InputError(param, f"cannot count the records of {p.name}") from None
 
 
 def _print_table_verdict(verdict: dict[str, Any]) -> None:

@@ -79,8 +79,14 @@ def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
 def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
     """0-based codes of ``s`` on its public ``levels`` (-1 for missing); a value outside is
     refused (names the column, the record; never the value)."""
-    text = s.map(_level_text, na_action="ignore")
-    codes = pd.Index([_level_text(v) for v in levels]).get_indexer(text.to_numpy(dtype=object))
+    index = pd.Index([_level_text(v) for v in levels])
+    if isinstance(s.dtype, pd.CategoricalDtype):  # read in partitions: codes of its categories
+        of_category = index.get_indexer([_level_text(c) for c in s.cat.categories])
+        raw = s.cat.codes.to_numpy()
+        codes = np.where(raw >= 0, of_category[np.maximum(raw, 0)], -1)
+    else:
+        text = s.map(_level_text, na_action="ignore")
+        codes = index.get_indexer(text.to_numpy(dtype=object))
     outside = (codes < 0) & s.notna().to_numpy()
     if outside.any():
         raise InputError(

@@ -45,7 +45,7 @@ from dpsynth.release import safeguards
 from dpsynth.release.settings import BudgetSettings
 from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
-from dpsynth.table import schedule
+from dpsynth.table import schedule, source
 from dpsynth.table.columns import (
     ColumnTask,
     ConfidentialInputs,
@@ -116,7 +116,7 @@ def resolved_spec(spec: TableSpec, epsilon: float, m: int, n: int) -> TableSpec:
 
 
 def synthesize_table(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | str | Path,
     spec: str | Path | dict | TableSpec,
     epsilon: float,
     *,
@@ -135,8 +135,10 @@ def synthesize_table(
 ) -> Release:
     """Release m synthetic copies of a table under a total budget ``epsilon``.
 
-    ``spec`` is checked first (a path, a mapping or a :class:`TableSpec`), then the data's
-    header; the budget is charged (``budget_file``) before any value is read and the
+    ``frame``: the confidential table, or its file's path (CSV, Parquet file or directory,
+    Stata, SAS: read after the charge a partition at a time, only the spec's columns,
+    :mod:`dpsynth.table.source`). ``spec`` is checked first (a path, a mapping or a
+    :class:`TableSpec`), then the data's header; the budget is charged (``budget_file``) before any value is read and the
     attempt's outcome recorded whatever happens. A refused or failed column refuses the
     whole table (a fit's convergence never does). ``reference``: the public reference file named by
     the spec (read from its path when not given). ``seed`` makes a research run
@@ -154,15 +156,18 @@ def synthesize_table(
         raise InputError("neighbours", f"a table release supports {spec.neighbours} only")
     require_available_models(spec)
     require_column_epsilons(spec, epsilon)
-    if not isinstance(frame, pd.DataFrame):
-        raise InputError("frame", "must be a pandas DataFrame of the confidential file")
-    require_columns(spec, frame.columns, "data")
+    path = Path(frame) if isinstance(frame, (str, Path)) else None
+    if path is None and not isinstance(frame, pd.DataFrame):
+        raise InputError("frame", "must be a pandas DataFrame or the path of the confidential file")
+    names = formats.header_names(path, "data") if path is not None else list(frame.columns)
+    require_columns(spec, names, "data")
     ref = _reference_frame(spec, reference)
-    spec = resolved_spec(spec, epsilon, m, frame.shape[0])  # public: no value is read
+    n = formats.record_count(path, "data") if path is not None else frame.shape[0]
+    spec = resolved_spec(spec, epsilon, m, n)  # public: no value is read
     schedule.check_scheduler(client)  # an address that does not answer spends nothing
     identity = dataset_sha256
     if identity is None and budget_file is not None and not isinstance(budget_file, budget.Charge):
-        identity = _frame_sha256(frame, spec)
+        identity = formats.sha256(path) if path is not None else _frame_sha256(frame, spec)
     charge = safeguards.charge_budget(
         budget_file, budget_total, identity, epsilon, f"table m={m}", ()
     )
@@ -174,8 +179,13 @@ def synthesize_table(
             warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=2)
         run = {"progress": progress}
         sampler = sampler or TABLE_SAMPLER
+        if path is not None:  # after the charge: a value is read from here on
+            frame = source.read_spec_columns(path, spec, "data")
+            if len(frame) != n:
+                raise InputError("data", "its record count changed while it was read")
         with threadpool_limits(1):  # the draws' small products: one BLAS thread (scaling page)
             out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
+        out.report["input_columns_not_released"] = [str(c) for c in names if c not in spec.columns]
         if charge is not None:
             out.report["budget"] = charge.to_report()
             out.diagnostics["budget"] = charge.to_diagnostics()
@@ -291,7 +301,6 @@ def _release_table(
     seconds = dict(fits.seconds)
     data = _published_frame(frame, spec, pub, m)
     report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
-    report["input_columns_not_released"] = [str(c) for c in frame.columns if c not in spec.columns]
     diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
     for name, secs in seconds.items():  # a fit's time depends on the data: confidential
         diagnostics["columns"][name]["fit_seconds"] = secs
