@@ -25,7 +25,7 @@ Then the records go back to the outcome's scale and are clipped to the public bo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ def sets_at_designs(
     model: Model,
     draws: Sequence[Mapping[str, Any]],
     rng: np.random.Generator,
-    designs: Sequence[np.ndarray | None],
+    designs: Iterable[np.ndarray | None],
     bounds: tuple[float, float] | None,
     steps: Sequence[Any] = (),
 ) -> list[np.ndarray]:
@@ -154,6 +154,7 @@ def sets_at_designs(
             draw = step(draw, Xd, k)
         y = np.asarray(model.simulate(draw, {"n": n, "K": Xd.shape[1], "X": Xd}, n, rng), float)
         out.append(to_original_scale(model, y, bounds))
+        del X, Xd  # before the next set's design is made (``designs`` may make them lazily)
     return out
 
 

@@ -270,16 +270,10 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
     columns and the SYNTHETIC predecessors of set k (NaN where the synthetic indicator says
     missing), through the column's steps, then rank-mapped onto its histogram sample."""
     col, n = fit.col, pub.n
-    designs, keep = [], []
-    for k in range(pub.m):
-        parts = [features(p, pub.synthetic[p.name][k]) for p in pub.done]
-        rows = np.ones(n, bool)
-        if col.missing == "indicator":
-            rows = pub.synthetic[col.name + MISSING_SUFFIX][k] == 0
-        designs.append(column_design(pub.public, parts, None if rows.all() else rows))
-        keep.append(rows)
-    if designs[0] is None:  # intercept-only: n records per set
-        designs = [np.empty((int(r.sum()), 0)).view(PublicDesign) for r in keep]
+    keep = [np.ones(n, bool)] * pub.m
+    if col.missing == "indicator":
+        keep = [pub.synthetic[col.name + MISSING_SUFFIX][k] == 0 for k in range(pub.m)]
+    designs = (_set_design(col, pub, k, rows) for k, rows in enumerate(keep))  # one at a time
     drawn = synthesis.sets_at_designs(fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps)
     sets = []
     for rows, y in zip(keep, drawn, strict=True):
@@ -290,6 +284,15 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
         rng = entropy.stream(fit.col_seed, "rank-map")
         sets = [steps.rank_mapped(s, t, rng) for s, t in zip(sets, fit.targets, strict=True)]
     return sets
+
+
+def _set_design(col: ConfidentialColumn, pub: PublicInputs, k: int, rows: np.ndarray) -> Any:
+    """Set k's design for ``col``: the public columns and set k's SYNTHETIC predecessors at
+    the records ``rows`` (an empty design, intercept only, when there are none). Made when
+    set k is drawn, so that a release holds one set's design, not m."""
+    parts = [features(p, pub.synthetic[p.name][k]) for p in pub.done]
+    X = column_design(pub.public, parts, None if rows.all() else rows)
+    return np.empty((int(rows.sum()), 0)).view(PublicDesign) if X is None else X
 
 
 @dataclass(frozen=True)
