@@ -4,6 +4,8 @@ Every frame is drawn with a fixed seed; tolerances are stated where a figure is 
 (the pMSE's propensity model) or sampled.
 """
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -390,3 +392,53 @@ def test_a_table_beyond_pmse_records_is_judged_on_a_subsample(monkeypatch):
     monkeypatch.setattr(tv, "PMSE_RECORDS", 2000)
     whole = tv.pmse(cols, _table(2), _table(3))
     assert whole["pmse_expected"] == pytest.approx((whole["parameters"] - 1) * 0.25 / 4000)
+
+
+def _design_by_parts(columns, codes, groups=tv.PMSE_GROUPS):
+    """The propensity design as it was built before 2026-11-29: a sparse matrix per main
+    effect and per product column, stacked (the reference the row-wise build must equal)."""
+    from scipy import sparse
+
+    def dummies(code, k):
+        n = len(code)
+        return sparse.csr_matrix((np.ones(n), (np.arange(n), code)), shape=(n, k))[:, 1:]
+
+    mains = [dummies(codes[c.name], tv.cells(c)) for c in columns]
+    merged = [
+        dummies(codes[c.name] * groups // tv.cells(c), groups) if tv.cells(c) > groups else d
+        for c, d in zip(columns, mains, strict=True)
+    ]
+    parts = list(mains)
+    for a, b in itertools.combinations(merged, 2):
+        parts += [a.multiply(b[:, j]) for j in range(b.shape[1])]
+    X = sparse.hstack(parts, format="csc")
+    return X[:, np.flatnonzero(X.getnnz(axis=0) > 0)].tocsr()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_row_wise_propensity_design_and_its_rank_equal_the_stacked_ones(seed, monkeypatch):
+    """The design built from one column index per part (its memory: N x parts integers) is
+    the stacked design entry for entry, column for column, on tables with empty cells, a
+    many-level column merged into runs, and missing cells; its rank, summed in blocks,
+    the rank of the whole Gram matrix."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(seed)
+    spec = {"a": {"type": "categorical", "levels": [str(k) for k in range(40)]},
+            "b": {"type": "binary", "levels": ["0", "1"]},
+            "c": {"type": "categorical", "levels": list("xyzw")},
+            "d": {"type": "continuous", "bounds": [0, 1]}}  # fmt: skip
+    cols = tv.describe(spec)
+    n = 3000
+    codes = {c.name: rng.integers(0, tv.cells(c) - (c.name == "c"), n) for c in cols}
+    want = _design_by_parts(cols, codes)
+    got = tv.propensity_design(cols, codes)
+    assert got.shape == want.shape and got.has_canonical_format
+    assert (got != want).nnz == 0
+    one = sparse.csr_matrix(np.ones((n, 1)))
+    full = sparse.hstack([one, want], format="csr")
+    eig = np.linalg.eigvalsh((full.T @ full).toarray())
+    rank = int(np.sum(eig > eig.max() * full.shape[1] * np.finfo(float).eps)) - 1
+    monkeypatch.setattr(tv, "RANK_BLOCK", 700)  # several blocks
+    assert tv._rank(got) == rank
+    assert 0 < rank <= got.shape[1]

@@ -344,26 +344,31 @@ def propensity_design(
     """One-hot public bins of each column (first bin dropped) and, with ``interactions``, the
     products of every two columns' dummies, a column of more than ``groups`` cells taken there
     as ``groups`` runs of consecutive cells (:data:`PMSE_GROUPS`); all-zero columns dropped.
-    Sparse, N x p."""
+    Sparse, N x p, built row by row from one column index per part (a main effect or a pair):
+    a record has at most one 1 in each, so the matrix is its indices, never a copy per part."""
     n = len(next(iter(codes.values())))
-    mains = [_dummies(codes[c.name], cells(c)) for c in columns]
-    parts = list(mains)
+    mains = [(np.asarray(codes[c.name], np.int64), cells(c)) for c in columns]
+    parts, width = [], 0
+    for code, k in mains:  # dummy j of a column: its cell j (cell 0 dropped)
+        parts.append(np.where(code > 0, width + code - 1, -1))
+        width += k - 1
     if interactions:
-        merged = [
-            _dummies(codes[c.name] * groups // cells(c), groups) if cells(c) > groups else d
-            for c, d in zip(columns, mains, strict=True)
-        ]
-        for a, b in itertools.combinations(merged, 2):
-            parts += [a.multiply(b[:, j]) for j in range(b.shape[1])]
-    X = sparse.hstack(parts, format="csc") if parts else sparse.csc_matrix((n, 0))
-    keep = np.flatnonzero(X.getnnz(axis=0) > 0)
-    return X[:, keep].tocsr()
-
-
-def _dummies(code: np.ndarray, k: int) -> sparse.csr_matrix:
-    """One-hot codes 0..k-1 of ``code``, the first dropped: N x (k - 1)."""
-    n = len(code)
-    return sparse.csr_matrix((np.ones(n), (np.arange(n), code)), shape=(n, k))[:, 1:]
+        merged = [(code * groups // k, groups) if k > groups else (code, k) for code, k in mains]
+        for (a, ka), (b, kb) in itertools.combinations(merged, 2):  # b's cell, then a's
+            both = (a > 0) & (b > 0)
+            parts.append(np.where(both, width + (b - 1) * (ka - 1) + (a - 1), -1))
+            width += (ka - 1) * (kb - 1)
+    if not parts:
+        return sparse.csr_matrix((n, 0))
+    index = np.stack(parts, axis=1)  # N x parts; each row's indices increase along it
+    used = index >= 0
+    indices = index[used]
+    keep = np.flatnonzero(np.bincount(indices, minlength=width) > 0)
+    renumber = np.full(width, -1, np.int64)
+    renumber[keep] = np.arange(keep.size)
+    indptr = np.r_[0, np.cumsum(used.sum(axis=1))]
+    data = np.ones(indices.size)
+    return sparse.csr_matrix((data, renumber[indices], indptr), shape=(n, keep.size))
 
 
 def pmse(
@@ -429,13 +434,21 @@ def _at_most(frame: pd.DataFrame, records: int) -> pd.DataFrame:
     return frame.iloc[np.sort(pick)]
 
 
+RANK_BLOCK = 20_000
+"""Records per block of the Gram matrix :func:`_rank` sums (its memory: one block's product)."""
+
+
 def _rank(X: sparse.spmatrix) -> int:
     """Rank of [1, X] minus 1: the dummies' parameters beyond the intercept."""
     if X.shape[1] == 0:
         return 0
-    one = sparse.csr_matrix(np.ones((X.shape[0], 1)))
-    full = sparse.hstack([one, X], format="csr")
-    gram = (full.T @ full).toarray()
+    gram = np.empty((X.shape[1] + 1, X.shape[1] + 1))  # of [1, X]: counts, so exact
+    gram[0, 0] = X.shape[0]
+    gram[0, 1:] = gram[1:, 0] = np.asarray(X.sum(axis=0)).ravel()
+    gram[1:, 1:] = 0.0
+    for start in range(0, X.shape[0], RANK_BLOCK):  # a block's product at a time
+        block = X[start : start + RANK_BLOCK]
+        gram[1:, 1:] += (block.T @ block).toarray()
     # one BLAS thread: on a loaded 2-core machine two threads made this 25x slower (measured)
     with threadpool_limits(1):
         eig = np.linalg.eigvalsh(gram)  # symmetric, positive semi-definite
