@@ -9,6 +9,7 @@ levels the spec states). The scientific stack is imported on use.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 from collections.abc import Iterator, Sequence
@@ -154,14 +155,21 @@ def read_partitions(
     ``columns`` (header names stripped; all when None): CSV in chunks, a Parquet file's or a
     directory's record batches, Stata and SAS through their chunked readers. A file that
     cannot be read is refused naming ``param`` (an empty one is the caller's to refuse)."""
-    import pandas as pd
-
     p, kind = Path(path), input_format(path)
     wanted = None if columns is None else {str(c).strip() for c in columns}
-    try:
+    with _refusals(param, kind, p):
         for part in _chunks(p, kind, wanted, records):
             part = _plain(part)
             yield part if wanted is None else part[[c for c in part.columns if c in wanted]]
+
+
+@contextlib.contextmanager
+def _refusals(param: str, kind: str, p: Path) -> Iterator[None]:
+    """A reader's failure as one refusal naming ``param`` (and the file)."""
+    import pandas as pd
+
+    try:
+        yield
     except InputError:
         raise
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
@@ -204,7 +212,7 @@ def read_table(path: str | Path, param: str) -> pd.DataFrame:
     import pandas as pd
 
     p, kind = Path(path), input_format(path)
-    try:
+    with _refusals(param, kind, p):
         if kind == "csv":
             frame = pd.read_csv(p, encoding="utf-8-sig")
         elif kind == "parquet":
@@ -213,12 +221,6 @@ def read_table(path: str | Path, param: str) -> pd.DataFrame:
             frame = pd.read_stata(p, convert_categoricals=True)
         else:
             frame = pd.read_sas(p, format="sas7bdat", encoding="utf-8")
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError):
-        raise InputError(
-            param, f"cannot be parsed as {kind.upper() if kind == 'csv' else kind}"
-        ) from None
-    except Exception:  # noqa: BLE001 - a reader's own error type: one refusal naming the file
-        raise InputError(param, f"cannot be read as {kind}: {p.name}") from None
     frame = _plain(frame)
     if len(frame) == 0:
         raise InputError(param, "the data are empty")
