@@ -112,6 +112,16 @@ def test_a_level_outside_the_spec_is_refused_with_its_record_across_partitions(t
     assert "2 record(s), the first at record 42" in str(got.value)
 
 
+def test_a_path_that_is_not_a_table_is_refused_before_any_charge(tmp_path):
+    ledger = tmp_path / "budget.jsonl"
+    with pytest.raises(InputError, match="^data: no such file"):
+        synthesize_table(tmp_path / "absent.csv", SPEC, 1.0, budget_file=ledger, budget_total=3)
+    with pytest.raises(InputError, match=r"^data: no column\(s\) 'sex' named by the spec"):
+        path = _write(_frame().drop(columns="sex"), tmp_path / "t.parquet", "parquet")
+        synthesize_table(path, SPEC, 1.0, budget_file=ledger, budget_total=3)
+    assert not ledger.exists()  # nothing was charged
+
+
 def test_an_empty_table_is_refused_naming_the_parameter(tmp_path):
     path = tmp_path / "t.csv"
     _frame().iloc[:0].to_csv(path, index=False)

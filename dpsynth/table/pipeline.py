@@ -159,6 +159,8 @@ def synthesize_table(
     path = Path(frame) if isinstance(frame, (str, Path)) else None
     if path is None and not isinstance(frame, pd.DataFrame):
         raise InputError("frame", "must be a pandas DataFrame or the path of the confidential file")
+    if path is not None and not path.exists():
+        raise InputError("data", f"no such file: {path}")
     names = formats.header_names(path, "data") if path is not None else list(frame.columns)
     require_columns(spec, names, "data")
     ref = _reference_frame(spec, reference)
