@@ -1,12 +1,12 @@
 """The confidential table as a table release reads it from a file: in partitions
-(:func:`dpsynth.formats.read_partitions`: CSV in chunks, a Parquet file's or directory's
+(``dpsynth.formats.read_partitions``: CSV in chunks, a Parquet file's or directory's
 record batches, Stata and SAS chunks), only the spec's columns, each level column stored on
 arrival as a categorical on the spec's levels (a small integer a record, not a text object).
 
 Reading then holds the table's columns compactly plus one partition of the file, whatever
 the file's other columns. The levels are the spec's: a value outside them is kept as an
 extra category and refused, naming the column and the record, where the release encodes
-the column (:func:`dpsynth.table.design.level_codes`), exactly as from a data frame.
+the column (``dpsynth.table.design.level_codes``), exactly as from a data frame.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def level_columns(spec: TableSpec) -> dict[str, tuple[Any, ...] | None]:
 
 def compact(part: pd.DataFrame, spec: TableSpec) -> pd.DataFrame:
     """``part`` with every level column (:func:`level_columns`) as a categorical of its
-    values' level text (:func:`dpsynth.formats.level_text`): the spec's levels first, in the
+    values' level text (``dpsynth.formats.level_text``): the spec's levels first, in the
     spec's order, then any other value seen (refused later by the column's encoding)."""
     import pandas as pd
 
