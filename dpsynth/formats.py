@@ -181,7 +181,8 @@ def _refusals(param: str, kind: str, p: Path) -> Iterator[None]:
 
 
 def _chunks(p: Path, kind: str, wanted: set[str] | None, records: int) -> Iterator[pd.DataFrame]:
-    """The raw partitions of :func:`read_partitions` (names not yet stripped)."""
+    """The raw partitions of :func:`read_partitions` (names not yet stripped; only the
+    ``wanted`` columns where the reader can skip the others: CSV and Parquet)."""
     import pandas as pd
 
     keep = None if wanted is None else (lambda c: str(c).strip() in wanted)
@@ -196,14 +197,12 @@ def _chunks(p: Path, kind: str, wanted: set[str] | None, records: int) -> Iterat
             names = [n for n in handle.schema_arrow.names if keep is None or keep(n)]
             for batch in handle.iter_batches(batch_size=records, columns=names):
                 yield batch.to_pandas()
-    elif kind == "stata":
+    elif kind == "stata":  # every column read: read_partitions keeps the wanted ones
         with pd.read_stata(p, convert_categoricals=True, chunksize=records) as reader:
-            for part in reader:
-                yield part[[c for c in part.columns if keep is None or keep(c)]]
+            yield from reader
     else:
         with pd.read_sas(p, format="sas7bdat", encoding="utf-8", chunksize=records) as reader:
-            for part in reader:
-                yield part[[c for c in part.columns if keep is None or keep(c)]]
+            yield from reader
 
 
 def read_table(path: str | Path, param: str) -> pd.DataFrame:
