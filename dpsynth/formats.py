@@ -101,32 +101,27 @@ def header_names(path: str | Path, param: str) -> list[str]:
     return [h.strip() for h in first]
 
 
-def record_count(path: str | Path, param: str) -> int:
-    """The records of an input file, counted without using a value: a CSV's non-blank rows
-    after its header (values unparsed), a Parquet file's metadata, a SAS reader's count, a
-    Stata file's first column read in chunks and counted. Public under the substitution
+def record_count(path: str | Path, param: str, columns: Sequence[str] | None = None) -> int:
+    """The records of an input file, counted without using a value: a Parquet file's
+    metadata; any other format's partitions as :func:`read_partitions` reads them (the same
+    reader, options and ``columns``), counted and dropped. One counter for both, so the
+    count the release checks after its read (``dpsynth.table.pipeline.synthesize_table``)
+    agrees with it on every file, whatever lines the file holds (a line of blanks, which
+    Python's ``csv`` module would count and pandas skips). Public under the substitution
     relation (a table's only one)."""
     p = Path(path)
     kind = input_format(p)
-    try:
-        if kind == "csv":
-            with p.open(encoding="utf-8-sig", newline="") as fh:
-                return max(0, sum(1 for row in csv.reader(fh) if row) - 1)
-        if kind == "parquet":
+    if kind == "parquet":
+        try:
             import pyarrow.parquet as pq
 
             parts = _partitions(p) if p.is_dir() else [p]
             return sum(pq.ParquetFile(q).metadata.num_rows for q in parts)
-        import pandas as pd
-
-        if kind == "stata":  # no public count: one column's chunks, counted and dropped
-            first = header(p, param)[:1]
-            with pd.read_stata(p, columns=first, chunksize=PARTITION_RECORDS) as reader:
-                return sum(len(chunk) for chunk in reader)
-        with pd.read_sas(p, format="sas7bdat", iterator=True) as reader:
-            return int(reader.row_count)  # type: ignore[union-attr]
-    except Exception:  # noqa: BLE001 - any reader's failure is one refusal naming the file
-        raise InputError(param, f"cannot count the records of {p.name}") from None
+        except Exception:  # noqa: BLE001 - any reader's failure is one refusal naming the file
+            raise InputError(param, f"cannot count the records of {p.name}") from None
+    if columns is None:
+        columns = header_names(p, param)[:1]
+    return sum(len(part) for part in read_partitions(p, param, columns))
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:

@@ -125,7 +125,11 @@ def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> N
         print(f"[dpsynth] preflight: running the spec on {where} first", file=sys.stderr)
     from dpsynth.table.preflight import preflight
 
-    n = None if spec.reference is not None else formats.record_count(args.input, "DATA.csv")
+    n = (
+        None
+        if spec.reference is not None
+        else formats.record_count(args.input, "DATA.csv", spec.columns)
+    )
     reference = None if spec.reference is None else read_csv(spec.reference, "reference")
     large = args.allow_large_epsilon
     result = preflight(spec, args.epsilon, args.m, sampler, n, reference, allow_large_epsilon=large)

@@ -164,7 +164,7 @@ def synthesize_table(
     names = formats.header_names(path, "data") if path is not None else list(frame.columns)
     require_columns(spec, names, "data")
     ref = _reference_frame(spec, reference)
-    n = formats.record_count(path, "data") if path is not None else frame.shape[0]
+    n = formats.record_count(path, "data", spec.columns) if path is not None else frame.shape[0]
     spec = resolved_spec(spec, epsilon, m, n)  # public: no value is read
     schedule.check_scheduler(client)  # an address that does not answer spends nothing
     identity = dataset_sha256
@@ -184,7 +184,9 @@ def synthesize_table(
         if path is not None:  # after the charge: a value is read from here on
             frame = source.read_spec_columns(path, spec, "data")
             if len(frame) != n:
-                raise InputError("data", "its record count changed while it was read")
+                raise InputError(
+                    "data", "the file changed while it was read"
+                )  # one counter: else equal
         with threadpool_limits(1):  # the draws' small products: one BLAS thread (scaling page)
             out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
         out.report["input_columns_not_released"] = [str(c) for c in names if c not in spec.columns]
