@@ -62,7 +62,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "defaults.csv"
 EPSILONS = (3.0, 6.0)
-METHODS = ("default", "censor-uw", "ph-levels", "cap-100", "shares")
+METHODS = ("default", "censor-uw", "ph-levels", "cap-100", "shares", "all-records")
 FIELDS = [
     "table",
     "method",
@@ -227,6 +227,9 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
         return raw
     if method == "shares":
         return weighted_shares(raw)
+    if method == "all-records":  # every model column fitted to every record
+        raw["fit_records"] = ALL_RECORDS
+        return raw
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -247,6 +250,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
     return raw
 
 
+ALL_RECORDS = 1_000_000
+"""``all-records``: the spec's ``fit_records``, above every table's record count here."""
 SHARE_WEIGHTS = {"ph": 1.0, "model": 2.0, "outcome": 3.0}
 """``shares``: each confidential column's share by what it is under the default rule: a PH
 column 1, a model column 2, the analysis's outcome 3 (the CPS benchmark's hand-set shares,
@@ -436,13 +441,20 @@ def run_one(table: str, method: str, epsilon: float, rep: int, args: argparse.Na
 
 
 def same_as(table: str, method: str) -> str:
-    """The method whose spec this one's equals on ``table`` ("" where none does)."""
+    """The method whose spec this one's equals on ``table`` (mechanisms, shares and
+    ``fit_records``; "" where none does)."""
     raw = variant(TABLES[table]["spec"], method)
     for other in METHODS[: METHODS.index(method)]:
         spec = variant(TABLES[table]["spec"], other)
-        if resolved_mechanisms(spec, False) == resolved_mechanisms(raw, False):
+        if _settings(spec) == _settings(raw):
             return other
     return ""
+
+
+def _settings(raw: dict[str, Any]) -> tuple[str, list[Any], Any]:
+    """What a variant sets: each column's mechanism, their shares, ``fit_records``."""
+    shares = [entry.get("share", 1.0) for entry in raw["confidential"]]
+    return resolved_mechanisms(raw, False), shares, raw.get("fit_records")
 
 
 def versions() -> str:
