@@ -17,9 +17,12 @@ from dpsynth.formats import sha256
 from dpsynth.privacy import budget
 from dpsynth.sampler import Sampler
 from dpsynth.table.preflight import (
+    IDEAL_POOR_LIMIT,
+    IDEAL_TRIALS,
     STAND_IN_MAX_RECORDS,
     STAND_IN_RECORDS,
     Preflight,
+    ideal_poor_share,
     poor_verdict_note,
     preflight,
     public_figures,
@@ -205,3 +208,62 @@ def test_a_poor_verdict_on_the_reference_names_its_columns_and_the_next_step():
     assert "CONFIDENTIAL" not in public_figures(
         "x [CONFIDENTIAL figures from the confidential fit, do not publish: max R-hat 2]"
     )
+
+
+SPEND_SPEC = {
+    "public": [{"name": "age", "type": "continuous", "bounds": [16, 90]}],
+    "confidential": [
+        {"name": "owner", "type": "binary", "mechanism": "ph", "levels": ["no", "yes"]},
+        {
+            "name": "spend",
+            "type": "continuous",
+            "mechanism": "ph",
+            "bounds": [0, 100],
+            "bins": 1000,
+            "given": ["owner"],
+        },
+    ],
+}
+"""Two histogram columns (no chains, so the preflight takes seconds); the spend's thousand
+bins at a small epsilon are mostly noise."""
+
+
+def _spend_reference(tmp_path: Path, n: int) -> dict:
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "age": rng.uniform(20, 60, n).round(1),
+            "owner": rng.choice(["no", "yes"], n),
+            "spend": np.clip(rng.normal(30, 3, n), 0, 100).round(2),
+        }
+    )
+    frame.to_csv(tmp_path / "ref.csv", index=False)
+    return {**SPEND_SPEC, "reference": str(tmp_path / "ref.csv")}
+
+
+def test_an_ideal_synthesis_of_a_tiny_reference_is_rated_poor_and_of_a_large_one_is_not(tmp_path):
+    """The null the preflight judges a poor verdict against: one bootstrap sample of the
+    reference against another (25 records: ten bins of a column cannot be told apart)."""
+    spec = load_spec(_spend_reference(tmp_path, 25))
+    frame = pd.read_csv(tmp_path / "ref.csv")
+    assert ideal_poor_share(frame, spec, np.random.default_rng(0)) == 1.0
+    spec = load_spec(_spend_reference(tmp_path, 3000))
+    frame = pd.read_csv(tmp_path / "ref.csv")
+    assert ideal_poor_share(frame, spec, np.random.default_rng(0)) == 0.0
+
+
+def test_a_reference_too_small_to_judge_the_verdict_is_told_not_refused(tmp_path):
+    result = preflight(_spend_reference(tmp_path, 25), 4.0)
+    assert result.ok and result.verdict == "poor"
+    assert result.ideal_poor is not None and result.ideal_poor >= IDEAL_POOR_LIMIT
+    assert f"as was an ideal synthesis of it in {result.ideal_poor:.0%} of {IDEAL_TRIALS}" in (
+        result.summary()
+    )
+    assert "too small to judge the verdict, so only convergence was checked" in result.summary()
+
+
+def test_a_poor_verdict_on_a_reference_that_can_judge_it_still_refuses(tmp_path):
+    result = preflight(_spend_reference(tmp_path, 3000), 0.2)
+    assert not result.ok and result.verdict == "poor"
+    assert result.ideal_poor is not None and result.ideal_poor < IDEAL_POOR_LIMIT
+    assert "the table verdict there is poor" in result.refusal

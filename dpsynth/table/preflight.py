@@ -6,7 +6,9 @@ data only, so that a spec whose columns would not converge, or would be rated po
 refused in minutes, before the confidential data are read or the budget charged. The data:
 
 * the spec's public **reference** file when it names one (as ``plan-table`` does): a column
-  whose fit misses the convergence policy, or a table verdict of ``poor`` there, refuses;
+  whose fit misses the convergence policy, or a table verdict of ``poor`` there, refuses,
+  unless the reference is too small to judge the verdict: most of its ideal syntheses (one
+  bootstrap sample of it against another, :func:`ideal_poor_share`) are rated poor too;
 * else a **stand-in** simulated from the spec alone (:func:`stand_in`), of the confidential
   file's record count: every column drawn independently within its public bounds or on its
   public levels. Its values mean nothing, so only convergence is looked at there, and a
@@ -56,6 +58,16 @@ to them (a count's rounded). Not uniform: curators' bounds are wide, the data co
 inside them, and a lognormal column uniform on [100, 50000] (or on its logs) made the
 censored fit's chains settle in different modes at epsilon 6 and 12 where a public file like
 the data converged (tests/test_table.py's spec, 300 records)."""
+IDEAL_TRIALS = 8
+"""Ideal syntheses of the reference the preflight judges before it refuses a poor verdict
+there (:func:`ideal_poor_share`): each a bootstrap sample of the reference judged by the table
+verdict against another, as a second sample of the population would be against the first."""
+IDEAL_POOR_LIMIT = 0.5
+"""A poor verdict on the reference refuses only where fewer than this share of its ideal
+syntheses (:data:`IDEAL_TRIALS`) were rated poor too: where more were, the reference is too
+small for the verdict to tell a spec's fault from its own size (an ideal synthesis of 198
+records of a five-column table was rated poor every time: book, choices-default-shares), and
+the preflight says so instead of refusing."""
 SOURCES = ("reference", "stand-in")
 """Where a preflight ran: the spec's public reference file, or a stand-in from the spec."""
 
@@ -71,7 +83,8 @@ class Preflight:
     ``refusal``: ``None``, or one line naming the first failing column and what to change;
     ``warning``: on the stand-in, the first unconverged column's note (a stand-in's columns
     are independent and their fits weaker than on real data, so its failures are told, not
-    refused: book, A whole table).
+    refused: book, A whole table); ``ideal_poor``: after a poor verdict on the reference, the
+    share of its ideal syntheses rated poor too (:func:`ideal_poor_share`).
     """
 
     source: str
@@ -81,6 +94,7 @@ class Preflight:
     converged: dict[str, bool | None] = field(default_factory=dict)
     refusal: str | None = None
     warning: str | None = None
+    ideal_poor: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -101,6 +115,12 @@ class Preflight:
         what = f"{sum(fits)} of {len(fits)} fit(s) converged" if fits else "no MCMC fit"
         if self.verdict is not None:
             what += f", table verdict {self.verdict} there"
+            if self.ideal_poor is not None and self.ideal_poor >= IDEAL_POOR_LIMIT:
+                what += (
+                    f", as was an ideal synthesis of it in {self.ideal_poor:.0%} of "
+                    f"{IDEAL_TRIALS} trials: the reference is too small to judge the verdict, "
+                    "so only convergence was checked"
+                )
         else:
             what += " (a stand-in's verdict is not judged)"
         if self.warning is not None:
@@ -201,7 +221,31 @@ def preflight(
             if exc.param != "data":
                 raise
             raise InputError("reference", f"{spec.reference}: {exc.message}") from None
-    return _outcome(release.diagnostics, source, frame.shape[0], time.perf_counter() - start)
+    outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
+    if source == "reference" and outcome.verdict == "poor" and outcome.refusal is not None:
+        if release.diagnostics.get("verdict", {}).get("converged") is not False:
+            share = ideal_poor_share(frame, spec)
+            refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
+            outcome = replace(outcome, refusal=refusal, ideal_poor=share)
+    return replace(outcome, seconds=time.perf_counter() - start)
+
+
+def ideal_poor_share(
+    frame: pd.DataFrame, spec: TableSpec, rng: np.random.Generator | None = None
+) -> float:
+    """The share of :data:`IDEAL_TRIALS` ideal syntheses of the public ``frame`` that the
+    table verdict rates poor: each trial judges one bootstrap sample of it against another
+    (as far apart as two samples of the population the size of ``frame``). Public."""
+    from dpsynth.table.pipeline import table_verdict_of
+
+    rng = np.random.default_rng() if rng is None else rng
+    n, poor = len(frame), 0
+    for _ in range(IDEAL_TRIALS):
+        a, b = (frame.iloc[rng.integers(n, size=n)].reset_index(drop=True) for _ in range(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            poor += table_verdict_of(a, b, spec).get("verdict") == "poor"
+    return poor / IDEAL_TRIALS
 
 
 def _outcome(diagnostics: dict[str, Any], source: str, n: int, seconds: float) -> Preflight:
@@ -251,4 +295,11 @@ def poor_verdict_note(verdict: dict[str, Any]) -> str:
     return f"{on}: the table verdict there is poor ({shown}); next: {step}"
 
 
-__all__ = ["Preflight", "SOURCES", "preflight", "stand_in", "stand_in_records"]
+__all__ = [
+    "Preflight",
+    "SOURCES",
+    "ideal_poor_share",
+    "preflight",
+    "stand_in",
+    "stand_in_records",
+]
