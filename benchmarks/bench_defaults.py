@@ -18,7 +18,9 @@ released three ways at epsilon 3 and 6 with the table's default sampler
 * ``shares``: the default's mechanisms, each column's share by what it is
   (:data:`SHARE_WEIGHTS`: a PH column 1, a model column 2, the analysis' outcome 3);
 * ``all-records``: the default fitting every model column to every record
-  (``fit_records`` above the table's size) instead of a random 2,000.
+  (``fit_records`` above the table's size) instead of a random 2,000;
+* ``outcome-only``: only the analysis' outcome synthesized, by its model fitted to every
+  record, every other column copied (:func:`outcome_only`; a research run, not a release).
 
 A variant whose spec is the default's on a table (every level column under the cap) is not
 run again: its rows would repeat the default's (``same_as`` in the results file says so).
@@ -75,7 +77,15 @@ EPSILONS = (3.0, 6.0)
 NO_NOISE_EPSILON = 500.0
 """``--epsilons 500``: a research run whose censoring bound censors no record, so that what
 is left of a figure's gap is the model's and the single draw's, not the privacy noise's."""
-METHODS = ("default", "censor-uw", "ph-levels", "cap-100", "shares", "all-records")
+METHODS = (
+    "default",
+    "censor-uw",
+    "ph-levels",
+    "cap-100",
+    "shares",
+    "all-records",
+    "outcome-only",
+)
 FIELDS = [
     "table",
     "method",
@@ -243,6 +253,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
     if method == "all-records":  # every model column fitted to every record
         raw["fit_records"] = ALL_RECORDS
         return raw
+    if method == "outcome-only":
+        return outcome_only(raw)
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -265,6 +277,28 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
 
 ALL_RECORDS = 1_000_000
 """``all-records``: the spec's ``fit_records``, above every table's record count here."""
+
+
+def outcome_only(raw: dict[str, Any]) -> dict[str, Any]:
+    """``outcome-only``: every confidential column but the analysis' outcome made public (its
+    true values copied), the outcome fitted to every record: what is left of the analysis'
+    gap is the outcome model's and its one posterior draw's (with ``--epsilons 500``, no
+    privacy noise). A research run: the copied columns are confidential in the table."""
+    outcome = raw["analysis"]["formula"].split("~")[0].strip()
+    public = list(raw["public"])
+    for entry in raw["confidential"]:
+        if entry["name"] == outcome:
+            continue
+        kind = _level_type(entry) or ("count" if "negbin" in entry.get("model", "") else None)
+        copied = {"name": entry["name"], "type": kind or entry.get("type", "continuous")}
+        copied.update({k: entry[k] for k in ("levels", "bounds") if k in entry})
+        public.append(copied)
+    raw["public"] = public
+    raw["confidential"] = [e for e in raw["confidential"] if e["name"] == outcome]
+    raw["fit_records"] = ALL_RECORDS
+    return raw
+
+
 SHARE_WEIGHTS = {"ph": 1.0, "model": 2.0, "outcome": 3.0}
 """``shares``: each confidential column's share by what it is under the default rule: a PH
 column 1, a model column 2, the analysis's outcome 3 (the CPS benchmark's hand-set shares,
