@@ -183,10 +183,8 @@ def synthesize_table(
         sampler = sampler or TABLE_SAMPLER
         if path is not None:  # after the charge: a value is read from here on
             frame = source.read_spec_columns(path, spec, "data")
-            if len(frame) != n:
-                raise InputError(
-                    "data", "the file changed while it was read"
-                )  # one counter: else equal
+            if len(frame) != n:  # counted by the same reader: only a changed file differs
+                raise InputError("data", "the file changed while it was read")
         with threadpool_limits(1):  # the draws' small products: one BLAS thread (scaling page)
             out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
         out.report["input_columns_not_released"] = [str(c) for c in names if c not in spec.columns]

@@ -65,9 +65,9 @@ verdict against another, as a second sample of the population would be against t
 IDEAL_POOR_LIMIT = 0.5
 """A poor verdict on the reference refuses only where fewer than this share of its ideal
 syntheses (:data:`IDEAL_TRIALS`) were rated poor too: where more were, the reference is too
-small for the verdict to tell a spec's fault from its own size (an ideal synthesis of 198
-records of a five-column table was rated poor every time: book, choices-default-shares), and
-the preflight says so instead of refusing."""
+small for the verdict to tell a spec's fault from its own size (how often an ideal synthesis
+of a small table is rated poor: book, A whole table, What the verdict means), and the
+preflight says so instead of refusing."""
 SOURCES = ("reference", "stand-in")
 """Where a preflight ran: the spec's public reference file, or a stand-in from the spec."""
 
