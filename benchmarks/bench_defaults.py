@@ -21,6 +21,9 @@ released three ways at epsilon 3 and 6 with the table's default sampler
   (``fit_records`` above the table's size) instead of a random 2,000;
 * ``outcome-only``: only the analysis' outcome synthesized, by its model fitted to every
   record, every other column copied (:func:`outcome_only`; a research run, not a release).
+* ``spread``: the default with each log-normal regression column's spread log-linear in its
+  design (``spread = "by-parents"``) instead of one sigma (:func:`by_parents`);
+  ``outcome-only-spread``: ``outcome-only`` with that spread.
 
 A variant whose spec is the default's on a table (every level column under the cap) is not
 run again: its rows would repeat the default's (``same_as`` in the results file says so).
@@ -85,6 +88,8 @@ METHODS = (
     "shares",
     "all-records",
     "outcome-only",
+    "spread",
+    "outcome-only-spread",
 )
 FIELDS = [
     "table",
@@ -259,6 +264,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
         return raw
     if method == "outcome-only":
         return outcome_only(raw)
+    if method in ("spread", "outcome-only-spread"):
+        return by_parents(outcome_only(raw) if method == "outcome-only-spread" else raw)
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -308,6 +315,15 @@ def analysis_outcome(raw: dict[str, Any]) -> str:
 
     names = [e["name"] for e in raw["public"] + raw["confidential"]]
     return parse_analysis(raw["analysis"]["formula"], names)[0]
+
+
+def by_parents(raw: dict[str, Any]) -> dict[str, Any]:
+    """``spread``: every log-normal regression column's spread log-linear in its design
+    (``spread = "by-parents"``, ``dpsynth.table.spec.SPREADS``) instead of one sigma."""
+    for entry in raw["confidential"]:
+        if entry.get("model") == "lognormal-regression":
+            entry["spread"] = "by-parents"
+    return raw
 
 
 SHARE_WEIGHTS = {"ph": 1.0, "model": 2.0, "outcome": 3.0}
@@ -391,7 +407,8 @@ def summary(verdict: dict[str, Any]) -> dict[str, Any]:
     out["ci_overlap_min"] = min(ci) if ci else float("nan")
     driven = verdict.get("driven_by", {})
     out["verdict"] = verdict.get("verdict")
-    out["driven_by"] = " ".join([driven.get("figure", ""), *driven.get("columns", [])]).strip()
+    words = [driven.get("figure", ""), *driven.get("columns", []), driven.get("name", "")]
+    out["driven_by"] = " ".join(w for w in words if w)  # a coefficient's name where one drove it
     out["driven_value"] = driven.get("value", float("nan"))
     out["converged"] = verdict.get("converged", True) is not False
     return out
@@ -521,10 +538,11 @@ def same_as(table: str, method: str) -> str:
     return ""
 
 
-def _settings(raw: dict[str, Any]) -> tuple[str, list[Any], Any]:
-    """What a variant sets: each column's mechanism, their shares, ``fit_records``."""
+def _settings(raw: dict[str, Any]) -> tuple[str, list[Any], Any, list[Any]]:
+    """What a variant sets: each column's mechanism, their shares, ``fit_records``, spreads."""
     shares = [entry.get("share", 1.0) for entry in raw["confidential"]]
-    return resolved_mechanisms(raw, False), shares, raw.get("fit_records")
+    spreads = [entry.get("spread") for entry in raw["confidential"]]
+    return resolved_mechanisms(raw, False), shares, raw.get("fit_records"), spreads
 
 
 def versions() -> str:

@@ -26,20 +26,32 @@ from dpsynth.models.catalogue import (
 )
 from dpsynth.models.centring import record_centre
 
-SHIPPED = {**MODELS, **TABLE_COUNT_MODELS}
-"""Every shipped program with a numpy mirror but the level models (tests/test_models_outcomes.py)."""
+SPREAD = "lognormal-regression:spread"
+SHIPPED = {
+    **MODELS,
+    **TABLE_COUNT_MODELS,
+    SPREAD: MODELS["lognormal-regression"].with_spread(True),
+}
+"""Every shipped program with a numpy mirror but the level models (tests/test_models_outcomes.py);
+the log-normal regression also with its spread by the design (``SPREAD``: the same program)."""
+
+
+def _model(name):
+    """A shipped model by its key in :data:`SHIPPED`."""
+    return SHIPPED[name]
+
 
 USER_PROGRAM = Path(__file__).parent / "stan" / "normal_known_sd.stan"
 KS_ALPHA = 0.001  # every distributional test: fixed seed, reject at p < 0.001
 
 
-POSITIVE = ("lognormal", "gamma", "lognormal-regression", "gamma-regression")
+POSITIVE = ("lognormal", "gamma", "lognormal-regression", "gamma-regression", SPREAD)
 
 
 def _data(name, rng, n=30):
     if name in POSITIVE:  # positive, skewed, on the unit scale's order of magnitude
         y = rng.lognormal(-2.0, 0.8, n)
-        return y, (rng.normal(size=(n, 2)) if name.endswith("regression") else None)
+        return y, (rng.normal(size=(n, 2)) if "regression" in name else None)
     if name == "beta":
         return rng.beta(0.5, 3, n).clip(1e-6, 1 - 1e-6), None
     if name == "beta-regression":
@@ -60,7 +72,7 @@ def _output(fit, name):
 @pytest.mark.parametrize("name", list(SHIPPED))
 def test_mirror_matches_stan_record_log_lik(name):
     rng = np.random.default_rng(4)
-    model = get_model(name)
+    model = _model(name)
     y, X = _data(name, rng)
     y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
@@ -139,7 +151,7 @@ def test_positive_outcomes_zero_at_the_lower_bound(name):
     millionth of the range) and its ll is finite;
     without bounds a record <= 0 is refused, naming its position, never its value; synthetic
     records come back clipped to the bounds."""
-    model = get_model(name)
+    model = _model(name)
     y = np.array([0.0, 250.0, 1000.0])
     z = model.to_stan_scale(y, bounds=(0.0, 1000.0))
     assert np.allclose(z, (y + 1e-3) / (1000 + 2e-3))
@@ -170,7 +182,7 @@ def test_positive_log_likelihood_is_free_of_the_scale(name):
     """ll is the log density of log y (no Jacobian term): rescaling y by c with the location
     moved by log c leaves every record's ll unchanged, so a wide public upper bound does not
     move ll relative to the censoring bound M."""
-    model = get_model(name)
+    model = _model(name)
     y = np.random.default_rng(2).lognormal(-3.0, 1.0, 50)
     point = _reference_point(model)
     loc = "mu" if name == "lognormal" else "log_mean"
@@ -213,7 +225,7 @@ def test_program_hash():
         assert "#include" not in code.split("functions {", 1)[1].split("}", 1)[0]
         assert model.program_hash() == hashlib.sha256(code.encode()).hexdigest()
     hashes = {m.program_hash() for m in SHIPPED.values()}
-    assert len(hashes) == len(SHIPPED)
+    assert len(hashes) == len({m.stan_file for m in SHIPPED.values()})
 
 
 def test_programs_follow_the_naming_convention():
@@ -329,6 +341,13 @@ def test_simulate_positive_regressions_follow_the_rows_of_x():
     )
     u = stats.norm(eta, 0.7).cdf(np.log(y))
     assert stats.kstest(u, "uniform").pvalue > KS_ALPHA
+    # spread by the design: sd_i = sigma exp(X_i[2:] gamma); one sigma fails the PIT
+    y = SHIPPED[SPREAD].simulate(
+        {"beta": beta, "sigma": 0.7, "gamma": [0.5]}, {"X": X}, n, np.random.default_rng(10)
+    )
+    sd = 0.7 * np.exp(0.5 * X[:, 1])
+    assert stats.kstest(stats.norm(eta, sd).cdf(np.log(y)), "uniform").pvalue > KS_ALPHA
+    assert stats.kstest(stats.norm(eta, 0.7).cdf(np.log(y)), "uniform").pvalue < KS_ALPHA
     y = get_model("gamma-regression").simulate(
         {"beta": beta, "shape": 2.5}, {"X": X}, n, np.random.default_rng(9)
     )
@@ -382,7 +401,7 @@ def test_simulate_matches_stan_y_rep(name):
     """At one posterior draw of a small fit, Stan's y_rep (one engine.generate call) and
     numpy's simulate (many repetitions) pass a two-sample KS test at alpha = 0.001."""
     rng = np.random.default_rng(8)
-    model = get_model(name)
+    model = _model(name)
     y, X = _data(name, rng, n=300)
     y = model.to_stan_scale(y)
     data = stan_data(model, y, np.ones(len(y)), X=X)
@@ -429,6 +448,7 @@ def test_simulate_matches_stan_y_rep(name):
         ("lognormal", None),
         ("gamma", None),
         ("lognormal-regression", None),
+        (SPREAD, None),
         ("gamma-regression", None),
     ],
 )
@@ -438,7 +458,7 @@ def test_stan_target_equals_sum_of_mirror_contributions(name, design):
     design) minus the prior equals sum_i alpha_i ll_i, and sum_i clip(alpha_i ll_i, -M, M)
     when censored."""
     rng = np.random.default_rng(11)
-    model = get_model(name)
+    model = _model(name)
     y, X = _data(name, rng)
     if design in ("intercept", "grouped"):
         X = None
@@ -496,7 +516,7 @@ def test_centred_contrib_matches_numpy_clamp(name):
     """Stan's ``contrib`` = clip(alpha (ll - c), -M, M) and ``contrib_uncensored`` =
     alpha (ll - c) at every retained draw, to 1e-8; ``record_log_lik`` stays the raw ll."""
     rng = np.random.default_rng(21)
-    model = get_model(name)
+    model = _model(name)
     y, X = _data(name, rng)
     y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
@@ -521,7 +541,7 @@ def test_zero_centre_is_the_uncentred_program(name):
     sum clip(alpha ll); a non-zero centre shifts the censored log density as the clamp of
     alpha (ll - c) says."""
     rng = np.random.default_rng(13)
-    model = get_model(name)
+    model = _model(name)
     y, X = _data(name, rng)
     y = model.to_stan_scale(y)
     alpha = rng.uniform(0.1, 1, len(y))
@@ -593,7 +613,7 @@ def _check_blocked_sum(name, weights):
     from dpsynth.models.program_checks import log_density
 
     rng = np.random.default_rng(31)
-    model = get_model(name)
+    model = _model(name)
     n = 700  # B = 27: 26 blocks, the last one short
     y, params, draws = _blocked_case(name, rng, n)
     alpha = {
@@ -625,7 +645,7 @@ def test_every_regression_fits_an_intercept_only_design(name):
     columns) samples: the programs' slope priors must not index beta[2:K] when K = 1
     (lognormal- and gamma-regression failed there until they guarded it)."""
     rng = np.random.default_rng(5)
-    model = get_model(name)
+    model = _model(name)
     y, _ = _data(name, rng)
     data = stan_data(model, model.to_stan_scale(y), np.ones(len(y)), X=None)
     fit = engine.fit(model.stan_file, data, seed=2, chains=1, iter_warmup=100, iter_sampling=50)

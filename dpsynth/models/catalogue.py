@@ -87,6 +87,10 @@ class Model:
     ``<name>_fixed``, 1 to fix it, and ``<name>_known``); ``known_dispersion`` is that value
     (:meth:`with_known_dispersion`), ``None`` to fit it.
 
+    ``spread_by_design`` is None for a program without that data entry, else its value: the
+    log-normal regression's spread one sigma (False) or log-linear in the design (True,
+    :meth:`with_spread`; a whole table's outcome column, ``dpsynth.table.spec.SPREADS``).
+
     ``clamps`` are the clamps (``dpsynth.privacy.relations.CLAMPS``) its program accepts as
     ``censor`` and ``clamp`` the one a censored fit uses (:meth:`with_clamp`; "hard", the
     paper's, unless a table's column chooses "smooth").
@@ -111,6 +115,7 @@ class Model:
     known_dispersion: float | None = None
     clamps: tuple[str, ...] = ("hard",)
     clamp: str = "hard"
+    spread_by_design: bool | None = None
 
     def with_clamp(self, clamp: str) -> Model:
         """The same model whose censored fit bounds each term by ``clamp``
@@ -131,6 +136,13 @@ class Model:
         if not (np.isfinite(v) and v > 0):
             raise InputError(self.dispersion, f"a known dispersion must be positive (got {v})")
         return replace(self, known_dispersion=v)
+
+    def with_spread(self, by_design: bool) -> Model:
+        """The same model whose spread varies with the design (``by_design``) or is one sigma;
+        only a program that declares ``spread_by_design`` (lognormal_regression.stan)."""
+        if self.spread_by_design is None:
+            raise InputError("spread", f"model {self.name!r} has one spread parameter")
+        return replace(self, spread_by_design=bool(by_design))
 
     @property
     def user_program(self) -> bool:
@@ -382,6 +394,7 @@ MODELS: dict[str, Model] = {
         _lognormal_regression_sim,
         centred=True,
         clamps=("hard", "smooth"),
+        spread_by_design=False,
     ),
     "gamma-regression": Model(
         "gamma-regression",
@@ -512,7 +525,7 @@ def stan_data(
     :func:`record_centre`) is passed to programs that declare it (zeros when ``None``:
     the paper's mechanism); a program without it refuses a non-zero centre. A model with a
     fixable ``dispersion`` gets ``<dispersion>_fixed`` and ``<dispersion>_known`` (its
-    ``known_dispersion``; fixed 0 to fit it).
+    ``known_dispersion``; fixed 0 to fit it); one with ``spread_by_design`` gets that flag.
     """
     alpha = np.asarray(alpha, dtype=float)
     if alpha.shape != (len(y),):
@@ -539,6 +552,8 @@ def stan_data(
     if model.covariates:
         Xd = design_matrix(len(y), X)
         data["K"], data["X"] = Xd.shape[1], Xd
+    if model.spread_by_design is not None:
+        data["spread_by_design"] = int(model.spread_by_design)
     if model.dispersion is not None:  # fixed 0: fitted (the papers' models)
         known = model.known_dispersion
         data[f"{model.dispersion}_fixed"] = int(known is not None)

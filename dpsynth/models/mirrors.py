@@ -136,11 +136,24 @@ _gamma_ll = LinearForm(_gamma_statistics, _gamma_coefficients)
 """``record_log_lik`` of gamma.stan: gamma_lpdf(y_i | a, b) + log y_i, S x n."""
 
 
+def _spread_gamma(draws: Mapping[str, Any], rows: int) -> np.ndarray:
+    """A draw set's ``gamma`` (S x (K - 1)), S x 0 where the spread is one sigma."""
+    return np.asarray(draws.get("gamma", np.zeros((rows, 0))), float).reshape(rows, -1)
+
+
 def _lognormal_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
-    """``record_log_lik`` of lognormal_regression.stan: normal_lpdf(log y_i | X_i beta, sigma)."""
+    """``record_log_lik`` of lognormal_regression.stan: normal_lpdf(log y_i | X_i beta, sigma_i),
+    log sigma_i = log sigma + X_i[2:K] gamma (one sigma where ``gamma`` is empty)."""
     u = np.log(np.asarray(data["y"], float))
     sigma = np.asarray(draws["sigma"], float)[:, None]
-    return -0.5 * ((u - _eta(draws, data)) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+    gamma = _spread_gamma(draws, sigma.shape[0])
+    if gamma.shape[1] == 0:
+        return (
+            -0.5 * ((u - _eta(draws, data)) / sigma) ** 2 - np.log(sigma) - 0.5 * np.log(2 * np.pi)
+        )
+    log_sigma = np.log(sigma) + gamma @ np.asarray(data["X"], float)[:, 1:].T
+    z = (u - _eta(draws, data)) / np.exp(log_sigma)
+    return -0.5 * z**2 - log_sigma - 0.5 * np.log(2 * np.pi)
 
 
 def _gamma_regression_ll(draws: Draws, data: dict[str, Any]) -> np.ndarray:
@@ -270,9 +283,13 @@ def _gamma_sim(draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.G
 def _lognormal_regression_sim(
     draw: Draw, data: Mapping[str, Any], n_out: int, rng: np.random.Generator
 ):
-    """``y_rep`` of lognormal_regression.stan: y_i = exp(Normal(X_i beta, sigma))."""
+    """``y_rep`` of lognormal_regression.stan: y_i = exp(Normal(X_i beta, sigma_i))."""
     _records(data, n_out, covariates=True)
-    return np.exp(rng.normal(_linear_predictor(draw, data), _scalar(draw, "sigma")))
+    sd = _scalar(draw, "sigma")
+    gamma = _spread_gamma(draw, 1)[0]
+    if gamma.size:
+        sd = sd * np.exp(np.asarray(data["X"], float)[:, 1:] @ gamma)
+    return np.exp(rng.normal(_linear_predictor(draw, data), sd))
 
 
 def _gamma_regression_sim(

@@ -235,10 +235,13 @@ def bin_codes(values: np.ndarray, bounds: tuple[float, float], k: int) -> np.nda
 
 
 def column_model(col: ConfidentialColumn) -> Model:
-    """A column's model; a categorical one on its number of public levels."""
+    """A column's model; a categorical one on its number of public levels, a log-normal
+    regression with its spread (``spread``, :data:`dpsynth.table.spec.SPREADS`)."""
     model = get_model(col.model)
     if col.type == "categorical":
         model = model.with_levels(len(col.levels))
+    if col.spread is not None:
+        model = model.with_spread(col.spread == "by-parents")
     return model
 
 

@@ -632,6 +632,8 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
     if not registry.model_free(col.mechanism):
         out["centring"] = col.centring
         out["clamp"] = f"{col.clamp}: {relations.CLAMP_MEANING[col.clamp]}"
+    if col.spread is not None:
+        out["spread"] = col.spread
     if col.centring_auto:
         out["centring_rule"] = AUTO_CENTRING_MEANING
     return out

@@ -111,6 +111,18 @@ DEFAULT_MECHANISM_MEANING = (
 )
 """What the report says of a column whose mechanism the default rule chose (:func:`_mechanism`)."""
 
+SPREADS = ("constant", "by-parents")
+"""``spread`` of a log-normal regression column (``lognormal-regression``, the one model whose
+program declares it): one sigma for every record ("constant"), or log sigma_i linear in the
+column's design ("by-parents": the public columns and the confidential ones before it, as its
+mean), so that each group's dollar-scale mean exp(X_i beta + sigma_i^2 / 2) follows its own
+spread. A record still changes its own term only; the censoring is the same."""
+SPREAD_DEFAULT = "constant"
+"""``spread`` of a log-normal regression column when the spec does not say. Internal (not in
+``__all__``). Evidence: book/choices.md, section choices-held-out."""
+SPREAD_MODELS = ("lognormal-regression",)
+"""The models that take ``spread`` (their program declares ``spread_by_design``)."""
+
 DEBIASED_TYPES = ("continuous", "count")
 """Column types whose censor-uw fit may be bias-corrected (``debias``)."""
 CLAMP_DEFAULT: dict[str, str] = {
@@ -171,6 +183,7 @@ _CONF_KEYS = {
     "downscale",
     "debias",
     "clamp",
+    "spread",
 }
 DESIGNS = {
     "one-hot": ("binary", "categorical"),
@@ -310,6 +323,7 @@ class ConfidentialColumn:
     downscale: float | str | None = None  # a censored column's weight or "auto" (None: PH)
     debias: bool = False  # a censor-uw continuous or count column's bootstrap correction
     clamp: str = "hard"  # how a censored fit bounds each term (relations.CLAMPS; PH: unused)
+    spread: str | None = None  # a log-normal regression's spread (SPREADS; None: no such choice)
     centring_auto: bool = False  # centring resolved from "auto" (:func:`resolve_centring`)
     mechanism_auto: bool = False  # chosen by the default rule (:data:`DEFAULT_PH_CELLS`)
 
@@ -708,6 +722,7 @@ def _confidential(
         downscale=_downscale(entry, name, mechanism),
         debias=_debias(entry, name, mechanism, kind),
         clamp=_clamp(entry, name, mechanism, model),
+        spread=_spread(entry, name, mechanism, model),
         mechanism_auto=auto,
     )
 
@@ -784,6 +799,26 @@ def _clamp(entry: Mapping[str, Any], name: str, mechanism: str, model: str | Non
     if not isinstance(value, str) or value not in relations.CLAMPS:
         choices = ", ".join(relations.CLAMPS)
         raise InputError("clamp", f"column {name!r}: must be one of {choices} (got {value!r})")
+    return value
+
+
+def _spread(entry: Mapping[str, Any], name: str, mechanism: str, model: str | None) -> str | None:
+    """``spread`` (:data:`SPREADS`) of a censored ``lognormal-regression`` column (default
+    :data:`SPREAD_DEFAULT`); None for every other column, which refuses the key."""
+    value = entry.get("spread")
+    takes = model in SPREAD_MODELS and not registry.model_free(mechanism)
+    if not takes:
+        if value is not None:
+            raise InputError(
+                "spread", f"column {name!r}: only a censored {SPREAD_MODELS[0]} column takes it"
+            )
+        return None
+    if value is None:
+        return SPREAD_DEFAULT
+    if value not in SPREADS:
+        raise InputError(
+            "spread", f"column {name!r}: must be one of {', '.join(SPREADS)} (got {value!r})"
+        )
     return value
 
 
