@@ -23,7 +23,9 @@ released three ways at epsilon 3 and 6 with the table's default sampler
   record, every other column copied (:func:`outcome_only`; a research run, not a release).
 * ``spread``: the default with each log-normal regression column's spread log-linear in its
   design (``spread = "by-parents"``) instead of one sigma (:func:`by_parents`);
-  ``outcome-only-spread``: ``outcome-only`` with that spread.
+  ``outcome-only-spread``: ``outcome-only`` with that spread;
+* ``public-parents``: the default with each PH level column drawn given the public level
+  columns too (:func:`public_parents`); ``spread-public-parents``: both changes.
 
 A variant whose spec is the default's on a table (every level column under the cap) is not
 run again: its rows would repeat the default's (``same_as`` in the results file says so).
@@ -90,6 +92,8 @@ METHODS = (
     "outcome-only",
     "spread",
     "outcome-only-spread",
+    "public-parents",
+    "spread-public-parents",
 )
 FIELDS = [
     "table",
@@ -266,6 +270,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
         return outcome_only(raw)
     if method in ("spread", "outcome-only-spread"):
         return by_parents(outcome_only(raw) if method == "outcome-only-spread" else raw)
+    if method in ("public-parents", "spread-public-parents"):
+        return public_parents(by_parents(raw) if method.startswith("spread") else raw)
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -323,6 +329,22 @@ def by_parents(raw: dict[str, Any]) -> dict[str, Any]:
     for entry in raw["confidential"]:
         if entry.get("model") == "lognormal-regression":
             entry["spread"] = "by-parents"
+    return raw
+
+
+def public_parents(raw: dict[str, Any]) -> dict[str, Any]:
+    """``public-parents``: every level column the default rule draws by PH drawn given the
+    public columns with levels as well as the level columns before it (``given``)."""
+    from dpsynth.table.spec import parse_spec
+
+    spec = parse_spec(raw)
+    public = [c["name"] for c in raw["public"] if c.get("levels")]
+    before: list[str] = []
+    for entry, col in zip(raw["confidential"], spec.confidential):
+        if col.mechanism == "ph" and col.levels is not None and public:
+            entry["given"] = public + before
+        if col.levels is not None:
+            before.append(col.name)
     return raw
 
 
@@ -539,9 +561,10 @@ def same_as(table: str, method: str) -> str:
 
 
 def _settings(raw: dict[str, Any]) -> tuple[str, list[Any], Any, list[Any]]:
-    """What a variant sets: each column's mechanism, their shares, ``fit_records``, spreads."""
+    """What a variant sets: each column's mechanism, their shares, ``fit_records``, spreads
+    and PH parents."""
     shares = [entry.get("share", 1.0) for entry in raw["confidential"]]
-    spreads = [entry.get("spread") for entry in raw["confidential"]]
+    spreads = [(e.get("spread"), e.get("given")) for e in raw["confidential"]]
     return resolved_mechanisms(raw, False), shares, raw.get("fit_records"), spreads
 
 

@@ -11,7 +11,7 @@ release publishes (the ones its epsilon covers), not the posterior sample.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -44,6 +44,7 @@ from dpsynth.table.spec import (
     DOWNSCALE_NATS,
     MISSING_SUFFIX,
     ConfidentialColumn,
+    PublicColumn,
     n_cells,
     own_size,
     ph_parents,
@@ -53,7 +54,8 @@ from dpsynth.table.steps import TABLE_PH
 
 @dataclass(frozen=True)
 class PublicInputs:
-    """What a column's draw reads: the public columns' features, the synthetic sets of the
+    """What a column's draw reads: the public columns' features (and their spec entries and
+    level codes: a PH column's public parents), the synthetic sets of the
     columns before it and their (public) spec entries. No field holds, or leads to, a
     confidential value: the draw of a column cannot see the data."""
 
@@ -61,11 +63,22 @@ class PublicInputs:
     synthetic: Mapping[str, tuple[np.ndarray, ...]]  # each predecessor's m synthetic sets
     done: tuple[ConfidentialColumn, ...]  # the predecessors, in synthesis order
     m: int
+    public_columns: tuple[PublicColumn, ...] = ()  # the spec's public columns
+    public_codes: Mapping[str, np.ndarray] = field(default_factory=dict)  # level ones' codes
 
     @property
     def n(self) -> int:
         """The table's public record count (public under the substitution relation)."""
         return int(self.public.shape[0])
+
+    def parent_values(self, parents: Sequence[Any], k: int) -> dict[str, np.ndarray]:
+        """A PH column's parents' values in set k: a public column's codes (copied), a
+        confidential predecessor's k-th synthetic set."""
+        return {
+            p.name: self.public_codes[p.name] if p.name in self.public_codes
+            else self.synthetic[p.name][k]
+            for p in parents
+        }  # fmt: skip
 
     def with_column(self, col: ConfidentialColumn, sets: list[np.ndarray]) -> PublicInputs:
         """These inputs with ``col``'s m synthetic sets added (the next column's)."""
@@ -106,7 +119,7 @@ class HistogramFit:
     parents its joint cells), the marginal histogram's samples and its seed."""
 
     col: ConfidentialColumn
-    parents: tuple[ConfidentialColumn, ...]
+    parents: tuple[ConfidentialColumn | PublicColumn, ...]
     sets: tuple[np.ndarray, ...]
     targets: np.ndarray | None
     col_seed: int | None
@@ -185,8 +198,9 @@ def fit_histogram_column(
     joint cells with them (:func:`_ph_inputs`), at its epsilon."""
     col, epsilon, m, col_seed = task.col, task.epsilon, task.m, task.col_seed
     marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, task.run)
-    parents = ph_parents(col, list(pub.done))
-    outcome, kw = _ph_inputs(col, parents, conf.values, conf.values[col.name])
+    parents = ph_parents(col, list(pub.done), pub.public_columns)
+    values = {**pub.public_codes, **conf.values}  # a public parent's codes are the file's
+    outcome, kw = _ph_inputs(col, parents, values, conf.values[col.name])
     if parents:  # a large joint sample: the conditional draw then adds little noise
         kw["n_synthetic"] = ph_joint_draws(pub.n)
     eps_fit = fit_epsilon(col, epsilon, conf.fit_records, pub.n)
@@ -204,8 +218,7 @@ def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarr
     own = [None] * pub.m if fit.targets is None else list(fit.targets)
     return [
         steps.conditional_values(
-            fit.col, list(fit.parents), {p.name: pub.synthetic[p.name][k] for p in fit.parents},
-            joint, rng, own[k],
+            fit.col, list(fit.parents), pub.parent_values(fit.parents, k), joint, rng, own[k],
         )
         for k, joint in enumerate(fit.sets)
     ]  # fmt: skip

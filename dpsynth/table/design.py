@@ -76,6 +76,14 @@ def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
     return np.hstack([feats, missing[:, None].astype(float)]) if enc.has_missing else feats
 
 
+def public_codes(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
+    """A public level column's 0-based codes on its spec's levels, as a PH column's parent
+    (:func:`dpsynth.table.spec.ph_parents`): a missing value counts as the first level, as a
+    confidential parent's does."""
+    codes = level_codes(frame[enc.column.name], enc.levels, enc.column.name)
+    return np.where(codes < 0, 0, codes).astype(float)
+
+
 def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
     """0-based codes of ``s`` on its public ``levels`` (-1 for missing); a value outside is
     refused (names the column, the record; never the value)."""

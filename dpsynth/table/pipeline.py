@@ -61,6 +61,7 @@ from dpsynth.table.columns import (
 from dpsynth.table.design import (
     column_codes,
     decoded,
+    public_codes,
     public_encoder,
     public_matrix,
     reference_codes,
@@ -347,7 +348,9 @@ def _inputs(
             ref_codes[col.name] = reference_codes(ref, col)
     ref_public = None if ref is None else public_matrix(ref, encoders)
     conf = ConfidentialInputs(values, ref_public, ref_codes, spec.fit_records)
-    return conf, clipped, PublicInputs(public_matrix(frame, encoders), {}, (), m)
+    codes = {e.column.name: public_codes(frame, e) for e in encoders if e.column.levels}
+    pub = PublicInputs(public_matrix(frame, encoders), {}, (), m, spec.public, codes)
+    return conf, clipped, pub
 
 
 def _announce(col: ConfidentialColumn, j: int, k: int, eps_j: float, run: dict) -> None:
@@ -387,7 +390,9 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
             "levels": getattr(c, "public_levels", c.levels),
             "public": isinstance(c, PublicColumn),
             "mechanism": getattr(c, "mechanism", None),
-            "given": [p.name for p in ph_parents(c, order[: order.index(c)])] if conf else None,
+            "given": [p.name for p in ph_parents(c, order[: order.index(c)], spec.public)]
+            if conf
+            else None,
             "calibrated": conf and c.calibrate_share > 0,
             "fit_records": subsample_size(c, spec.fit_records, len(frame))
             if isinstance(c, ConfidentialColumn)
@@ -524,7 +529,7 @@ def _table_report(
     for j, col in enumerate(order):
         rep = releases[col.name].report
         entry = {k: rep[k] for k in _COLUMN_REPORT_KEYS if k in rep}
-        parents = ph_parents(col, order[:j])
+        parents = ph_parents(col, order[:j], spec.public)
         entry.update(
             column=col.name,
             type=col.type,

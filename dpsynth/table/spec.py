@@ -459,13 +459,13 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     spec = TableSpec(public, conf, neighbours, reference, analysis, source, fit_records)
     order = spec.order()  # with the missingness indicators: a PH column's parents at run time
     for j, col in enumerate(order):
-        _check_given(col, order[:j])
-        if registry.model_free(col.mechanism) and j > 0:
-            _check_conditional_ph(col, order[:j])
+        _check_given(col, order[:j], public)
+        if registry.model_free(col.mechanism) and (j > 0 or ph_parents(col, [], public)):
+            _check_conditional_ph(col, order[:j], public)
         if (
             registry.model_free(col.mechanism)
             and col.calibrate_share > 0
-            and not ph_parents(col, order[:j])
+            and not ph_parents(col, order[:j], public)
         ):
             raise InputError(
                 "calibrate_share",
@@ -480,14 +480,31 @@ MAX_PH_CELLS = 100_000
 given its parents (the discrete columns before it, or those its ``given`` names)."""
 
 
-def ph_parents(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> list[Any]:
-    """The columns a PH column is drawn given: those its ``given`` names, else (a level
-    column) the binary and categorical ones before it, in synthesis order."""
+PH_PUBLIC_PARENTS = False
+"""Whether a PH level column whose spec names no ``given`` is also drawn given the public
+columns with public levels (before the confidential level columns before it). Internal (not in
+``__all__``). Evidence: book/choices.md, section choices-held-out."""
+
+
+def ph_parents(
+    col: ConfidentialColumn,
+    before: Sequence[ConfidentialColumn],
+    public: Sequence[PublicColumn] = (),
+) -> list[Any]:
+    """The columns a PH column is drawn given: those its ``given`` names (public columns with
+    public levels first, then confidential ones in synthesis order), else (a level column)
+    the binary and categorical ones before it, after the public level columns where
+    :data:`PH_PUBLIC_PARENTS` says so. A public parent's values are copied, not drawn."""
     if not registry.model_free(col.mechanism):
         return []
+    levelled = [p for p in public if p.levels is not None]
     if col.given is not None:
-        return [p for p in before if p.name in col.given]
-    return [p for p in before if p.levels is not None] if col.levels is not None else []
+        return [p for p in levelled if p.name in col.given] + [
+            p for p in before if p.name in col.given
+        ]
+    if col.levels is None:
+        return []
+    return (levelled if PH_PUBLIC_PARENTS else []) + [p for p in before if p.levels is not None]
 
 
 def own_size(col: ConfidentialColumn) -> int:
@@ -508,21 +525,30 @@ def n_cells(col: ConfidentialColumn, parents: Sequence[ConfidentialColumn]) -> i
     return math.prod(parent_size(p, col.given_bins) for p in parents)
 
 
-def _check_given(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
-    """``given``: confidential columns before this one, each named once."""
+def _check_given(
+    col: ConfidentialColumn,
+    before: Sequence[ConfidentialColumn],
+    public: Sequence[PublicColumn] = (),
+) -> None:
+    """``given``: public columns with public levels, or confidential columns before this
+    one, each named once."""
     if col.given is None:
         return
-    names = [p.name for p in before]
+    names = [p.name for p in public if p.levels is not None] + [p.name for p in before]
     for g in col.given:
         if g not in names:
             raise InputError(
                 "given",
-                f"column {col.name!r}: {g!r} is not a confidential column before it "
-                f"(before it: {', '.join(names) or 'none'})",
+                f"column {col.name!r}: {g!r} is neither a public column with levels nor a "
+                f"confidential column before it (these are: {', '.join(names) or 'none'})",
             )
 
 
-def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[ConfidentialColumn]) -> None:
+def _check_conditional_ph(
+    col: ConfidentialColumn,
+    before: Sequence[ConfidentialColumn],
+    public: Sequence[PublicColumn] = (),
+) -> None:
     """PH after other columns: a level column, drawn given the discrete columns before it
     or those its ``given`` names, or a continuous column with ``given`` (the perturbed
     histogram of their joint cells, then post-processing)."""
@@ -532,7 +558,7 @@ def _check_conditional_ph(col: ConfidentialColumn, before: Sequence[Confidential
             f"column {col.name!r}: ph after other columns draws a level given the columns "
             "before it (a continuous column: with given); a count column there needs a model",
         )
-    cells = own_size(col) * n_cells(col, ph_parents(col, before))
+    cells = own_size(col) * n_cells(col, ph_parents(col, before, public))
     if cells > MAX_PH_CELLS:
         raise InputError(
             "mechanism",
