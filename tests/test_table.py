@@ -206,7 +206,12 @@ HOSTILE = [
             words,
         )
         for case, change, param, words in [
-            ("names a public column", {"given": ["age"]}, "given", "before it: income, spend"),
+            (
+                "names a public column without levels",
+                {"given": ["age"]},
+                "given",
+                "(these are: region, income, spend)",
+            ),
             ("bins on a level column", {"bins": 5}, "bins", "continuous ph"),
             (
                 "bins zero",
@@ -214,7 +219,7 @@ HOSTILE = [
                 "bins",
                 "2 to",
             ),
-            ("names itself", {"given": ["owner"]}, "given", "'owner' is not"),
+            ("names itself", {"given": ["owner"]}, "given", "'owner' is neither"),
             ("twice", {"given": ["income", "income"]}, "given", "distinct"),
             ("not a list", {"given": "income"}, "given", "list"),
             ("bins without given", {"given_bins": 5}, "given_bins", "needs given"),
@@ -226,7 +231,7 @@ HOSTILE = [
         "given a column after it",
         {**BASE, "confidential": [{**GIVEN_COLUMN, "given": ["income"]}, *BASE["confidential"]]},
         "given",
-        "before it: none",
+        "(these are: region)",
     ),
     (
         "calibrate_share without a histogram",
