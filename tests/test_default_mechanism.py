@@ -182,7 +182,8 @@ def test_the_public_report_states_the_rule_where_it_chose():
     assert cols["c"]["mechanism_rule"] == DEFAULT_MECHANISM_MEANING
     assert cols["b"]["mechanism_rule"] == DEFAULT_MECHANISM_MEANING
     assert "mechanism_rule" not in cols["d"]  # named in the spec
-    assert cols["b"]["predecessors"] == ["c"]  # PH given its parent
+    assert cols["b"]["predecessors"] == ["g", "c"]  # PH given the public g and its parent c
+    assert cols["c"]["predecessors"] == ["g"]  # the public level column (PH_PUBLIC_PARENTS)
     assert f"at most {DEFAULT_PH_CELLS}" in DEFAULT_MECHANISM_MEANING
     assert set(out.data["b"].unique()) <= {0, 1}
 

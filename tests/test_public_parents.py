@@ -1,6 +1,7 @@
-"""A PH level column drawn given public level columns (``given`` naming them): the spec's
-checks, the dependence on the public column kept (known answer, seeded), the draw reading
-public codes only, and the report naming the parents."""
+"""A PH level column drawn given public level columns (by default within the cap,
+``PH_PUBLIC_PARENTS``, or where ``given`` names them): the spec's checks, the dependence on
+the public column kept (known answer, seeded), the draw reading public codes only, and the
+report naming the parents."""
 
 import copy
 
@@ -9,7 +10,7 @@ import pandas as pd
 import pytest
 
 from dpsynth.errors import InputError
-from dpsynth.table.spec import parse_spec, ph_parents
+from dpsynth.table.spec import DEFAULT_PH_CELLS, PH_PUBLIC_PARENTS, parse_spec, ph_parents
 
 BASE = {
     "public": [
@@ -64,16 +65,33 @@ def _yes_share(frame: pd.DataFrame) -> np.ndarray:
     return np.array([np.mean(frame.loc[frame.g == lv, "h"] == "yes") for lv in "abc"])
 
 
-def test_the_dependence_on_a_public_parent_is_kept_only_when_given():
-    """Known answer (n = 3,000, epsilon 6, seeded): given g, each level of g's synthetic
-    share of "yes" is within 0.05 of the data's; drawn alone, the three shares lie within
-    0.1 of one another (g's dependence lost) while the data's span 0.75."""
+def test_by_default_a_ph_level_column_is_drawn_given_the_public_levels_within_the_cap():
+    """PH_PUBLIC_PARENTS: the public level columns first, then the confidential level
+    columns before it, where the joint cells stay within DEFAULT_PH_CELLS; past it, the
+    confidential ones only (a public column never makes a PH column a censored fit)."""
+    assert PH_PUBLIC_PARENTS
+    spec = parse_spec(_raw())
+    order = spec.order()
+    assert [p.name for p in ph_parents(order[1], order[:1], spec.public)] == ["g", "h"]
+    wide = _raw()
+    wide["public"][0]["levels"] = [f"l{i}" for i in range(DEFAULT_PH_CELLS // 4 + 1)]
+    spec = parse_spec(wide)
+    order = spec.order()
+    assert [p.name for p in ph_parents(order[1], order[:1], spec.public)] == ["h"]
+    assert order[1].mechanism == "ph"
+
+
+def test_the_dependence_on_a_public_parent_is_kept_only_when_drawn_given_it():
+    """Known answer (n = 3,000, epsilon 6, seeded): given g (the default), each level of g's
+    synthetic share of "yes" is within 0.05 of the data's; drawn alone (``given = []``), the
+    three shares lie within 0.1 of one another (g's dependence lost) while the data's span
+    0.75."""
     from dpsynth.table.pipeline import synthesize_table
 
     frame = _frame(3000, 1)
     truth = _yes_share(frame)
-    given = synthesize_table(frame, _raw(["g"]), 6.0, seed=2)
-    alone = synthesize_table(frame, _raw(), 6.0, seed=2)
+    given = synthesize_table(frame, _raw(), 6.0, seed=2)
+    alone = synthesize_table(frame, _raw([]), 6.0, seed=2)
     assert np.all(np.abs(_yes_share(given.data) - truth) < 0.05)
     assert np.ptp(_yes_share(alone.data)) < 0.1 and np.ptp(truth) > 0.7
     entry = next(c for c in given.report["confidential_columns"] if c["column"] == "h")

@@ -245,7 +245,13 @@ HOSTILE = [
     ),
     (
         "calibrate_share on a ph column without parents",
-        {**BASE, "confidential": [*BASE["confidential"], {**GIVEN_COLUMN, "calibrate_share": 0.5}]},
+        {
+            **BASE,
+            "confidential": [
+                *BASE["confidential"],
+                {**GIVEN_COLUMN, "given": [], "calibrate_share": 0.5},
+            ],
+        },
         "calibrate_share",
         "'owner': a ph column is calibrated only when drawn given others",
     ),

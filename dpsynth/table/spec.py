@@ -93,18 +93,35 @@ measurement held (ISLR::Wage's last binary column, given four level columns), wh
 did better than the censored fits on every figure; a cap of 100 (those two columns censored)
 did worse. dpsynth's extension. Evidence: book/choices.md, section choices-default-mechanism,
 from ``benchmarks/bench_defaults.py`` (``benchmarks/results/defaults.csv``)."""
+PH_PUBLIC_PARENTS = True
+"""Whether a PH level column whose spec names no ``given`` is also drawn given the public
+columns with public levels (before the confidential level columns before it), where its joint
+cells with them stay within :data:`DEFAULT_PH_CELLS` (past it, given the confidential ones
+only: a public column never turns a PH column into a censored fit). Post-processing of the
+same histogram's cells: the public values are copied, and one record still moves between two
+cells. Internal (not in ``__all__``). Evidence: book/choices.md, section choices-held-out
+(the pMSE ratio and the two-way distances, from ``benchmarks/bench_defaults.py``)."""
+
+
 CENSORED_ONLY_KEYS = ("centring", "clamp", "downscale", "debias", "calibrate_bins",
                       "calibrate_dispersion")  # fmt: skip
 """Keys only a censored model column takes: a level column that sets one, and names no
 mechanism, is a censored fit of its model (the spec asked for one)."""
 PH_ONLY_KEYS = ("given", "given_bins", "bins")
 """Keys only a PH column takes: a column that sets one, and names no mechanism, is PH."""
+_PUBLIC_PARENTS_MEANING = (
+    ", and with the public level columns as well where the cells stay within that number (their "
+    "values copied)"
+    if PH_PUBLIC_PARENTS
+    else ""
+)
 DEFAULT_MECHANISM_MEANING = (
     "the spec names no mechanism for this column, so dpsynth chose it from the spec alone: a "
-    "binary or categorical column is drawn by PH (a Laplace histogram of its joint cells with "
-    "the binary and categorical confidential columns before it, or those its given names, "
-    "then each record's level given its synthetic parents) where those cells number at most "
-    f"{DEFAULT_PH_CELLS}, else by a censored fit of its model (censor-uw; logistic or "
+    "binary or categorical column is drawn by PH where its joint cells with the binary and "
+    "categorical confidential columns before it (or those its given names) number at most "
+    f"{DEFAULT_PH_CELLS} (a Laplace histogram of its joint cells with those columns"
+    f"{_PUBLIC_PARENTS_MEANING}, then each record's level given its synthetic parents), else "
+    "by a censored fit of its model (censor-uw; logistic or "
     "categorical where the spec names none); a model the spec names does not choose the "
     "mechanism (PH then draws the column without it); a continuous or count column is a "
     'censored fit of its model (censor-uw); a mechanism = "..." in the spec always wins'
@@ -480,12 +497,6 @@ MAX_PH_CELLS = 100_000
 given its parents (the discrete columns before it, or those its ``given`` names)."""
 
 
-PH_PUBLIC_PARENTS = False
-"""Whether a PH level column whose spec names no ``given`` is also drawn given the public
-columns with public levels (before the confidential level columns before it). Internal (not in
-``__all__``). Evidence: book/choices.md, section choices-held-out."""
-
-
 def ph_parents(
     col: ConfidentialColumn,
     before: Sequence[ConfidentialColumn],
@@ -494,7 +505,8 @@ def ph_parents(
     """The columns a PH column is drawn given: those its ``given`` names (public columns with
     public levels first, then confidential ones in synthesis order), else (a level column)
     the binary and categorical ones before it, after the public level columns where
-    :data:`PH_PUBLIC_PARENTS` says so. A public parent's values are copied, not drawn."""
+    :data:`PH_PUBLIC_PARENTS` says so and the joint cells stay within
+    :data:`DEFAULT_PH_CELLS`. A public parent's values are copied, not drawn."""
     if not registry.model_free(col.mechanism):
         return []
     levelled = [p for p in public if p.levels is not None]
@@ -504,7 +516,11 @@ def ph_parents(
         ]
     if col.levels is None:
         return []
-    return (levelled if PH_PUBLIC_PARENTS else []) + [p for p in before if p.levels is not None]
+    own = [p for p in before if p.levels is not None]
+    both = levelled + own
+    if PH_PUBLIC_PARENTS and len(col.levels) * n_cells(col, both) <= DEFAULT_PH_CELLS:
+        return both
+    return own
 
 
 def own_size(col: ConfidentialColumn) -> int:
@@ -804,7 +820,8 @@ def _default_cells(
     entry: Mapping[str, Any], kind: str, before: Sequence[ConfidentialColumn]
 ) -> int:
     """A level column's joint cells under PH given the level columns before it: its own
-    public levels (a binary column's two) times theirs."""
+    public levels (a binary column's two) times theirs. The public level columns do not
+    count: they join a PH column's parents only within the cap (:func:`ph_parents`)."""
     levels = entry.get("levels")
     own = len(levels) if isinstance(levels, list) else 2
     return own * math.prod(len(p.levels) for p in before if p.levels is not None)
