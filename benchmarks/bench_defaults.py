@@ -7,7 +7,8 @@ released three ways at epsilon 3 and 6 with the table's default sampler
 
 * ``default``: the spec as written: a binary or categorical column with no mechanism is PH
   given its parents where their joint cells number at most ``spec.DEFAULT_PH_CELLS``, else a
-  censored fit of its model (``dpsynth.table.spec._mechanism``);
+  censored fit of its model (``dpsynth.table.spec._mechanism``); the ``versions`` column
+  says which dpsynth's default a row measured;
 * ``censor-uw``: every confidential column ``mechanism = "censor-uw"`` (the default before
   the rule: a level column a censored logistic or categorical fit);
 * ``ph-levels``: every level column ``mechanism = "ph"`` given all the level columns
@@ -24,8 +25,11 @@ released three ways at epsilon 3 and 6 with the table's default sampler
 * ``spread``: the default with each log-normal regression column's spread log-linear in its
   design (``spread = "by-parents"``) instead of one sigma (:func:`by_parents`);
   ``outcome-only-spread``: ``outcome-only`` with that spread;
-* ``public-parents``: the default with each PH level column drawn given the public level
-  columns too (:func:`public_parents`); ``spread-public-parents``: both changes.
+* ``public-parents``: each PH level column drawn given the public level columns too
+  (:func:`public_parents`; the default since ``PH_PUBLIC_PARENTS``, whose rows before it are
+  ``default`` rows of earlier versions); ``spread-public-parents``: with the spread too;
+  ``confidential-parents``: given the confidential level columns before it only (the default
+  before ``PH_PUBLIC_PARENTS``).
 
 A variant whose spec is the default's on a table (every level column under the cap) is not
 run again: its rows would repeat the default's (``same_as`` in the results file says so).
@@ -94,6 +98,7 @@ METHODS = (
     "outcome-only-spread",
     "public-parents",
     "spread-public-parents",
+    "confidential-parents",
 )
 FIELDS = [
     "table",
@@ -272,6 +277,8 @@ def variant(raw: dict[str, Any], method: str) -> dict[str, Any]:
         return by_parents(outcome_only(raw) if method == "outcome-only-spread" else raw)
     if method in ("public-parents", "spread-public-parents"):
         return public_parents(by_parents(raw) if method.startswith("spread") else raw)
+    if method == "confidential-parents":
+        return public_parents(raw, public=False)
     done: list[dict[str, Any]] = []
     for entry in raw["confidential"]:
         kind = _level_type(entry)
@@ -332,17 +339,19 @@ def by_parents(raw: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def public_parents(raw: dict[str, Any]) -> dict[str, Any]:
+def public_parents(raw: dict[str, Any], public: bool = True) -> dict[str, Any]:
     """``public-parents``: every level column the default rule draws by PH drawn given the
-    public columns with levels as well as the level columns before it (``given``)."""
+    public columns with levels as well as the level columns before it (``given``; what the
+    default does since ``spec.PH_PUBLIC_PARENTS``, within the cap); ``public=False``
+    (``confidential-parents``): given the level columns before it only (the default before)."""
     from dpsynth.table.spec import parse_spec
 
     spec = parse_spec(raw)
-    public = [c["name"] for c in raw["public"] if c.get("levels")]
+    levelled = [c["name"] for c in raw["public"] if c.get("levels")] if public else []
     before: list[str] = []
     for entry, col in zip(raw["confidential"], spec.confidential):
-        if col.mechanism == "ph" and col.levels is not None and public:
-            entry["given"] = public + before
+        if col.mechanism == "ph" and col.levels is not None and (levelled or not public):
+            entry["given"] = levelled + before
         if col.levels is not None:
             before.append(col.name)
     return raw
