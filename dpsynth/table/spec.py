@@ -97,9 +97,9 @@ PH_PUBLIC_PARENTS = True
 """Whether a PH level column whose spec names no ``given`` is also drawn given the public
 columns with public levels (before the confidential level columns before it), where its joint
 cells with them stay within :data:`DEFAULT_PH_CELLS` (past it, given the confidential ones
-only: a public column never turns a PH column into a censored fit). Post-processing of the
-same histogram's cells: the public values are copied, and one record still moves between two
-cells. Internal (not in ``__all__``). Evidence: book/choices.md, section choices-held-out
+only: a public column never turns a PH column into a censored fit). The same mechanism on
+finer cells: one record still moves between two cells (sensitivity 2, the column's epsilon
+unchanged), and the draw reads the public values the release copies. Internal (not in ``__all__``). Evidence: book/choices.md, section choices-held-out
 (the pMSE ratio and the two-way distances, from ``benchmarks/bench_defaults.py``)."""
 
 
