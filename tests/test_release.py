@@ -540,13 +540,18 @@ def test_write_interrupted_midway_keeps_old_files(
 
 def test_shipped_programs_follow_the_convention():
     for model in MODELS.values():
-        if model.dispersion is None:
+        # the data only stan_data supplies from the model's own declaration (a fixable
+        # dispersion's two, a spread flag), which a user program could not: the check names
+        # them and only them
+        extra = []
+        if model.spread_by_design is not None:
+            extra.append("spread_by_design")
+        if model.dispersion is not None:
+            extra += [f"{model.dispersion}_fixed", f"{model.dispersion}_known"]
+        if not extra:
             check_convention(model.stan_file)
             continue
-        # a fixable dispersion's two data, which only stan_data supplies from the model's
-        # known_dispersion (a user program could not): the check names them and only them
-        d = model.dispersion
-        with pytest.raises(InputError, match=rf"cannot supply \({d}_fixed, {d}_known\);"):
+        with pytest.raises(InputError, match=rf"cannot supply \({', '.join(extra)}\);"):
             check_convention(model.stan_file)
     check_convention(TEST_STAN / "broken_target.stan")  # broken only in what it computes
     check_convention(TEST_STAN / "broken_contrib.stan")
