@@ -573,8 +573,8 @@ def _settings(raw: dict[str, Any]) -> tuple[str, list[Any], Any, list[Any]]:
     """What a variant sets: each column's mechanism, their shares, ``fit_records``, spreads
     and PH parents."""
     shares = [entry.get("share", 1.0) for entry in raw["confidential"]]
-    spreads = [(e.get("spread"), e.get("given")) for e in raw["confidential"]]
-    return resolved_mechanisms(raw, False), shares, raw.get("fit_records"), spreads
+    per_column = [(e.get("spread"), e.get("given")) for e in raw["confidential"]]
+    return resolved_mechanisms(raw, False), shares, raw.get("fit_records"), per_column
 
 
 def versions() -> str:

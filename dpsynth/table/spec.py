@@ -23,6 +23,7 @@ from typing import Any
 
 from dpsynth.errors import InputError, require_downscale
 from dpsynth.mechanisms import registry
+from dpsynth.models.catalogue import MODELS
 from dpsynth.privacy import relations
 
 TABLE_MECHANISMS = registry.table_names()
@@ -137,8 +138,9 @@ spread. A record still changes its own term only; the censoring is the same."""
 SPREAD_DEFAULT = "constant"
 """``spread`` of a log-normal regression column when the spec does not say. Internal (not in
 ``__all__``). Evidence: book/choices.md, section choices-held-out."""
-SPREAD_MODELS = ("lognormal-regression",)
-"""The models that take ``spread`` (their program declares ``spread_by_design``)."""
+SPREAD_MODELS = tuple(name for name, m in MODELS.items() if m.spread_by_design is not None)
+"""The models that take ``spread``: those whose declaration has ``spread_by_design``
+(``dpsynth.models.catalogue.Model``)."""
 
 DEBIASED_TYPES = ("continuous", "count")
 """Column types whose censor-uw fit may be bias-corrected (``debias``)."""
@@ -853,7 +855,8 @@ def _spread(entry: Mapping[str, Any], name: str, mechanism: str, model: str | No
     if not takes:
         if value is not None:
             raise InputError(
-                "spread", f"column {name!r}: only a censored {SPREAD_MODELS[0]} column takes it"
+                "spread",
+                f"column {name!r}: only a censored {' or '.join(SPREAD_MODELS)} column takes it",
             )
         return None
     if value is None:
