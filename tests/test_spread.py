@@ -58,6 +58,10 @@ def test_a_spread_the_column_cannot_take_is_refused_naming_it(entry, message):
 
 
 def test_only_a_program_that_declares_the_spread_takes_it():
+    from dpsynth.models.catalogue import MODELS
+    from dpsynth.table.spec import SPREAD_MODELS
+
+    assert SPREAD_MODELS == tuple(n for n, m in MODELS.items() if m.spread_by_design is not None)
     with pytest.raises(InputError, match="^spread: model 'gamma-regression'"):
         get_model("gamma-regression").with_spread(True)
     model = get_model("lognormal-regression")
