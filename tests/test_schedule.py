@@ -83,6 +83,63 @@ def test_a_seeded_table_is_the_same_release_on_a_cluster(cluster):
         assert there.diagnostics["columns"][name]["fit_seconds"] > 0
 
 
+class _Sent:
+    """A value scattered to the recording client (what a task holds instead of the value)."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Done:
+    def __init__(self, value):
+        self.value = value
+
+    def result(self):
+        return self.value
+
+    def done(self):
+        return True
+
+
+class _RecordingClient:
+    """A client that runs each task at once and records what was sent: scattered values
+    and every task's arguments (the sizes a real cluster would ship)."""
+
+    def __init__(self):
+        self.scattered, self.tasks = [], []
+
+    def scatter(self, value, direct=False):
+        self.scattered.append(value)
+        return _Sent(value)
+
+    def submit(self, fn, *args, **kw):
+        self.tasks.append(args)
+        return _Done(fn(*(a.value if isinstance(a, _Sent) else a for a in args)))
+
+    def cancel(self, futures, force=False):
+        pass
+
+
+def test_the_records_go_to_a_cluster_once_not_with_every_fit():
+    """The confidential codes and the public columns (n rows each) are scattered once; a
+    fit's task carries only handles and small public settings, and the release is the
+    same as in this process."""
+    from dpsynth.table.columns import ConfidentialInputs, PublicInputs
+
+    client = _RecordingClient()
+    there = _release(client=client)
+    kinds = sorted(type(v).__name__ for v in client.scattered)
+    assert kinds == ["ConfidentialInputs", "PublicInputs"]
+    assert len(client.tasks) == 3  # one per confidential column
+    for args in client.tasks:  # (fit, task, conf, public, predecessors, their sets or None)
+        assert not any(isinstance(a, (ConfidentialInputs, PublicInputs)) for a in args)
+        assert not any(isinstance(a, np.ndarray) and a.size >= 200 for a in args)
+        assert isinstance(args[2], _Sent) and isinstance(args[3], _Sent)
+        if args[5] is not None:  # a marginal centre: its predecessors' synthetic sets only
+            assert set(args[5]) == {c.name for c in args[4]}
+    pd.testing.assert_frame_equal(_release().data, there.data)
+
+
 def test_a_bad_client_is_refused_in_one_line():
     with pytest.raises(InputError, match="client") as err:
         _release(client=42)
