@@ -267,3 +267,7 @@ def test_a_poor_verdict_on_a_reference_that_can_judge_it_still_refuses(tmp_path)
     assert not result.ok and result.verdict == "poor"
     assert result.ideal_poor is not None and result.ideal_poor < IDEAL_POOR_LIMIT
     assert "the table verdict there is poor" in result.refusal
+    assert result.summary().endswith(
+        f"(an ideal synthesis of the reference was rated poor in {result.ideal_poor:.0%} of "
+        f"{IDEAL_TRIALS} trials: at its size most ideal syntheses are not)"
+    )

@@ -110,7 +110,14 @@ class Preflight:
     def summary(self) -> str:
         """One line for the curator: where it ran, the outcome, and its time."""
         if not self.ok:
-            return f"preflight on {self.where}, {self.seconds:.1f} s: {self.refusal}"
+            told = f"preflight on {self.where}, {self.seconds:.1f} s: {self.refusal}"
+            if self.ideal_poor is None:
+                return told
+            return (
+                f"{told} (an ideal synthesis of the reference was rated poor in "
+                f"{self.ideal_poor:.0%} of {IDEAL_TRIALS} trials: at its size most "
+                "ideal syntheses are not)"
+            )
         fits = [c for c in self.converged.values() if c is not None]
         what = f"{sum(fits)} of {len(fits)} fit(s) converged" if fits else "no MCMC fit"
         if self.verdict is not None:
