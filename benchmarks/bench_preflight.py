@@ -26,7 +26,6 @@ import csv
 import datetime
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -82,13 +81,10 @@ def run_one(table: str, epsilon: float, rep: int, timeout: float) -> dict:
         "load1": round(os.getloadavg()[0], 2),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return {**head, "status": f"timeout after {timeout:.0f} s"}
-    if out.returncode != 0:
-        return {**head, "status": "failed: " + (out.stderr.strip().splitlines() or ["?"])[-1][:200]}
-    return {**head, "status": "ok", **json.loads(out.stdout.strip().splitlines()[-1])}
+    sys.path.insert(0, str(HERE))
+    from bench_scaling import child_row
+
+    return child_row(cmd, head, timeout)
 
 
 def main() -> None:

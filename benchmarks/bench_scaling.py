@@ -135,6 +135,12 @@ def run_one(workload: str, n: int, backend: str, chains: int, iters: int, timeou
         "load1": round(os.getloadavg()[0], 2),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+    return child_row(argv, head, timeout)
+
+
+def child_row(argv: list[str], head: dict, timeout: float) -> dict:
+    """``head`` with the status and figures of a child process that prints one JSON line last
+    (``timeout after ...`` or ``failed: <its last error line>`` instead when it does not)."""
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
