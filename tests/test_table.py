@@ -569,6 +569,9 @@ def test_an_unconverged_column_gets_the_advice_of_its_failure(figures, advice):
     expected = TABLE_MULTIMODAL_ADVICE if advice == "multimodal" else TABLE_CONVERGENCE_ADVICE
     assert text.endswith(expected)
     assert ("will not help" in text) == (advice == "multimodal")
+    named = table_convergence_note(convergence_note(figures), "income", reference=True)
+    assert "reference = " not in named  # the spec names one already
+    assert named == text.replace("a public reference (reference = ... in the spec), ", "")
 
 
 @pytest.mark.slow

@@ -309,7 +309,7 @@ def _release_table(
         diagnostics["columns"][name]["fit_seconds"] = secs
     first = data if m == 1 else data[data[_set_column()] == 1]
     verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
-    diagnostics["verdict"] = _with_convergence(verdict, releases)
+    diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
     results = {k: r.confidential for k, r in releases.items()}
     return Release(data, report, diagnostics, results)
 
@@ -440,9 +440,11 @@ def _with_guarantee(verdict: dict[str, Any], report: dict[str, Any]) -> dict[str
     return verdict
 
 
+REFERENCE_ADVICE = "a public reference (reference = ... in the spec), "
+"""The advice's clause that names a reference: left out where the spec names one."""
 TABLE_CONVERGENCE_ADVICE = (
-    "give the column a larger share or the table a larger epsilon, a public reference "
-    "(reference = ... in the spec), longer or more chains (iter_warmup, iter_sampling, "
+    f"give the column a larger share or the table a larger epsilon, {REFERENCE_ADVICE}"
+    "longer or more chains (iter_warmup, iter_sampling, "
     "chains), a higher step-size target (adapt_delta), another model (model in the spec) or "
     'mechanism = "ph" for a level column'
 )
@@ -450,7 +452,7 @@ TABLE_CONVERGENCE_ADVICE = (
 advice (its flags) does not name."""
 TABLE_MULTIMODAL_ADVICE = (
     f"{MULTIMODAL_SAYS}, so longer or more chains will not help: give the column a larger "
-    "share or the table a larger epsilon, a public reference (reference = ... in the spec), "
+    f"share or the table a larger epsilon, {REFERENCE_ADVICE}"
     "predecessors that explain it (its place in the order), another model (model in the "
     'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains)'
 )
@@ -466,21 +468,27 @@ def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
     return InputError(exc.param, f"column {col.name!r}: {body}")
 
 
-def table_convergence_note(note: str, column: str) -> str:
+def table_convergence_note(note: str, column: str, reference: bool = False) -> str:
     """A column's convergence note (:func:`dpsynth.engine.diagnostics.convergence_note`) in the
     table's terms: the column named, the advice :data:`TABLE_MULTIMODAL_ADVICE` for chains
-    in different modes, else :data:`TABLE_CONVERGENCE_ADVICE`."""
+    in different modes, else :data:`TABLE_CONVERGENCE_ADVICE`, without
+    :data:`REFERENCE_ADVICE` where the spec names a ``reference`` already."""
     split = note.index("]: ") + 3 if "]: " in note else len(note)
     multimodal = note[split:].startswith(MULTIMODAL_SAYS)
     advice = TABLE_MULTIMODAL_ADVICE if multimodal else TABLE_CONVERGENCE_ADVICE
+    if reference:
+        advice = advice.replace(REFERENCE_ADVICE, "")
     return f"column {column!r}: {note[:split]}{advice}"
 
 
-def _with_convergence(verdict: dict[str, Any], releases: dict[str, Any]) -> dict[str, Any]:
+def _with_convergence(
+    verdict: dict[str, Any], releases: dict[str, Any], reference: bool = False
+) -> dict[str, Any]:
     """The table verdict, poor where a column's fit did not converge (the release is made
-    all the same: its outcome must not depend on the data), naming the first such column."""
+    all the same: its outcome must not depend on the data), naming the first such column
+    (the advice without a reference where the spec names one)."""
     notes = [
-        table_convergence_note(r.diagnostics["utility"]["next_step"], name)
+        table_convergence_note(r.diagnostics["utility"]["next_step"], name, reference)
         for name, r in releases.items()
         if r.diagnostics.get("utility", {}).get("converged") is False
     ]
