@@ -185,3 +185,49 @@ def test_the_synthesizer_hands_synthesis_its_public_inputs_only(monkeypatch):
     with pytest.raises(InputError) as exc:
         syn.synthesize(result, m=6)  # more sets than retained draws
     assert exc.value.param == "m"
+
+
+class _RowsOf:
+    """A :class:`~dpsynth.models.synthesis.RowDesign` over an array, recording each request."""
+
+    def __init__(self, X: np.ndarray) -> None:
+        self.X, self.n, self.seen = X, X.shape[0], []
+
+    def at(self, rows):
+        out = self.X[rows]
+        self.seen.append(out.shape[0])
+        return out
+
+
+def test_a_large_set_is_drawn_a_chunk_of_rows_at_a_time(monkeypatch):
+    """A table's set design is made DRAW_ROWS rows at a time: up to that size it gives the
+    same records as the whole design, value for value; past it no design holds more rows,
+    the steps read the public step rows, and the records still follow the draw (OLS of
+    log y on the design recovers the coefficients, n = 3,000 in chunks of 128)."""
+    from dpsynth.models.catalogue import PublicDesign, get_model
+
+    model = get_model("lognormal-regression")
+    X = np.random.default_rng(3).uniform(size=(3000, 2)).view(PublicDesign)
+    draw = {"beta": np.array([1.0, 0.5, -0.8]), "sigma": np.array(0.3)}
+    whole = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [X], None)[0]
+    one = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [_RowsOf(X)], None)
+    np.testing.assert_array_equal(whole, one[0])
+
+    monkeypatch.setattr(synthesis, "DRAW_ROWS", 128)
+    step_sizes = []
+
+    def step(d, Xd, k):
+        step_sizes.append(Xd.shape[0])
+        return d
+
+    rows = _RowsOf(X)
+    y = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [rows], None, [step])[0]
+    assert step_sizes == [128] and max(rows.seen) == 128
+    assert sum(rows.seen[1:]) == 3000 and y.shape == (3000,)  # the step rows, then the chunks
+    np.testing.assert_array_equal(synthesis.step_rows(3000), synthesis.step_rows(3000))
+    design = np.column_stack([np.ones(3000), np.asarray(X)])
+    coef, *_ = np.linalg.lstsq(design, np.log(y), rcond=None)
+    se = 0.3 / (np.sqrt(3000) * np.sqrt(1 / 12))  # a slope's s.e. on a uniform(0, 1) column
+    np.testing.assert_allclose(coef, draw["beta"], atol=4.5 * se)  # 0.085
+    resid = np.log(y) - design @ coef
+    assert abs(resid.std() - 0.3) < 0.02

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -133,29 +133,92 @@ def published_draws(
     return tuple({k: v[int(s)] for k, v in draws.items()} for s in picks), rng
 
 
+DRAW_ROWS = 200_000
+"""A whole table's set is drawn from its public design at most this many rows at a time: the
+draw's steps read the design at :func:`step_rows` (every row of a table this size or
+smaller, else a public random this many), and its values are simulated a chunk of rows at a
+time, so a set's design never holds more rows than this, however large the table (its
+memory: book, Scale). A table of at most this many records is drawn as one chunk."""
+
+
+class RowDesign(Protocol):
+    """A set's public design made on demand, some rows at a time (a whole table's,
+    :mod:`dpsynth.table.columns`): ``n`` rows; ``at(rows)``, the design (no intercept column,
+    a :class:`~dpsynth.models.catalogue.PublicDesign`) at ``rows`` (a slice or positions)."""
+
+    n: int
+
+    def at(self, rows: slice | np.ndarray) -> np.ndarray: ...
+
+
+def step_rows(n: int) -> slice | np.ndarray:
+    """The rows of an n-row design a draw's steps read: all of them up to :data:`DRAW_ROWS`,
+    else that many positions drawn with a generator seeded by n alone (public, in order)."""
+    if n <= DRAW_ROWS:
+        return slice(None)
+    return np.sort(np.random.default_rng(n).choice(n, DRAW_ROWS, replace=False))
+
+
 def sets_at_designs(
     model: Model,
     draws: Sequence[Mapping[str, Any]],
     rng: np.random.Generator,
-    designs: Iterable[np.ndarray | None],
+    designs: Iterable[np.ndarray | RowDesign | None],
     bounds: tuple[float, float] | None,
     steps: Sequence[Any] = (),
 ) -> list[np.ndarray]:
     """Set k from ``draws[k]`` at the public design ``designs[k]`` (no intercept column;
-    :func:`dpsynth.models.catalogue.design_matrix` adds it): each step of ``steps`` (a
-    callable ``(draw, design matrix, k) -> draw``, post-processing) applied to the draw in
-    turn, then ``model.simulate`` with ``rng``, back on the outcome's scale inside the
-    public bounds. Records come from the draw and public inputs only."""
+    :func:`dpsynth.models.catalogue.design_matrix` adds it; a :class:`RowDesign` is made
+    :data:`DRAW_ROWS` rows at a time): each step of ``steps`` (a callable ``(draw, design
+    matrix, k) -> draw``, post-processing) applied to the draw in turn, then
+    ``model.simulate`` with ``rng``, back on the outcome's scale inside the public bounds.
+    Records come from the draw and public inputs only."""
     out = []
     for k, (draw, X) in enumerate(zip(draws, designs, strict=True)):
-        n = 0 if X is None else X.shape[0]
-        Xd = design_matrix(n, X)
-        for step in steps:
-            draw = step(draw, Xd, k)
-        y = np.asarray(model.simulate(draw, {"n": n, "K": Xd.shape[1], "X": Xd}, n, rng), float)
+        if hasattr(X, "at"):
+            y = _set_by_rows(model, draw, rng, X, steps, k)
+        else:
+            Xd = design_matrix(0 if X is None else X.shape[0], X)
+            for step in steps:
+                draw = step(draw, Xd, k)
+            y = _simulated(model, draw, Xd, rng)
+            del Xd
         out.append(to_original_scale(model, y, bounds))
-        del X, Xd  # before the next set's design is made (``designs`` may make them lazily)
+        del X  # before the next set's design is made (``designs`` may make them lazily)
     return out
+
+
+def _set_by_rows(
+    model: Model,
+    draw: Mapping[str, Any],
+    rng: np.random.Generator,
+    design: RowDesign,
+    steps: Sequence[Any],
+    k: int,
+) -> np.ndarray:
+    """Set k's values from ``draw`` at a :class:`RowDesign`: the steps at its
+    :func:`step_rows`, then the values :data:`DRAW_ROWS` rows at a time (one chunk, the same
+    arrays and generator calls as a whole design, where it has at most that many rows)."""
+    X = design.at(step_rows(design.n))
+    Xd = design_matrix(X.shape[0], X)
+    for step in steps:
+        draw = step(draw, Xd, k)
+    if design.n <= DRAW_ROWS:
+        return _simulated(model, draw, Xd, rng)
+    del X, Xd
+    parts = []
+    for start in range(0, design.n, DRAW_ROWS):
+        Xc = design.at(slice(start, min(start + DRAW_ROWS, design.n)))
+        parts.append(_simulated(model, draw, design_matrix(Xc.shape[0], Xc), rng))
+    return np.concatenate(parts)
+
+
+def _simulated(
+    model: Model, draw: Mapping[str, Any], Xd: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """``model.simulate`` at ``draw`` on the design matrix ``Xd`` (intercept first)."""
+    n = Xd.shape[0]
+    return np.asarray(model.simulate(draw, {"n": n, "K": Xd.shape[1], "X": Xd}, n, rng), float)
 
 
 def verdict_picks(seed: int, S: int, m: int, extra: int) -> tuple[np.ndarray, np.random.Generator]:

@@ -286,7 +286,7 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
     keep = [np.ones(n, bool)] * pub.m
     if col.missing == "indicator":
         keep = [pub.synthetic[col.name + MISSING_SUFFIX][k] == 0 for k in range(pub.m)]
-    designs = (_set_design(col, pub, k, rows) for k, rows in enumerate(keep))  # one at a time
+    designs = [SetDesign(col, pub, k, np.flatnonzero(rows)) for k, rows in enumerate(keep)]
     drawn = synthesis.sets_at_designs(fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps)
     sets = []
     for rows, y in zip(keep, drawn, strict=True):
@@ -299,13 +299,29 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
     return sets
 
 
-def _set_design(col: ConfidentialColumn, pub: PublicInputs, k: int, rows: np.ndarray) -> Any:
-    """Set k's design for ``col``: the public columns and set k's SYNTHETIC predecessors at
-    the records ``rows`` (an empty design, intercept only, when there are none). Made when
-    set k is drawn, so that a release holds one set's design, not m."""
-    parts = [features(p, pub.synthetic[p.name][k]) for p in pub.done]
-    X = column_design(pub.public, parts, None if rows.all() else rows)
-    return np.empty((int(rows.sum()), 0)).view(PublicDesign) if X is None else X
+@dataclass(frozen=True)
+class SetDesign:
+    """Set k's design for ``col`` (a :class:`dpsynth.models.synthesis.RowDesign`): the public
+    columns and set k's SYNTHETIC predecessors at the records ``rows`` (positions), made a
+    few rows at a time when drawn, so that a release holds at most
+    :data:`dpsynth.models.synthesis.DRAW_ROWS` rows of one set's design (intercept only,
+    an empty design, when there are no columns)."""
+
+    col: ConfidentialColumn
+    pub: PublicInputs
+    k: int
+    rows: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.rows.size)
+
+    def at(self, part: slice | np.ndarray) -> np.ndarray:
+        """The design at ``rows[part]``."""
+        rows = self.rows[part]
+        parts = [features(p, self.pub.synthetic[p.name][self.k][rows]) for p in self.pub.done]
+        X = column_design(self.pub.public[rows], parts, None)
+        return np.empty((rows.size, 0)).view(PublicDesign) if X is None else X
 
 
 @dataclass(frozen=True)
