@@ -286,7 +286,7 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
     keep = [np.ones(n, bool)] * pub.m
     if col.missing == "indicator":
         keep = [pub.synthetic[col.name + MISSING_SUFFIX][k] == 0 for k in range(pub.m)]
-    designs = [SetDesign(col, pub, k, np.flatnonzero(rows)) for k, rows in enumerate(keep)]
+    designs = (SetDesign(pub, k, np.flatnonzero(rows)) for k, rows in enumerate(keep))  # in turn
     drawn = synthesis.sets_at_designs(fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps)
     sets = []
     for rows, y in zip(keep, drawn, strict=True):
@@ -301,13 +301,12 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
 
 @dataclass(frozen=True)
 class SetDesign:
-    """Set k's design for ``col`` (a :class:`dpsynth.models.synthesis.RowDesign`): the public
+    """Set k's design for a column (a :class:`dpsynth.models.synthesis.RowDesign`): the public
     columns and set k's SYNTHETIC predecessors at the records ``rows`` (positions), made a
     few rows at a time when drawn, so that a release holds at most
     :data:`dpsynth.models.synthesis.DRAW_ROWS` rows of one set's design (intercept only,
     an empty design, when there are no columns)."""
 
-    col: ConfidentialColumn
     pub: PublicInputs
     k: int
     rows: np.ndarray
