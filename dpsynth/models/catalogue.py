@@ -196,9 +196,11 @@ class Model:
         are given, in which case y must lie in [lo, hi] and is mapped to
         (y - lo + pad) / (hi - lo + 2 pad), pad = min(0.5, 1e-6 (hi - lo))
         (``dpsynth.models.scaling.scale_to_unit``; never bounds
-        read from the data). ``positive`` outcomes (log-normal, gamma) are mapped the same
-        way with public bounds, so a record at the lower bound (an income of 0 with bounds
-        [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite; without bounds they
+        read from the data). ``positive`` outcomes (log-normal, gamma) with public bounds are
+        divided by hi when lo > 0 (a change of units: the model is of y itself), and mapped as
+        ``unit`` ones when lo <= 0, so a record at the lower bound (an income of 0 with bounds
+        [0, hi]) lands at 0.5 / (hi - lo + 1) > 0 and its log is finite
+        (``dpsynth.models.scaling.positive_to_scale``); without bounds they
         must satisfy y > 0 and are used as they are. Counts must be non-negative integers
         and come back as int64. ``bounds`` only apply to ``unit`` and ``positive`` outcomes
         (for counts and real outcomes they are checked, every record must lie within them,
@@ -217,9 +219,10 @@ class Model:
             require_within_bounds("y", arr, lohi)
         if self.outcome in ("unit", "positive"):
             if lohi is not None:
-                from dpsynth.models.scaling import scale_to_unit
+                from dpsynth.models.scaling import positive_to_scale, scale_to_unit
 
-                return np.asarray(scale_to_unit(arr, *lohi), float)
+                to_scale = positive_to_scale if self.outcome == "positive" else scale_to_unit
+                return np.asarray(to_scale(arr, *lohi), float)
             if self.outcome == "positive":
                 _first_bad(
                     "y",
@@ -246,16 +249,17 @@ class Model:
 
         ``unit`` outcomes with public ``bounds`` go back through
         ``dpsynth.models.scaling.unscale_from_unit`` (into (lo - pad, hi + pad)); ``positive``
-        outcomes too, then clipped to [lo, hi] (a log-normal or gamma draw has no upper
-        limit; clipping to public bounds is post-processing); counts come back as int64;
+        outcomes through ``dpsynth.models.scaling.positive_from_scale``, clipped to [lo, hi]
+        (a log-normal or gamma draw has no upper limit; clipping to public bounds is
+        post-processing); counts come back as int64;
         anything else is returned as floats unchanged.
         """
         arr = np.asarray(y, dtype=float)
         lohi = _check_bounds(bounds)
         if self.outcome == "positive" and lohi is not None:
-            from dpsynth.models.scaling import unscale_from_unit
+            from dpsynth.models.scaling import positive_from_scale
 
-            return np.clip(np.asarray(unscale_from_unit(arr, *lohi), dtype=float), *lohi)
+            return np.asarray(positive_from_scale(arr, *lohi), dtype=float)
         if self.outcome == "unit" and lohi is not None:
             from dpsynth.models.scaling import unscale_from_unit
 
@@ -372,7 +376,8 @@ MODELS: dict[str, Model] = {
         clamps=("hard", "smooth"),
     ),
     # Positive skewed outcomes (dpsynth's models): ll is the log density of log y, free of
-    # the scale of y (the programs' headers); public bounds map y into (0, 1) as for beta.
+    # the scale of y (the programs' headers); public bounds divide y by hi when lo > 0, and
+    # map it into (0, 1) as for beta when lo <= 0 (dpsynth.models.scaling.positive_to_scale).
     "lognormal": Model(
         "lognormal",
         STAN_DIR / "lognormal.stan",

@@ -1,6 +1,7 @@
 // Gamma synthesizer for a positive skewed outcome (dpsynth's model, not the papers'):
-// y_i ~ Gamma(shape, rate), rate = shape / exp(log_mean), y on the Stan scale in (0, 1)
-// (public bounds [lo, hi] map y to (y - lo + 0.5) / (hi - lo + 1), as for the beta model).
+// y_i ~ Gamma(shape, rate), rate = shape / exp(log_mean), y on the Stan scale in (0, 1]
+// (public bounds [lo, hi] map y to y / hi when lo > 0, else to (y - lo + 0.5) / (hi - lo + 1),
+// as for the beta model: dpsynth.models.scaling.positive_to_scale).
 // The per-record log-likelihood is the log density of log y_i, i.e. the gamma density of y_i
 // plus log y_i: the dropped term -log y_i is a function of the record alone (a record-only
 // centring, which keeps the censoring guarantee of Hu, Williams & Savitsky, Eq. 3.5), and

@@ -1,6 +1,7 @@
 // Gamma regression for a positive skewed outcome (dpsynth's model, not the papers'):
 // y_i ~ Gamma(shape, shape / mu_i), log mu_i = X_i beta (mean mu_i, variance mu_i^2 / shape),
-// y on the Stan scale in (0, 1) (public bounds [lo, hi] map y to (y - lo + 0.5) / (hi - lo + 1));
+// y on the Stan scale in (0, 1] (public bounds [lo, hi] map y to y / hi when lo > 0, else to
+// (y - lo + 0.5) / (hi - lo + 1): dpsynth.models.scaling.positive_to_scale);
 // X has an intercept column first.
 // The per-record log-likelihood is the log density of log y_i (see gamma.stan: the dropped
 // term -log y_i is a record-only centring, and ll is free of the scale of y).

@@ -1,6 +1,7 @@
 // Log-normal synthesizer for a positive skewed outcome (dpsynth's model, not the papers'):
-// log y_i ~ Normal(mu, sigma), y on the Stan scale in (0, 1) (public bounds [lo, hi] map y to
-// (y - lo + 0.5) / (hi - lo + 1), as for the beta model; dpsynth.models.Model.to_stan_scale).
+// log y_i ~ Normal(mu, sigma), y on the Stan scale in (0, 1] (public bounds [lo, hi] map y to
+// y / hi when lo > 0, and to (y - lo + 0.5) / (hi - lo + 1) when lo <= 0, as for the beta model;
+// dpsynth.models.scaling.positive_to_scale).
 // The per-record log-likelihood is the log density of log y_i, i.e. the log-normal density
 // of y_i plus log y_i. The dropped Jacobian term -log y_i is a function of the record alone:
 // leaving it out is a record-only centring, which keeps the censoring guarantee (Hu, Williams

@@ -1,6 +1,7 @@
 // Log-normal regression for a positive skewed outcome (dpsynth's model, not the papers'):
-// log y_i ~ Normal(X_i beta, sigma_i), y on the Stan scale in (0, 1) (public bounds [lo, hi]
-// map y to (y - lo + 0.5) / (hi - lo + 1)); X has an intercept column first. The spread is
+// log y_i ~ Normal(X_i beta, sigma_i), y on the Stan scale in (0, 1] (public bounds [lo, hi]
+// map y to y / hi when lo > 0, else to (y - lo + 0.5) / (hi - lo + 1):
+// dpsynth.models.scaling.positive_to_scale); X has an intercept column first. The spread is
 // one sigma (spread_by_design = 0) or varies with the design (spread_by_design = 1):
 // log sigma_i = log sigma + X_i[2:K] gamma, so the dollar-scale mean exp(X_i beta +
 // sigma_i^2 / 2) of each group follows its own spread.
