@@ -146,7 +146,7 @@ def test_scale_round_trip():
 
 @pytest.mark.parametrize("name", POSITIVE)
 def test_positive_outcomes_zero_at_the_lower_bound(name):
-    """A positive model maps public bounds [lo, hi] as the beta model does, so a record at
+    """A positive model maps public bounds [0, hi] as the beta model does, so a record at
     the lower bound (an income of 0) lands at pad / (hi - lo + 2 pad) > 0 (pad 1e-3 here, a
     millionth of the range) and its ll is finite;
     without bounds a record <= 0 is refused, naming its position, never its value; synthetic
@@ -176,13 +176,15 @@ def test_positive_outcomes_zero_at_the_lower_bound(name):
     ll = model.record_log_lik({k: np.asarray(v, float)[None] for k, v in draws.items()}, data)
     assert ll.shape == (1, 3) and np.all(np.isfinite(ll))
 
+
 @pytest.mark.parametrize("name", POSITIVE)
 def test_positive_outcomes_above_a_positive_lower_bound_are_modelled_as_themselves(name):
     """With a positive lower bound the Stan scale is y / hi, a change of units: log y moves by
     the constant log hi, so a log-linear fit of the Stan-scale outcome has the residual spread
     of log y itself. Mapped as the beta model is, (y - lo + 0.5) / (hi - lo + 1), the records
-    near the bound (weekly wages just above 50 dollars) were stretched and that spread grew by
-    more than a third (the book's choices page). Synthetic values come back clipped to [lo, hi]."""
+    near the bound (weekly wages just above 50 dollars) were stretched and that spread grew
+    (the book's choices page, section choices-positive-scale, measures it). Synthetic values
+    come back clipped to [lo, hi]."""
     model, bounds = _model(name), (50.0, 20_000.0)
     rng = np.random.default_rng(3)
     x = rng.integers(0, 2, 4000)
@@ -199,7 +201,6 @@ def test_positive_outcomes_above_a_positive_lower_bound_are_modelled_as_themselv
     assert np.allclose(model.from_stan_scale(z, bounds=bounds), y)
     back = model.from_stan_scale(np.array([1e-6, 0.01, 3.0]), bounds=bounds)
     assert back.tolist() == [50.0, 200.0, 20_000.0]
-
 
 
 @pytest.mark.parametrize("name", ["lognormal", "gamma"])
