@@ -34,10 +34,14 @@ from dpsynth.models.centring import record_centre
 from dpsynth.privacy import relations
 
 SIM_ROWS = 20_000
-"""At most this many rows of the public design carry the simulated data set (a random
-subset, drawn from fresh randomness): the censored objective's mode is a per-record
-average, its value settles long before 10^5 rows, and the optimizer's cost is linear in
-the rows."""
+"""The rows of the public design that carry the simulated data set, drawn from fresh
+randomness: a random subset of a larger design, a smaller design's rows drawn with
+replacement. The censored objective's mode is a per-record average scaled to the fit's
+records, so its shrinkage does not depend on the rows, but its noise, which the one step
+adds to the released draw, falls with them: on a table of a few thousand records its own
+rows made the corrected coefficients about as noisy again as the draw (book/choices.md,
+section choices-positive-scale). Its value settles long before 10^5 rows, and the
+optimizer's cost is linear in the rows."""
 PRIOR_SD = 2.5
 """The slopes' prior scale in the simulated objective: the table programs' normal(0, 2.5)
 priors on the slopes (``dpsynth/stan/*_regression.stan``). The intercept is left unpenalised: its
@@ -117,8 +121,8 @@ def corrected(
     are not (a count's rate overflowing), ``draw`` is returned unchanged."""
     X = np.asarray(X, dtype=float)
     rows = np.arange(X.shape[0])
-    if rows.size > SIM_ROWS:
-        rows = np.sort(rng.choice(rows, size=SIM_ROWS, replace=False))
+    if rows.size != SIM_ROWS:  # a subset, or a few thousand rows drawn again
+        rows = np.sort(rng.choice(rows, size=SIM_ROWS, replace=rows.size < SIM_ROWS))
     Xs = X[rows]
     data = {"n": Xs.shape[0], "K": Xs.shape[1], "X": Xs}
     source = dict(simulate_draw if simulate_draw is not None else draw)
