@@ -72,7 +72,8 @@ def positive_to_scale(x: ArrayLike, lower: float, upper: float) -> np.ndarray:
 
     Dividing alone matters: (x - lower + pad) / (upper - lower + 2 pad) would model x - lower,
     not x, and stretch the records near a positive lower bound (a weekly wage of 51 dollars
-    under a bound of 50 sits at log 1.5, not log 51): measured on the book's choices page.
+    under a bound of 50 sits at log 1.5, not log 51). Evidence: book/choices.md, section
+    choices-positive-scale.
     """
     lo, hi = require_bounds("bounds", lower, upper)
     if lo <= 0:
