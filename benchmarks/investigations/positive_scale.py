@@ -15,7 +15,7 @@ and mapped back, clipped to the public bounds. The two maps use the same random 
 (replicate r's seed). Each synthetic table is judged by the release's own verdict
 (``dpsynth.table.pipeline.table_verdict_of``). Per table and map: the share of replicates
 rated poor, the share rated poor for a coefficient, the median worst coefficient overlap, the
-residual spread on the fitted scale and the one-way TVD of the outcome.
+residual spread on the fitted scale and the outcome's one-way TVD (the verdict's figure).
 
     .venv/bin/python benchmarks/investigations/positive_scale.py [--replicates 50]
 
@@ -81,13 +81,6 @@ def ideal_draw(X: np.ndarray, z: np.ndarray, rng: np.random.Generator) -> np.nda
     return X @ beta + np.sqrt(sigma2) * rng.standard_normal(n)
 
 
-def _tvd(a: np.ndarray, b: np.ndarray, bounds: tuple[float, float]) -> float:
-    edges = np.linspace(*bounds, 11)
-    pa = np.histogram(a, edges)[0] / a.size
-    pb = np.histogram(b, edges)[0] / b.size
-    return 0.5 * float(np.abs(pa - pb).sum())
-
-
 def table_runs(table: str, replicates: int, seed: int) -> dict[str, Any]:
     """Both maps on ``table``: the figures this script records (prefixed by table and map)."""
     info = bench_defaults.TABLES[table]
@@ -110,9 +103,15 @@ def table_runs(table: str, replicates: int, seed: int) -> dict[str, Any]:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 verdict = table_verdict_of(conf, syn, spec)
-            overlaps = [f["value"] for f in verdict["figures"] if f["figure"] == "ci_overlap"]
+            figures = verdict["figures"]
+            overlaps = [f["value"] for f in figures if f["figure"] == "ci_overlap"]
+            tvd = next(
+                f["value"]
+                for f in figures
+                if f["figure"] == "one_way_tvd" and f["columns"] == [outcome]
+            )
             figure = verdict.get("driven_by", {}).get("figure")
-            runs.append((verdict["verdict"], figure, min(overlaps), _tvd(y, syn[outcome], bounds)))
+            runs.append((verdict["verdict"], figure, min(overlaps), tvd))
         key = f"{table}_{how}"
         values[f"{key}_spread"] = float(resid.std())
         values[f"{key}_poor"] = float(np.mean([v == "poor" for v, *_ in runs]))

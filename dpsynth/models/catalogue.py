@@ -259,7 +259,7 @@ class Model:
         if self.outcome == "positive" and lohi is not None:
             from dpsynth.models.scaling import positive_from_scale
 
-            return np.asarray(positive_from_scale(arr, *lohi), dtype=float)
+            return positive_from_scale(arr, *lohi)
         if self.outcome == "unit" and lohi is not None:
             from dpsynth.models.scaling import unscale_from_unit
 

@@ -45,9 +45,14 @@ def scale_to_unit(x: ArrayLike, lower: float, upper: float, pad: float | None = 
     if not (np.isfinite(pad) and pad > 0):
         raise InputError("pad", f"must be > 0 and finite (got {pad!r})")
     arr = np.asarray(x, dtype=float)
+    _require_within(arr, lo, hi)
+    return (arr - lo + pad) / (hi - lo + 2 * pad)
+
+
+def _require_within(arr: np.ndarray, lo: float, hi: float) -> None:
+    """Refuse values that are not finite or lie outside the public bounds [lo, hi]."""
     if np.any(~np.isfinite(arr)) or np.any(arr < lo) or np.any(arr > hi):
         raise InputError("x", f"values must be finite and within the public bounds [{lo}, {hi}]")
-    return (arr - lo + pad) / (hi - lo + 2 * pad)
 
 
 def unscale_from_unit(
@@ -79,8 +84,7 @@ def positive_to_scale(x: ArrayLike, lower: float, upper: float) -> np.ndarray:
     if lo <= 0:
         return scale_to_unit(x, lo, hi)
     arr = np.asarray(x, dtype=float)
-    if np.any(~np.isfinite(arr)) or np.any(arr < lo) or np.any(arr > hi):
-        raise InputError("x", f"values must be finite and within the public bounds [{lo}, {hi}]")
+    _require_within(arr, lo, hi)
     return arr / hi
 
 
