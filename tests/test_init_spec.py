@@ -49,7 +49,7 @@ def test_the_starter_spec_parses_and_names_each_type_and_model():
         "share": ("continuous", "beta-regression", "censor-uw"),
         "sex": ("binary", None, "ph"),
         "region": ("categorical", None, "ph"),
-        "flag": ("binary", None, "ph"),
+        "flag": ("categorical", None, "ph"),  # missing values: one more public level
     }
     assert spec.order()[0].name == "change"
     assert "'note': left out" in text and "'empty': left out" in text
@@ -59,16 +59,36 @@ def test_every_guess_is_marked_and_the_levels_read_back():
     frame = _public()
     text = starter.starter_spec(frame, "public.csv")
     guesses = [
-        ln for ln in text.splitlines() if ln.startswith(("model", "mechanism", "bounds", "levels"))
+        ln
+        for ln in text.splitlines()
+        if ln.startswith(("model", "mechanism", "bounds", "levels", "missing"))
     ]
     assert guesses and all(starter.CONFIRM in ln for ln in guesses)
     spec = parse_spec(tomllib.loads(text))
     by_name = {c.name: c for c in spec.order()}
     assert by_name["region"].levels == ("east", "north", "south")
     assert by_name["age"].bounds == (float(frame["age"].min()), float(frame["age"].max()))
-    frame = frame.assign(flag=frame["flag"].fillna(0.0))  # the spec refuses missing by default
     codes, _ = column_codes(frame, by_name["flag"])  # 0.0 / 1.0 read as the levels "0", "1"
-    assert set(np.unique(codes)) == {0.0, 1.0}
+    assert set(np.unique(codes)) == {0.0, 1.0, 2.0}  # and a missing value as the third
+
+
+def test_a_public_file_with_missing_values_gives_each_column_the_option_it_takes():
+    """A model column gets ``missing = "indicator"``, a level column ``missing = "level"``, a
+    histogram of numbers (which takes neither) a comment; the spec parses as written."""
+    frame = _public(200)
+    frame.loc[::4, "income"] = np.nan
+    frame.loc[::5, "region"] = None
+    frame.loc[::9, "change"] = np.nan
+    text = starter.starter_spec(frame, "public.csv")
+    assert 'missing = "indicator"  # confirm: 25% missing in the public file' in text
+    assert 'missing = "level"  # confirm: 20% missing in the public file' in text
+    assert "# 12% missing in the public file: a histogram of numbers has no missing cell" in text
+    spec = parse_spec(tomllib.loads(text))
+    names = [c.name for c in spec.order()]
+    assert names.index("income_missing") == names.index("income") - 1
+    by_name = {c.name: c for c in spec.order()}
+    assert by_name["region"].missing == "level" and by_name["change"].missing == "refuse"
+    assert "age_missing" not in names  # nothing where no value is missing
 
 
 def test_a_count_histogram_on_wide_bins_calibrates_on_whole_counts():

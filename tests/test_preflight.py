@@ -271,3 +271,93 @@ def test_a_poor_verdict_on_a_reference_that_can_judge_it_still_refuses(tmp_path)
         f"(an ideal synthesis of the reference was rated poor in {result.ideal_poor:.0%} of "
         f"{IDEAL_TRIALS} trials: at its size most ideal syntheses are not)"
     )
+
+
+class _PublicRuns:
+    """A stand-in for the preflight's public release (no Stan): chains in different modes
+    for 'income' unless its weights are "auto" and ``rescued``; records each spec run."""
+
+    def __init__(self, rescued: bool) -> None:
+        self.rescued, self.specs = rescued, []
+
+    def __call__(self, spec, *run):
+        from dpsynth.engine.diagnostics import convergence_note
+        from dpsynth.table.pipeline import table_convergence_note
+
+        self.specs.append(spec)
+        income = next(c for c in spec.confidential if c.name == "income")
+        if income.downscale == "auto" and self.rescued:
+            mcmc = {"rhat_max": 1.002, "ess_bulk_min": 900.0, "divergences": 0}
+            verdict = {"verdict": "fair", "reasons": []}
+        else:
+            mcmc = {"rhat_max": 1.5, "ess_bulk_min": 4.0, "divergences": 0}
+            note = table_convergence_note(convergence_note(mcmc), "income", reference=True)
+            verdict = {"verdict": "poor", "converged": False, "convergence": [note]}
+        diagnostics = {"columns": {"income": {"mcmc": mcmc}}, "verdict": verdict}
+        return type("Release", (), {"diagnostics": diagnostics})()
+
+
+@pytest.mark.parametrize("rescued", [True, False])
+def test_a_fit_that_misses_the_policy_on_the_reference_is_tried_again_with_auto_weights(
+    tmp_path, monkeypatch, rescued
+):
+    """A censored column whose fit missed the convergence policy on the reference (here its
+    chains settled in different modes) is run again with downscale = "auto": where it converges, the preflight passes, says so and
+    hands the release that spec (the report names the rule); where not, the first refusal
+    stands and says the second run did not help."""
+    from dpsynth.table import preflight as module
+    from dpsynth.table.pipeline import PREFLIGHT_DOWNSCALE_MEANING, _column_choices
+
+    runs = _PublicRuns(rescued)
+    monkeypatch.setattr(module, "_public_release", runs)
+    _, path = _folder(tmp_path, MODEL_SPEC, reference=True)
+    spec = load_spec(path)
+    result = preflight(spec, 4.0)
+    assert [s.confidential[0].downscale for s in runs.specs] == [1.0, "auto"]
+    assert result.tried == ("income",)
+    if rescued:
+        assert result.ok and result.remedies == ("income",) and result.verdict == "fair"
+        assert "column 'income' did not converge with the spec's weights" in (result.summary())
+        used = result.applied_to(spec).confidential[0]
+        assert used.downscale == "auto" and used.downscale_by_preflight
+        assert _column_choices(used)["downscale_rule"] == PREFLIGHT_DOWNSCALE_MEANING
+        assert "downscale_rule" not in _column_choices(spec.confidential[0])
+    else:
+        assert not result.ok and result.remedies == ()
+        assert "column 'income': the MCMC fit did not converge" in result.refusal
+        assert "a second run with downscale = \"auto\" on column 'income' did not bring" in (
+            result.summary()
+        )
+        assert result.applied_to(spec) is spec
+
+
+def test_only_an_unconverged_censored_fit_without_auto_weights_is_tried_again(tmp_path):
+    """A slow fit or chains in different modes, yes; a converged fit, a column whose weights
+    are "auto" already, or a column the spec does not fit with weights (an indicator), no."""
+    from dpsynth.table.preflight import remedied, unconverged_columns
+
+    _, path = _folder(tmp_path, MODEL_SPEC, reference=True)
+    spec = load_spec(path)
+    split = {"rhat_max": 1.5, "ess_bulk_min": 4.0, "divergences": 0}
+    slow = {"rhat_max": 1.05, "ess_bulk_min": 60.0, "divergences": 0}
+    fine = {"rhat_max": 1.001, "ess_bulk_min": 900.0, "divergences": 0}
+    for mcmc, expected in ((split, ("income",)), (slow, ("income",)), (fine, ())):
+        assert unconverged_columns({"columns": {"income": {"mcmc": mcmc}}}, spec) == expected
+    auto = remedied(spec, ("income",))
+    assert unconverged_columns({"columns": {"income": {"mcmc": split}}}, auto) == ()
+    assert unconverged_columns({"columns": {"income_missing": {"mcmc": split}}}, spec) == ()
+
+
+def test_the_release_runs_the_spec_the_preflight_remedied(tmp_path, monkeypatch, capsys):
+    """synthesize-table releases with the preflight's remedy: the public report names the
+    rule that set the column's weights, and the terminal says why."""
+    from dpsynth.table import preflight as module
+    from dpsynth.table.pipeline import PREFLIGHT_DOWNSCALE_MEANING
+
+    monkeypatch.setattr(module, "_public_release", _PublicRuns(rescued=True))
+    data, spec = _folder(tmp_path, MODEL_SPEC, reference=True)
+    assert main(_argv(tmp_path, data, spec, "--budget-total", "10")) == 0
+    assert 'converged with downscale = "auto", which the release uses' in capsys.readouterr().err
+    report = json.loads((tmp_path / "r.json").read_text())
+    income = next(c for c in report["confidential_columns"] if c["column"] == "income")
+    assert income["downscale_rule"] == PREFLIGHT_DOWNSCALE_MEANING

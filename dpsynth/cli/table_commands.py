@@ -84,7 +84,7 @@ def synthesize_table_command(args: argparse.Namespace) -> int:
 
         check_scheduler(args.scheduler)
     if not args.skip_preflight:
-        _preflight(args, spec, sampler)
+        spec = _preflight(args, spec, sampler)  # with its remedy, if any
     charge = None
     if args.budget_file is not None:
         check_output_paths(args.input, {**outputs, "--budget-file": args.budget_file})
@@ -117,9 +117,10 @@ ADVICE_WORDS = ("iter_warmup", "iter_sampling", "adapt_delta")
 """The library words of the table's convergence advice that a refusal spells as flags."""
 
 
-def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> None:
+def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> TableSpec:
     """The spec run on public data before the budget is charged or a value of DATA.csv read
-    (:func:`dpsynth.table.preflight.preflight`): its line (public figures), or its refusal."""
+    (:func:`dpsynth.table.preflight.preflight`): its line (public figures), or its refusal;
+    returns the spec the release runs (with the preflight's remedy, if any)."""
     where = "the public reference" if spec.reference is not None else "a public stand-in"
     if not args.quiet:
         print(f"[dpsynth] preflight: running the spec on {where} first", file=sys.stderr)
@@ -144,6 +145,7 @@ def _preflight(args: argparse.Namespace, spec: TableSpec, sampler: Sampler) -> N
         line = InputError("--spec", result.summary(), mentions=ADVICE_WORDS)
         text = line.render(lambda param: flag_of(param, args.command))
         print(f"[dpsynth] {text.split(': ', 1)[1]} (public figures)", file=sys.stderr)
+    return result.applied_to(spec)
 
 
 def _print_table_verdict(verdict: dict[str, Any]) -> None:

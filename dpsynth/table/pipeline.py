@@ -442,17 +442,20 @@ def _with_guarantee(verdict: dict[str, Any], report: dict[str, Any]) -> dict[str
 
 REFERENCE_ADVICE = "a public reference (reference = ... in the spec), "
 """The advice's clause that names a reference: left out where the spec names one."""
+DOWNSCALE_ADVICE = 'downscale = "auto" (a censored column\'s weights: fewer records at the bound), '
+"""The advice's clause that names ``downscale = "auto"``, the preflight's remedy
+(:func:`dpsynth.table.preflight.remedied`)."""
 TABLE_CONVERGENCE_ADVICE = (
-    f"give the column a larger share or the table a larger epsilon, {REFERENCE_ADVICE}"
-    "longer or more chains (iter_warmup, iter_sampling, "
+    f"give the column {DOWNSCALE_ADVICE}a larger share or the table a larger epsilon, "
+    f"{REFERENCE_ADVICE}longer or more chains (iter_warmup, iter_sampling, "
     "chains), a higher step-size target (adapt_delta), another model (model in the spec) or "
     'mechanism = "ph" for a level column'
 )
 """What a table's unconverged column may try: the table's own knobs, which the one-column
 advice (its flags) does not name."""
 TABLE_MULTIMODAL_ADVICE = (
-    f"{MULTIMODAL_SAYS}, so longer or more chains will not help: give the column a larger "
-    f"share or the table a larger epsilon, {REFERENCE_ADVICE}"
+    f"{MULTIMODAL_SAYS}, so longer or more chains will not help: give the column "
+    f"{DOWNSCALE_ADVICE}a larger share or the table a larger epsilon, {REFERENCE_ADVICE}"
     "predecessors that explain it (its place in the order), another model (model in the "
     'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains)'
 )
@@ -656,6 +659,15 @@ LEVEL_CALIBRATION_MEANING = (
 )
 
 
+PREFLIGHT_DOWNSCALE_MEANING = (
+    'downscale = "auto", set by the preflight: on the public reference the column\'s fit did '
+    "not converge with the spec's weights and converged with these (a choice from public data "
+    "only)"
+)
+"""What the report says of a column the preflight's remedy gave ``downscale = "auto"``
+(:func:`dpsynth.table.preflight.preflight`)."""
+
+
 def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
     """A column's public choices for the report: the rule that chose its mechanism (where the
     spec names none), a model column's centring (with the rule, where ``"auto"`` chose it)
@@ -670,6 +682,8 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
         out["spread"] = col.spread
     if col.centring_auto:
         out["centring_rule"] = AUTO_CENTRING_MEANING
+    if col.downscale_by_preflight:
+        out["downscale_rule"] = PREFLIGHT_DOWNSCALE_MEANING
     return out
 
 

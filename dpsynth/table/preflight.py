@@ -8,7 +8,10 @@ refused in minutes, before the confidential data are read or the budget charged.
 * the spec's public **reference** file when it names one (as ``plan-table`` does): a column
   whose fit misses the convergence policy, or a table verdict of ``poor`` there, refuses,
   unless the reference is too small to judge the verdict: most of its ideal syntheses (one
-  bootstrap sample of it against another, :func:`ideal_poor_share`) are rated poor too;
+  bootstrap sample of it against another, :func:`ideal_poor_share`) are rated poor too. A
+  censored model column whose fit missed the convergence policy there is first tried again
+  with ``downscale = "auto"`` (:func:`remedied`): where every fit then converges, the
+  release uses it and the line says so, else the first run's refusal stands;
 * else a **stand-in** simulated from the spec alone (:func:`stand_in`), of the confidential
   file's record count: every column drawn independently within its public bounds or on its
   public levels. Its values mean nothing, so only convergence is looked at there, and a
@@ -84,7 +87,9 @@ class Preflight:
     ``warning``: on the stand-in, the first unconverged column's note (a stand-in's columns
     are independent and their fits weaker than on real data, so its failures are told, not
     refused: book, A whole table); ``ideal_poor``: after a poor verdict on the reference, the
-    share of its ideal syntheses rated poor too (:func:`ideal_poor_share`).
+    share of its ideal syntheses rated poor too (:func:`ideal_poor_share`); ``remedies``: the
+    columns the remedy gave ``downscale = "auto"`` (:func:`remedied`), ``tried``: the columns
+    it was tried on (a refusal after a tried remedy says it did not converge either).
     """
 
     source: str
@@ -95,6 +100,8 @@ class Preflight:
     refusal: str | None = None
     warning: str | None = None
     ideal_poor: float | None = None
+    remedies: tuple[str, ...] = ()
+    tried: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -111,6 +118,11 @@ class Preflight:
         """One line for the curator: where it ran, the outcome, and its time."""
         if not self.ok:
             told = f"preflight on {self.where}, {self.seconds:.1f} s: {self.refusal}"
+            if self.tried and not self.remedies:
+                told += (
+                    f'; a second run with downscale = "auto" on {_names(self.tried)} did not '
+                    "bring every fit to converge either"
+                )
             if self.ideal_poor is None:
                 return told
             return (
@@ -134,7 +146,47 @@ class Preflight:
             what = f"{what}; but on the stand-in {self.warning} (a stand-in's columns are "
             what += "independent, so this may not happen on the data; a public reference "
             what += "file in the spec tells more)"
+        if self.remedies:
+            what += (
+                f"; {_names(self.remedies)} did not converge with the spec's weights and "
+                'converged with downscale = "auto", which the release uses (write it in the '
+                "spec to skip the second run)"
+            )
         return f"preflight on {self.where}: ok in {self.seconds:.1f} s; {what}"
+
+    def applied_to(self, spec: TableSpec) -> TableSpec:
+        """``spec`` as the release runs it: with the remedy (:func:`remedied`), if any."""
+        return remedied(spec, self.remedies) if self.remedies else spec
+
+
+def _names(columns: tuple[str, ...]) -> str:
+    return f"column{'s' if len(columns) > 1 else ''} {', '.join(repr(c) for c in columns)}"
+
+
+def remedied(spec: TableSpec, names: tuple[str, ...]) -> TableSpec:
+    """``spec`` with ``downscale = "auto"`` on the columns ``names`` (the preflight's remedy
+    for a fit that missed the convergence policy: every record's weight d = min(1, M / 1.5),
+    so that fewer terms sit at the clamp and the posterior is smoother, if wider). Evidence:
+    book/whole_table.md, section "Will it work?"."""
+    columns = tuple(
+        replace(c, downscale="auto", downscale_by_preflight=True) if c.name in names else c
+        for c in spec.confidential
+    )
+    return replace(spec, confidential=columns)
+
+
+def unconverged_columns(diagnostics: dict[str, Any], spec: TableSpec) -> tuple[str, ...]:
+    """The censored model columns of a public run whose fit missed the convergence policy
+    and whose weights are not ``"auto"`` already: those :func:`remedied` may help."""
+    by_name = {c.name: c for c in spec.confidential}
+    return tuple(
+        name
+        for name, diag in diagnostics.get("columns", {}).items()
+        if name in by_name
+        and by_name[name].downscale not in (None, "auto")
+        and diag.get("mcmc") is not None
+        and not converged(diag["mcmc"])
+    )
 
 
 def stand_in_records(n: int | None) -> int:
@@ -212,10 +264,43 @@ def preflight(
     else:
         source, frame = "stand-in", stand_in(spec, stand_in_records(n))
     start = time.perf_counter()
+    run = (frame, epsilon, m, sampler, reference, allow_large_epsilon)
+    release = _public_release(spec, *run)
+    outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
+    names = unconverged_columns(release.diagnostics, spec) if source == "reference" else ()
+    if names:  # a fit that missed the policy: once more with the remedy
+        retry = _public_release(remedied(spec, names), *run)
+        outcome = replace(outcome, tried=names)
+        if retry.diagnostics.get("verdict", {}).get("converged") is not False:
+            release, spec = retry, remedied(spec, names)
+            outcome = replace(
+                _outcome(release.diagnostics, source, frame.shape[0], 0.0),
+                remedies=names,
+                tried=names,
+            )
+    converged = release.diagnostics.get("verdict", {}).get("converged") is not False
+    if source == "reference" and outcome.verdict == "poor" and converged:  # refused for it
+        share = ideal_poor_share(frame, spec)
+        refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
+        outcome = replace(outcome, refusal=refusal, ideal_poor=share)
+    return replace(outcome, seconds=time.perf_counter() - start)
+
+
+def _public_release(
+    spec: TableSpec,
+    frame: pd.DataFrame,
+    epsilon: float,
+    m: int,
+    sampler: Sampler,
+    reference: pd.DataFrame | None,
+    allow_large_epsilon: bool,
+) -> Any:
+    """The table release of ``spec`` on the public ``frame``, unseeded and quiet; an input
+    error of the data is the reference's."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the release's own warnings come with the release
         try:
-            release = synthesize_table(
+            return synthesize_table(
                 frame,
                 spec,
                 epsilon,
@@ -228,13 +313,6 @@ def preflight(
             if exc.param != "data":
                 raise
             raise InputError("reference", f"{spec.reference}: {exc.message}") from None
-    outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
-    converged = release.diagnostics.get("verdict", {}).get("converged") is not False
-    if source == "reference" and outcome.verdict == "poor" and converged:  # refused for it
-        share = ideal_poor_share(frame, spec)
-        refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
-        outcome = replace(outcome, refusal=refusal, ideal_poor=share)
-    return replace(outcome, seconds=time.perf_counter() - start)
 
 
 def ideal_poor_share(
@@ -307,6 +385,8 @@ __all__ = [
     "SOURCES",
     "ideal_poor_share",
     "preflight",
+    "remedied",
+    "unconverged_columns",
     "stand_in",
     "stand_in_records",
 ]

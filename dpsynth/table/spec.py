@@ -345,6 +345,7 @@ class ConfidentialColumn:
     spread: str | None = None  # a log-normal regression's spread (SPREADS; None: no such choice)
     centring_auto: bool = False  # centring resolved from "auto" (:func:`resolve_centring`)
     mechanism_auto: bool = False  # chosen by the default rule (:data:`DEFAULT_PH_CELLS`)
+    downscale_by_preflight: bool = False  # "auto" set by the preflight's remedy (preflight.py)
 
     @property
     def fit_share(self) -> float:

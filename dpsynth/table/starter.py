@@ -2,8 +2,9 @@
 
 Every column of the public file (a public-use sample, an earlier period: never the
 confidential file) becomes a confidential column with its type, its levels or its bounds as
-seen in that file, and the model the rule below names, each marked for the curator to
-confirm. Nothing else: every other option keeps its default. The bounds a release uses are
+seen in that file, the model the rule below names and, where that file has missing values, the
+column's ``missing`` option (:func:`missing_line`), each marked for the curator to confirm.
+Nothing else: every other option keeps its default. The bounds a release uses are
 the curator's promise about the confidential data, which a public file can only suggest.
 """
 
@@ -73,8 +74,24 @@ def continuous_model(lo: float, hi: float) -> tuple[str, str]:
     return "mechanism", "ph"
 
 
+def missing_line(values: pd.Series, mechanism: str, kind: str) -> list[str]:
+    """A ``missing`` line where the public file has missing values: ``"indicator"`` for a
+    model column, ``"level"`` for a histogram level column; a histogram of numbers, which
+    takes neither, gets a comment for the curator. Nothing where no value is missing."""
+    share = float(values.isna().mean())
+    if share == 0:
+        return []
+    seen = f"{share:.0%} missing in the public file"
+    if mechanism == "model":
+        return [f'missing = "indicator"  {CONFIRM}: {seen}']
+    if kind in ("binary", "categorical"):
+        return [f'missing = "level"  {CONFIRM}: {seen}']
+    return [f"# {seen}: a histogram of numbers has no missing cell; refused where the data has one"]
+
+
 def column_entry(name: str, values: pd.Series) -> list[str] | None:
-    """The TOML lines of one column (None: left out, with the reason as a comment line)."""
+    """The TOML lines of one column (None: left out, with the reason as a comment line),
+    with :func:`missing_line`."""
     seen = values.dropna()
     if seen.empty:
         return [f"# {name!r}: left out (no value in the public file)"]
@@ -89,14 +106,15 @@ def column_entry(name: str, values: pd.Series) -> list[str] | None:
             lines += ['type = "continuous"', f"{key} = {_toml(value)}  {CONFIRM}"]
         bounds = [math.floor(lo), math.ceil(hi)] if lo != hi else [lo, lo + 1]
         lines.append(f"bounds = {_toml(bounds)}  {CONFIRM}: seen in the public file")
-        return lines
+        how = "model" if any(ln.startswith("model = ") for ln in lines) else "ph"
+        return lines + missing_line(values, how, "continuous")
     levels = _levels(seen)
     if len(levels) > MAX_LEVELS:
         return [f"# {name!r}: left out ({len(levels)} distinct values: free text?)"]
     kind = "binary" if len(levels) <= 2 else "categorical"
     lines += [f'type = "{kind}"', f'mechanism = "ph"  {CONFIRM}']
     lines.append(f"levels = {_toml(levels)}  {CONFIRM}: seen in the public file")
-    return lines
+    return lines + missing_line(values, "ph", kind)
 
 
 def starter_spec(frame: pd.DataFrame, source: str) -> str:
