@@ -328,6 +328,7 @@ def test_a_fit_that_misses_the_policy_on_the_reference_is_tried_again_with_auto_
         assert "a second run with downscale = \"auto\" on column 'income' did not bring" in (
             result.summary()
         )
+        assert result.summary().count('downscale = "auto"') == 1  # tried: no longer advised
         assert result.applied_to(spec) is spec
 
 

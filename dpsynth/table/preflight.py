@@ -42,7 +42,7 @@ from dpsynth import formats
 from dpsynth.engine.diagnostics import converged
 from dpsynth.errors import InputError
 from dpsynth.sampler import Sampler
-from dpsynth.table.pipeline import TABLE_SAMPLER, synthesize_table
+from dpsynth.table.pipeline import DOWNSCALE_ADVICE, TABLE_SAMPLER, synthesize_table
 from dpsynth.table.spec import ConfidentialColumn, PublicColumn, TableSpec, load_spec
 
 STAND_IN_RECORDS = 1000
@@ -270,7 +270,8 @@ def preflight(
     names = unconverged_columns(release.diagnostics, spec) if source == "reference" else ()
     if names:  # a fit that missed the policy: once more with the remedy
         retry = _public_release(remedied(spec, names), *run)
-        outcome = replace(outcome, tried=names)
+        refusal = (outcome.refusal or "").replace(DOWNSCALE_ADVICE, "")  # tried: not advice
+        outcome = replace(outcome, tried=names, refusal=refusal or None)
         if retry.diagnostics.get("verdict", {}).get("converged") is not False:
             release, spec = retry, remedied(spec, names)
             outcome = replace(
