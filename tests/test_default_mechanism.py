@@ -200,36 +200,3 @@ def test_a_censored_column_the_rule_chose_says_so_in_its_choices():
         }
     )
     assert "mechanism_rule" not in pipeline._column_choices(named.confidential[0])
-
-
-def _names(raw: dict) -> list[str]:
-    return [c.name for c in parse_spec(raw).order()]
-
-
-def test_the_analysis_outcome_is_synthesized_after_its_confidential_predictors():
-    """Listed first (as init-spec writes a file's columns), the outcome moves to right after
-    its last confidential predictor, marked on the column and named in the report; an
-    outcome already after them, or one a later column is drawn ``given``, stays."""
-    first = {**FIVE_COLUMNS, "confidential": [FIVE_COLUMNS["confidential"][-1],
-                                              *FIVE_COLUMNS["confidential"][:-1]]}  # fmt: skip
-    assert _names(first) == ["c", "b", "k", "y"] == _names(FIVE_COLUMNS)
-    moved = {c.name: c.order_auto for c in parse_spec(first).order()}
-    assert moved == {"c": False, "b": False, "k": False, "y": True}
-    assert not any(c.order_auto for c in parse_spec(FIVE_COLUMNS).order())
-    y = next(c for c in parse_spec(first).order() if c.name == "y")
-    assert pipeline._column_choices(y)["order_rule"] == pipeline.ORDER_MEANING
-    # only after the last predictor: a column the analysis does not name stays after it
-    extra = {"name": "z", "model": "negbin", "bounds": [0, 9]}
-    partial = {**first, "confidential": [*first["confidential"], extra],
-               "analysis": {"formula": "y ~ g + c + b"}}  # fmt: skip
-    assert _names(partial) == ["c", "b", "y", "k", "z"]
-    # a later column drawn given the outcome keeps the spec's order
-    given = [dict(e) for e in first["confidential"]]
-    given[1] = {"name": "c", "type": "categorical", "mechanism": "ph",
-                "levels": ["w", "x", "y", "z"], "given": ["y"]}  # fmt: skip
-    assert _names({**first, "confidential": given})[0] == "y"
-    # a refusal still names the entry's place in the spec
-    bad = [dict(e) for e in first["confidential"]]
-    bad[2] = {**bad[2], "share": -1}
-    with pytest.raises(InputError, match="share"):
-        parse_spec({**first, "confidential": bad})

@@ -70,7 +70,6 @@ from dpsynth.table.spec import (
     AUTO_CENTRING_MEANING,
     DEFAULT_MECHANISM_MEANING,
     MISSING_LEVEL,
-    ORDER_MEANING,
     PH_CALIBRATION,
     TABLE_ADAPT_DELTA,
     TABLE_ITER_SAMPLING,
@@ -685,8 +684,6 @@ def _column_choices(col: ConfidentialColumn) -> dict[str, str]:
         out["centring_rule"] = AUTO_CENTRING_MEANING
     if col.downscale_by_preflight:
         out["downscale_rule"] = PREFLIGHT_DOWNSCALE_MEANING
-    if col.order_auto:
-        out["order_rule"] = ORDER_MEANING
     return out
 
 

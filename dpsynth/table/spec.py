@@ -346,7 +346,6 @@ class ConfidentialColumn:
     centring_auto: bool = False  # centring resolved from "auto" (:func:`resolve_centring`)
     mechanism_auto: bool = False  # chosen by the default rule (:data:`DEFAULT_PH_CELLS`)
     downscale_by_preflight: bool = False  # "auto" set by the preflight's remedy (preflight.py)
-    order_auto: bool = False  # moved after the analysis's predictors (outcome_after_predictors)
 
     @property
     def fit_share(self) -> float:
@@ -469,13 +468,10 @@ def parse_spec(raw: Mapping[str, Any], source: str | None = None) -> TableSpec:
     entries = _tables(raw, "confidential", required=True)
     shares = _normalisable([_share(e, i) for i, e in enumerate(entries)])
     total = math.fsum(shares)
-    order, moved = outcome_after_predictors(entries, raw.get("analysis"))
     done: list[ConfidentialColumn] = []
-    for i in order:  # i: the entry's place in the spec, which its refusals name
+    for i, (e, s) in enumerate(zip(entries, shares)):
         before = TableSpec((), tuple(done)).order()  # a default mechanism's parents
-        done.append(_confidential(entries[i], i, shares[i] / total, clip, reference, before))
-    if moved is not None:
-        done = [replace(c, order_auto=True) if c.name == moved else c for c in done]
+        done.append(_confidential(e, i, s / total, clip, reference, before))
     conf = tuple(done)
     _check_names(public, conf)
     analysis = _analysis(raw.get("analysis"), [c.name for c in public + conf])
@@ -1172,46 +1168,6 @@ def _analysis(value: Any, names: list[str]) -> Analysis | None:
             f"of the spec ({', '.join(names)})",
         )
     return Analysis(formula, outcome, predictors)
-
-
-def outcome_after_predictors(
-    entries: Sequence[Mapping[str, Any]], analysis: Any
-) -> tuple[list[int], str | None]:
-    """The synthesis order of the spec's confidential ``entries`` (their positions) and the
-    column moved, if any: the analysis's outcome, where it is confidential and a confidential
-    predictor comes after it, moves to right after the last such predictor, so that its model
-    is the analysis's regression on every predictor; unless a column between names it in
-    ``given`` (that column is drawn given it). Otherwise the spec's order. Public (the spec
-    only). Evidence: book/whole_table.md, section "What to write"."""
-    order = list(range(len(entries)))
-    match = None
-    if isinstance(analysis, Mapping) and isinstance(analysis.get("formula"), str):
-        match = _FORMULA.match(analysis["formula"])
-    if match is None:
-        return order, None  # no analysis, or one _analysis refuses
-    names = [e.get("name") if isinstance(e, Mapping) else None for e in entries]
-    outcome = match[1].strip()
-    predictors = {p.strip() for p in match[2].split("+")}
-    if outcome not in names:
-        return order, None
-    at = names.index(outcome)
-    later = [j for j in range(at + 1, len(names)) if names[j] in predictors]
-    if not later:
-        return order, None
-    for e in entries[at + 1 : later[-1] + 1]:
-        given = e.get("given") if isinstance(e, Mapping) else None
-        if outcome in ([given] if isinstance(given, str) else list(given or ())):
-            return order, None  # drawn given the outcome: the spec's order stays
-    order.remove(at)
-    order.insert(later[-1], at)
-    return order, outcome
-
-
-ORDER_MEANING = (
-    "synthesized after the analysis's predictors (the spec listed it before some of them): "
-    "its model is the analysis's regression on every predictor; chosen from the spec only"
-)
-"""What the report says of the analysis's outcome moved by :func:`outcome_after_predictors`."""
 
 
 def resolve_centring(col: ConfidentialColumn, bound: float) -> ConfidentialColumn:
