@@ -15,7 +15,7 @@ analysis, and the replicates whose fits all converged.
 
     .venv/bin/python benchmarks/investigations/slid_outcome_order.py [--replicates 4]
 
-About 20 min on two cores.
+About 25 min on two cores.
 """
 
 from __future__ import annotations
