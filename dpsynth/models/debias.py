@@ -38,10 +38,9 @@ SIM_ROWS = 20_000
 randomness: a random subset of a larger design, a smaller design's rows drawn with
 replacement. The censored objective's mode is a per-record average scaled to the fit's
 records, so its shrinkage does not depend on the rows, but its noise, which the one step
-adds to the released draw, falls with them: on a table of a few thousand records its own
-rows made the corrected coefficients about as noisy again as the draw (book/choices.md,
-section choices-positive-scale). Its value settles long before 10^5 rows, and the
-optimizer's cost is linear in the rows."""
+adds to the released draw, falls with them; its value settles long before 10^5 rows, and the
+optimizer's cost is linear in the rows. Evidence: book/choices.md, section
+choices-positive-scale."""
 PRIOR_SD = 2.5
 """The slopes' prior scale in the simulated objective: the table programs' normal(0, 2.5)
 priors on the slopes (``dpsynth/stan/*_regression.stan``). The intercept is left unpenalised: its

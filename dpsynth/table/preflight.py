@@ -269,22 +269,26 @@ def preflight(
     outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
     names = unconverged_columns(release.diagnostics, spec) if source == "reference" else ()
     if names:  # a fit that missed the policy: once more with the remedy
-        retry = _public_release(remedied(spec, names), *run)
-        refusal = (outcome.refusal or "").replace(DOWNSCALE_ADVICE, "")  # tried: not advice
-        outcome = replace(outcome, tried=names, refusal=refusal or None)
-        if retry.diagnostics.get("verdict", {}).get("converged") is not False:
-            release, spec = retry, remedied(spec, names)
-            outcome = replace(
-                _outcome(release.diagnostics, source, frame.shape[0], 0.0),
-                remedies=names,
-                tried=names,
-            )
-    converged = release.diagnostics.get("verdict", {}).get("converged") is not False
+        fixed = remedied(spec, names)
+        retry = _public_release(fixed, *run)
+        if _converged(retry):
+            release, spec = retry, fixed
+            outcome = _outcome(release.diagnostics, source, frame.shape[0], 0.0)
+            outcome = replace(outcome, remedies=names, tried=names)
+        else:  # the first refusal stands, without advising what was just tried
+            refusal = (outcome.refusal or "").replace(DOWNSCALE_ADVICE, "") or None
+            outcome = replace(outcome, tried=names, refusal=refusal)
+    converged = _converged(release)
     if source == "reference" and outcome.verdict == "poor" and converged:  # refused for it
         share = ideal_poor_share(frame, spec)
         refusal = outcome.refusal if share < IDEAL_POOR_LIMIT else None
         outcome = replace(outcome, refusal=refusal, ideal_poor=share)
     return replace(outcome, seconds=time.perf_counter() - start)
+
+
+def _converged(release: Any) -> bool:
+    """Whether every fit of a public run met the convergence policy (its table verdict)."""
+    return release.diagnostics.get("verdict", {}).get("converged") is not False
 
 
 def _public_release(

@@ -74,7 +74,7 @@ def continuous_model(lo: float, hi: float) -> tuple[str, str]:
     return "mechanism", "ph"
 
 
-def missing_line(values: pd.Series, mechanism: str, kind: str) -> list[str]:
+def missing_line(values: pd.Series, model: bool, kind: str) -> list[str]:
     """A ``missing`` line where the public file has missing values: ``"indicator"`` for a
     model column, ``"level"`` for a histogram level column; a histogram of numbers, which
     takes neither, gets a comment for the curator. Nothing where no value is missing."""
@@ -82,7 +82,7 @@ def missing_line(values: pd.Series, mechanism: str, kind: str) -> list[str]:
     if share == 0:
         return []
     seen = f"{share:.0%} missing in the public file"
-    if mechanism == "model":
+    if model:
         return [f'missing = "indicator"  {CONFIRM}: {seen}']
     if kind in ("binary", "categorical"):
         return [f'missing = "level"  {CONFIRM}: {seen}']
@@ -99,22 +99,20 @@ def column_entry(name: str, values: pd.Series) -> list[str] | None:
     lines = ["[[confidential]]", f"name = {_toml(name)}"]
     if numbers is not None and np.unique(numbers).size > 2:
         lo, hi = float(numbers.min()), float(numbers.max())
-        if np.all(numbers == np.round(numbers)) and lo >= 0:
-            lines += ['type = "count"', f'model = "negbin"  {CONFIRM}']
-        else:
-            key, value = continuous_model(lo, hi)
-            lines += ['type = "continuous"', f"{key} = {_toml(value)}  {CONFIRM}"]
+        count = bool(np.all(numbers == np.round(numbers)) and lo >= 0)
+        key, value = ("model", "negbin") if count else continuous_model(lo, hi)
+        kind = "count" if count else "continuous"
+        lines += [f'type = "{kind}"', f"{key} = {_toml(value)}  {CONFIRM}"]
         bounds = [math.floor(lo), math.ceil(hi)] if lo != hi else [lo, lo + 1]
         lines.append(f"bounds = {_toml(bounds)}  {CONFIRM}: seen in the public file")
-        how = "model" if any(ln.startswith("model = ") for ln in lines) else "ph"
-        return lines + missing_line(values, how, "continuous")
+        return lines + missing_line(values, key == "model", kind)
     levels = _levels(seen)
     if len(levels) > MAX_LEVELS:
         return [f"# {name!r}: left out ({len(levels)} distinct values: free text?)"]
     kind = "binary" if len(levels) <= 2 else "categorical"
     lines += [f'type = "{kind}"', f'mechanism = "ph"  {CONFIRM}']
     lines.append(f"levels = {_toml(levels)}  {CONFIRM}: seen in the public file")
-    return lines + missing_line(values, "ph", kind)
+    return lines + missing_line(values, False, kind)
 
 
 def starter_spec(frame: pd.DataFrame, source: str) -> str:
