@@ -189,6 +189,9 @@ def test_the_stand_in_is_drawn_within_the_spec():
     assert frame["kids"].between(0, 6).all() and (frame["kids"] % 1 == 0).all()
     assert not frame.isna().any().any()
     assert stand_in_records(None) == STAND_IN_RECORDS
+    # drawn at the clip (a few in 10^5), a log model's exp(log 50000) exceeded 50000 by a rounding
+    wide = stand_in(load_spec(tomllib.loads(MODEL_SPEC)), 200_000, np.random.default_rng(0))
+    assert wide["income"].max() == 50000 and wide["income"].min() >= 100
     assert stand_in_records(10**9) == STAND_IN_MAX_RECORDS and stand_in_records(37) == 37
 
 

@@ -229,7 +229,7 @@ def _simulated(col: PublicColumn | ConfidentialColumn, n: int, rng: np.random.Ge
     log = col.model in LOG_SCALE_MODELS and lo > 0
     a, b = (np.log(lo), np.log(hi)) if log else (lo, hi)
     z = np.clip(rng.normal((a + b) / 2, (b - a) / STAND_IN_SPREAD, size=n), a, b)
-    z = np.exp(z) if log else z
+    z = np.clip(np.exp(z), lo, hi) if log else z  # exp(log hi) may exceed hi by a rounding
     if col.type == "count":  # the nearest integer within the bounds (lo where none is)
         z = np.clip(np.round(z), np.ceil(lo), np.floor(hi)) if np.ceil(lo) <= hi else np.full(n, lo)
     return z
