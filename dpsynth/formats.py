@@ -2,7 +2,8 @@
 directory of partitions, through pyarrow), Stata ``.dta`` and SAS ``.sas7bdat`` in; CSV or
 Parquet out, by the file's extension.
 
-Only the values are read: a column's type and levels come from the spec, never from a
+Only the values are read (a blank text value of Stata and SAS, their missing text, as missing):
+a column's type and levels come from the spec, never from a
 file's metadata (a Stata value label or a Parquet dictionary becomes plain text, whose
 levels the spec states). The scientific stack is imported on use.
 """
@@ -124,13 +125,22 @@ def record_count(path: str | Path, param: str, columns: Sequence[str] | None = N
     return sum(len(part) for part in read_partitions(p, param, columns))
 
 
-def _plain(frame: pd.DataFrame) -> pd.DataFrame:
-    """Categorical columns (a Stata value label, a Parquet dictionary) as plain values."""
+BLANK_IS_MISSING = ("stata", "sas")
+"""Formats whose missing text value is the blank string (Stata's ``""``, SAS's all-blank
+character value): read as missing, as a CSV's empty field is."""
+
+
+def _plain(frame: pd.DataFrame, kind: str = "csv") -> pd.DataFrame:
+    """Categorical columns (a Stata value label, a Parquet dictionary) as plain values; in a
+    :data:`BLANK_IS_MISSING` format, a text value that is blank as missing."""
     import pandas as pd
 
     for name in frame.columns:
         if isinstance(frame[name].dtype, pd.CategoricalDtype):
             frame[name] = frame[name].astype(object)
+        if kind in BLANK_IS_MISSING and pd.api.types.is_string_dtype(frame[name].dtype):
+            text = frame[name].map(lambda v: isinstance(v, str) and not v.strip())
+            frame[name] = frame[name].mask(text.astype(bool))
     frame.columns = [str(c).strip() for c in frame.columns]
     return frame
 
@@ -154,7 +164,7 @@ def read_partitions(
     wanted = None if columns is None else {str(c).strip() for c in columns}
     with _refusals(param, kind, p):
         for part in _chunks(p, kind, wanted, records):
-            part = _plain(part)
+            part = _plain(part, kind)
             yield part if wanted is None else part[[c for c in part.columns if c in wanted]]
 
 
@@ -215,7 +225,7 @@ def read_table(path: str | Path, param: str) -> pd.DataFrame:
             frame = pd.read_stata(p, convert_categoricals=True)
         else:
             frame = pd.read_sas(p, format="sas7bdat", encoding="utf-8")
-    frame = _plain(frame)
+    frame = _plain(frame, kind)
     if len(frame) == 0:
         raise InputError(param, "the data are empty")
     return frame

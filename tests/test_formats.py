@@ -59,6 +59,39 @@ def test_each_format_reads_its_header_and_values(tmp_path, kind, name):
     assert list(got["region"].astype(str)) == list(frame["region"].astype(str))
 
 
+def test_a_blank_text_value_in_stata_or_sas_is_missing_as_an_empty_csv_field(tmp_path):
+    # Stata has no missing text value but "" (and SAS an all-blank one): read as missing
+    frame = _frame(6).assign(region=["n", "", "s", "", "n", "s"])
+    path = _write(frame, tmp_path / "t.dta", "stata")
+    whole = formats.read_table(path, "data")["region"]
+    parts = pd.concat(list(formats.read_partitions(path, "data", ["region"], records=4)))
+    for got in (whole, parts["region"]):
+        assert got.isna().tolist() == [False, True, False, True, False, False]
+        assert got.dropna().tolist() == ["n", "s", "n", "s"]
+    sas = formats._plain(pd.DataFrame({"r": ["n", "   ", "s", None]}), "sas")["r"]
+    assert sas.isna().tolist() == [False, True, False, True]
+    kept = formats._plain(pd.DataFrame({"r": ["n", "", "s"]}), "csv")["r"]  # a CSV's "" read
+    assert kept.tolist() == ["n", "", "s"]  # as given: only Stata and SAS mean missing by it
+
+
+def test_a_table_release_reads_a_stata_file_whose_level_column_has_missing_text(tmp_path, capsys):
+    frame = _frame().assign(region=lambda f: f["region"].astype(str))
+    frame.loc[::5, "region"] = ""  # Stata's missing text
+    inp = _write(frame, tmp_path / "in.dta", "stata")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n'
+        '[[confidential]]\nname = "region"\ntype = "binary"\nmechanism = "ph"\n'
+        'levels = ["n", "s"]\nmissing = "level"\n'
+    )
+    out = tmp_path / "syn.csv"
+    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
+    argv += ["--report", str(tmp_path / "r.json"), "--skip-preflight", "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    syn = pd.read_csv(out)
+    assert len(syn) == 60 and set(syn["region"].dropna()) <= {"n", "s"}
+
+
 def test_unreadable_files_are_refused_naming_the_parameter(tmp_path):
     sas = tmp_path / "t.sas7bdat"
     sas.write_bytes(b"not a SAS file at all" * 10)
