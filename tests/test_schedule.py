@@ -39,10 +39,10 @@ def _table(n: int = 200, seed: int = 5) -> pd.DataFrame:
     return pd.DataFrame({"age": age, "owner": owner, "income": income, "spend": spend})
 
 
-def _release(**kw):
+def _release(spec=SPEC, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return synthesize_table(_table(), SPEC, 6.0, seed=11, sampler=SHORT, m=2, **kw)
+        return synthesize_table(_table(), spec, 6.0, seed=11, sampler=SHORT, m=2, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -120,24 +120,68 @@ class _RecordingClient:
         pass
 
 
-def test_the_records_go_to_a_cluster_once_not_with_every_fit():
-    """The confidential codes and the public columns (n rows each) are scattered once; a
-    fit's task carries only handles and small public settings, and the release is the
-    same as in this process."""
+def test_each_fit_is_sent_what_it_reads_and_no_more():
+    """A fit's task carries handles to its own inputs (``columns.fit_inputs``), scattered
+    apart from its message: a model column's values, its predecessors' and the public
+    features at its fit's records only (``fit_records`` of n), a PH column's own values; the
+    release is the same as in this process."""
     from dpsynth.table.columns import ConfidentialInputs, PublicInputs
 
+    k, spec = 120, {**SPEC, "fit_records": 120}
     client = _RecordingClient()
-    there = _release(client=client)
-    kinds = sorted(type(v).__name__ for v in client.scattered)
-    assert kinds == ["ConfidentialInputs", "PublicInputs"]
+    there = _release(client=client, spec=spec)
     assert len(client.tasks) == 3  # one per confidential column
-    for args in client.tasks:  # (fit, task, conf, public, predecessors, their sets or None)
-        assert not any(isinstance(a, (ConfidentialInputs, PublicInputs)) for a in args)
-        assert not any(isinstance(a, np.ndarray) and a.size >= 200 for a in args)
-        assert isinstance(args[2], _Sent) and isinstance(args[3], _Sent)
-        if args[5] is not None:  # a marginal centre: its predecessors' synthetic sets only
-            assert set(args[5]) == {c.name for c in args[4]}
-    pd.testing.assert_frame_equal(_release().data, there.data)
+    for args in client.tasks:  # (task, conf, public)
+        assert not any(isinstance(a, (ConfidentialInputs, PublicInputs, np.ndarray)) for a in args)
+        task, conf, pub = args[0], args[1].value, args[2].value
+        assert pub.n == 200 and not pub.synthetic  # a centre: its own rows (the next test)
+        if task.col.name == "owner":  # PH, first: its own values on every record, no feature
+            assert set(conf.values) == {"owner"} and conf.values["owner"].size == 200
+            assert pub.public.shape[0] == 0 and conf.rows is None
+        else:
+            assert set(conf.values) == {task.col.name, *(p.name for p in pub.done)}
+            assert conf.rows.size == k and pub.public.shape == (k, 1)
+            assert all(v.size == k for v in conf.values.values())
+            assert all(v.size == 200 for v in conf.every.values())  # a marginal's, its own
+            assert set(conf.every) <= {task.col.name}
+    assert len(client.scattered) == 6  # two per fit, none shared with the draws
+    pd.testing.assert_frame_equal(_release(spec=spec).data, there.data)
+
+
+def test_a_calibrated_model_fit_reads_its_own_column_whole_and_a_centre_its_rows():
+    """A marginal centre's fit gets its own values on every record (its marginal histogram
+    reads them all) and the centre's public pseudo-design, chosen where the draws run: at
+    most MARGINAL_CENTRE_ROWS rows, only records whose synthetic indicator says present."""
+    from dpsynth.table import columns
+    from dpsynth.table.spec import parse_spec
+
+    spec = parse_spec(
+        {
+            "public": [{"name": "age", "type": "continuous", "bounds": [16, 90]}],
+            "confidential": [
+                {"name": "income", "model": "lognormal-regression", "bounds": [100, 50000],
+                 "centring": "marginal", "missing": "indicator"},
+            ],
+            "fit_records": 100,
+        }
+    )  # fmt: skip
+    indicator, col = spec.order()
+    n = 6000
+    present = np.random.default_rng(1).uniform(size=n) < 0.5
+    values = {indicator.name: (~present).astype(float), col.name: np.where(present, 500.0, np.nan)}
+    conf = columns.ConfidentialInputs(values, fit_records=100)
+    pub = columns.PublicInputs(np.linspace(0, 1, n)[:, None], {}, (), 1)
+    pub = pub.with_column(indicator, [(~present).astype(float)])
+    task = columns.ColumnTask(col, 1, 1.0, 1, 7, SHORT, {})
+    reads = columns.fit_inputs(task, conf, pub)
+    assert reads.conf.rows.size == 100 and reads.pub.public.shape == (100, 1)
+    assert reads.conf.every_value(col.name) is values[col.name]  # every record, not a copy
+    centre = reads.pub.centre
+    assert centre.public.shape == (columns.MARGINAL_CENTRE_ROWS, 1)
+    chosen = np.round(centre.public[:, 0] * (n - 1)).astype(int)  # the rows, from age
+    assert present[chosen].all() and np.all(np.diff(chosen) > 0)
+    ((p, v),) = centre.synthetic
+    assert p is indicator and np.all(v == 0)
 
 
 def test_a_bad_client_is_refused_in_one_line():

@@ -22,7 +22,7 @@ from dpsynth.models.catalogue import PublicDesign, get_model
 from dpsynth.table import columns, steps
 from dpsynth.table.spec import parse_spec
 
-DRAW_TYPES = (columns.PublicInputs, columns.ModelFit, columns.HistogramFit)
+DRAW_TYPES = (columns.PublicInputs, columns.CentreRows, columns.ModelFit, columns.HistogramFit)
 FORBIDDEN = ("ConfidentialInputs", "Release", "Result", "WeightedFit", "DataFrame", "StanFit")
 
 

@@ -65,11 +65,13 @@ class PublicInputs:
     m: int
     public_columns: tuple[PublicColumn, ...] = ()  # the spec's public columns
     public_codes: Mapping[str, np.ndarray] = field(default_factory=dict)  # level ones' codes
+    records: int | None = None  # n, where ``public`` holds a fit's records only (fit_inputs)
+    centre: CentreRows | None = None  # a marginal centre's public pseudo-design (fit_inputs)
 
     @property
     def n(self) -> int:
         """The table's public record count (public under the substitution relation)."""
-        return int(self.public.shape[0])
+        return int(self.public.shape[0]) if self.records is None else self.records
 
     def parent_values(self, parents: Sequence[Any], k: int) -> dict[str, np.ndarray]:
         """A PH column's parents' values in set k: a public column's codes (copied), a
@@ -88,14 +90,34 @@ class PublicInputs:
 
 
 @dataclass(frozen=True)
+class CentreRows:
+    """A marginal centre's public pseudo-design (``centring = "marginal"``): the public
+    columns and set 1's SYNTHETIC predecessors at its rows, chosen where the draws run, and
+    the generator that chose them (it goes on to draw the centre's pseudo-outcomes)."""
+
+    public: np.ndarray
+    synthetic: tuple[tuple[ConfidentialColumn, np.ndarray], ...]
+    rng: np.random.Generator
+
+
+@dataclass(frozen=True)
 class ConfidentialInputs:
-    """What a column's fit reads beyond the public inputs: every confidential column's
-    values (codes on the outcome's scale), and the public reference file's, encoded alike."""
+    """What a column's fit reads beyond the public inputs: the confidential columns' values
+    (codes on the outcome's scale) at the fit's records (``rows``: None, every record), a
+    calibrated column's every value (``every``: its marginal histogram reads them all), and
+    the public reference file's, encoded alike. :func:`fit_inputs` keeps, of the table's, what
+    one column's fit reads."""
 
     values: Mapping[str, np.ndarray]  # the confidential columns, by name
     ref_public: np.ndarray | None = None
     ref: Mapping[str, np.ndarray] = field(default_factory=dict)
     fit_records: int | None = None  # the spec's subsample size for model columns
+    rows: np.ndarray | None = None  # the records ``values`` hold (positions; None: all)
+    every: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def every_value(self, name: str) -> np.ndarray:
+        """Column ``name``'s value on every record."""
+        return self.values[name] if self.rows is None else self.every[name]
 
 
 @dataclass(frozen=True)
@@ -231,18 +253,15 @@ def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInpu
     n = pub.n
     marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, task.run)
     k = subsample_size(col, conf.fit_records, n)
-    sub = _subset(_fit_rows(k, n, col_seed))
-    y = sub(conf.values[col.name])
+    y = conf.values[col.name]  # at the fit's records (fit_inputs)
     rows = np.isfinite(y)
-    parts = [features(p, sub(conf.values[p.name])) for p in pub.done]
-    X = column_design(sub(pub.public), parts, rows if not rows.all() else None)
+    parts = [features(p, conf.values[p.name]) for p in pub.done]
+    X = column_design(pub.public, parts, rows if not rows.all() else None)
     eps_fit = fit_epsilon(col, epsilon, conf.fit_records, n)
     kw: dict[str, Any] = {"model": column_model(col), "X": X}
     kw.update(_reference_inputs(col, conf, pub.done, X is not None, sampler))
     if col.centring == "marginal":
-        synthetic = [(p, pub.synthetic[p.name][0]) for p in pub.done]
-        rng = entropy.stream(col_seed, "marginal-centre")
-        kw["centring"] = _marginal_centre(col, pub.public, synthetic, targets[0], rng, sampler)
+        kw["centring"] = _marginal_centre(col, pub.centre, targets[0], sampler)
     kw["model"] = fit_model(col, kw.get("centring"))
     d = downscale_of(col, eps_fit / m)  # each of the m sets' draws: its own bound
     kw["downscale"] = d if d < 1 else None  # 1: the paper's Censor_uw, as before
@@ -331,10 +350,62 @@ class ColumnKind:
     name: str
     fit: Callable[[ColumnTask, ConfidentialInputs, PublicInputs], ColumnFit]
     draw: Callable[[Any, PublicInputs], list[np.ndarray]]
+    reads: Callable[[ColumnTask, ConfidentialInputs, PublicInputs], FitInputs]
 
 
-HISTOGRAM_COLUMN = ColumnKind("histogram", fit_histogram_column, draw_histogram_column)
-MODEL_COLUMN = ColumnKind("model", fit_model_column, draw_model_column)
+class FitInputs(NamedTuple):
+    """What one column's fit reads (:func:`fit_inputs`): its confidential and public inputs."""
+
+    conf: ConfidentialInputs
+    pub: PublicInputs
+
+
+def histogram_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
+    """A PH column's fit reads its own values and its parents' (every record) and no
+    public feature: those, and the count n."""
+    parents = ph_parents(task.col, list(pub.done), pub.public_columns)
+    names = [task.col.name, *(p.name for p in parents)]
+    values = {nm: conf.values[nm] for nm in names if nm in conf.values}
+    codes = {nm: pub.public_codes[nm] for nm in names if nm in pub.public_codes}
+    public = pub.public[:0]  # no row: the count is kept in ``records``
+    return FitInputs(
+        replace(conf, values=values),
+        replace(pub, public=public, synthetic={}, public_codes=codes, records=pub.n),
+    )
+
+
+def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
+    """A model column's fit reads its own values and its predecessors' and the public
+    features at its records only (a k-of-n subsample with ``fit_records``: drawn here,
+    :func:`_fit_rows`), its own on every record for a marginal histogram, and for a marginal
+    centre the public pseudo-design chosen here (:func:`centre_rows`)."""
+    col, n = task.col, pub.n
+    rows = _fit_rows(subsample_size(col, conf.fit_records, n), n, task.col_seed)
+    take = _subset(rows)
+    names = [col.name, *(p.name for p in pub.done)]
+    every = (
+        {col.name: conf.values[col.name]} if rows is not None and col.calibrate_share > 0 else {}
+    )
+    centre = centre_rows(col, pub, task.col_seed) if col.centring == "marginal" else None
+    return FitInputs(
+        replace(conf, values={nm: take(conf.values[nm]) for nm in names}, rows=rows, every=every),
+        replace(
+            pub, public=take(pub.public), synthetic={}, public_codes={}, records=n, centre=centre
+        ),
+    )
+
+
+HISTOGRAM_COLUMN = ColumnKind(
+    "histogram", fit_histogram_column, draw_histogram_column, histogram_reads
+)
+MODEL_COLUMN = ColumnKind("model", fit_model_column, draw_model_column, model_reads)
+
+
+def fit_inputs(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
+    """What ``task``'s fit reads of the table's inputs (``pub.done``: its predecessors), and
+    nothing more: sent to the fit's worker (a cluster's memory and traffic then grow with the
+    records one fit reads, not with the table's), the same inputs wherever the fit runs."""
+    return kind_of(task.col).reads(task, conf, pub)
 
 
 def kind_of(col: ConfidentialColumn) -> ColumnKind:
@@ -424,7 +495,7 @@ def _marginal_histogram(
     cells each: the marginal its draw is raked to (``table_spec.PH_CALIBRATION``)."""
     from dpsynth.release.single import synthesize
 
-    y = conf.values[col.name]
+    y = conf.every_value(col.name)
     if registry.model_free(col.mechanism):
         values = own_codes(col, y).astype(float)
         cells = {
@@ -470,31 +541,34 @@ MARGINAL_CENTRE_ROWS = 2000
 "marginal"``): enough to pin an intercept and a dispersion, and a fit of seconds."""
 
 
+def centre_rows(col: ConfidentialColumn, pub: PublicInputs, col_seed: int | None) -> CentreRows:
+    """A marginal centre's rows (:data:`MARGINAL_CENTRE_ROWS` of the records, those whose
+    synthetic indicator says present), from the public columns and the synthetic predecessors
+    of set 1 only, with the generator that chose them."""
+    rng = entropy.stream(col_seed, "marginal-centre")
+    rows = np.arange(pub.n)
+    if col.missing == "indicator":
+        rows = np.flatnonzero(pub.synthetic[col.name + MISSING_SUFFIX][0] == 0)
+    rows = np.sort(rng.permutation(rows)[:MARGINAL_CENTRE_ROWS])
+    synthetic = tuple((p, pub.synthetic[p.name][0][rows]) for p in pub.done)
+    return CentreRows(pub.public[rows], synthetic, rng)
+
+
 def _marginal_centre(
-    col: ConfidentialColumn,
-    public: np.ndarray,
-    synthetic: list[tuple[ConfidentialColumn, np.ndarray]],
-    sample: np.ndarray,
-    rng: np.random.Generator,
-    sampler: Sampler,
+    col: ConfidentialColumn, centre: CentreRows, sample: np.ndarray, sampler: Sampler
 ) -> dict[str, Any]:
     """``centring = "marginal"``: the column's model fitted, uncensored, to PUBLIC inputs
     only (no confidential value reaches this function): its histogram's sample (shuffled,
     so unrelated to the rows) beside the public columns and the synthetic predecessors of
-    set 1. Intercept and dispersion from the marginal, slopes near 0: a centre that needs
-    no reference file."""
+    set 1 at the centre's rows (:func:`centre_rows`). Intercept and dispersion from the
+    marginal, slopes near 0: a centre that needs no reference file."""
     from dpsynth.release.plan import reference_point
 
-    values = {p.name: v for p, v in synthetic}
-    rows = np.arange(public.shape[0])
-    if col.missing == "indicator":
-        rows = np.flatnonzero(values[col.name + MISSING_SUFFIX] == 0)
-    rows = np.sort(rng.permutation(rows)[:MARGINAL_CENTRE_ROWS])
-    y = rng.choice(sample, size=rows.size, replace=False)
+    y = centre.rng.choice(sample, size=centre.public.shape[0], replace=False)
     if col.type != "continuous":  # codes, or a count's equal-width bin values rounded
         y = np.rint(y)
-    parts = [features(p, v[rows]) for p, v in synthetic]
-    X = column_design(public[rows], parts, None)
+    parts = [features(p, v) for p, v in centre.synthetic]
+    X = column_design(centre.public, parts, None)
     return reference_point(
         stan_outcome(col, y), column_model(col), bounds=col.bounds, reference_X=X,
         sampler=centre_sampler(sampler),

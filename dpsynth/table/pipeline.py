@@ -53,6 +53,7 @@ from dpsynth.table.columns import (
     _fixes_dispersion,
     draw_bound,
     fit_epsilon,
+    fit_inputs,
     fit_subsample,
     kind_of,
     marginal_cells,
@@ -283,9 +284,8 @@ def _release_table(
         ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run) for j, c in enumerate(order)
     ]
     with schedule.fitter(client, sampler.chains, run["progress"]) as fits:
-        conf, public = fits.share(conf), fits.share(pub)  # to a cluster: once each
         handles = {  # a marginal centre waits: it reads its predecessors' synthetic sets
-            t.col.name: _submit(fits, t, conf, public, tuple(order[: t.j]))
+            t.col.name: _submit(fits, t, conf, replace(pub, done=tuple(order[: t.j])))
             for t in tasks
             if t.col.centring != "marginal"
         }
@@ -293,7 +293,7 @@ def _release_table(
             for j, col in enumerate(order):
                 _announce(col, j, len(order), col.share * epsilon, run)
                 if col.name not in handles:  # after its predecessors' draws
-                    handles[col.name] = _submit(fits, tasks[j], conf, public, pub.done, pub)
+                    handles[col.name] = _submit(fits, tasks[j], conf, pub)
                 fitted = _collected(fits, col, handles[col.name])
                 releases[col.name] = fitted.release
                 if fitted.marginal is not None:
@@ -315,31 +315,15 @@ def _release_table(
 
 
 def _submit(
-    fits: schedule.Fitter,
-    task: ColumnTask,
-    conf: Any,
-    at: Any,
-    done: tuple[Any, ...],
-    after: PublicInputs | None = None,
+    fits: schedule.Fitter, task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs
 ) -> Any:
-    """Submit ``task``'s fit with ``conf`` (:class:`ConfidentialInputs`) and the public
-    columns, ``at`` (:class:`PublicInputs`), each sent to a cluster once for all the fits
-    (:meth:`schedule.Fitter.share`), and ``done``, its predecessors' spec entries; a
-    marginal centre, which reads their synthetic sets, gets them from ``after``."""
-    synthetic = None if after is None else dict(after.synthetic)
+    """Submit ``task``'s fit with what it reads (:func:`dpsynth.table.columns.fit_inputs`)
+    of the confidential inputs ``conf`` and the public ones ``pub`` (``pub.done``: its
+    predecessors; a marginal centre's synthetic sets drawn by then), each sent to a cluster
+    apart from the task (:meth:`schedule.Fitter.share`)."""
+    reads = fit_inputs(task, conf, pub)
     fit = kind_of(task.col).fit
-    return fits.submit(task.col.name, _fit_after, fit, task, conf, at, done, synthetic)
-
-
-def _fit_after(
-    fit: Any, task: ColumnTask, conf: Any, at: PublicInputs, done: tuple, synthetic: Any
-) -> Any:
-    """``fit`` of ``task`` on ``at`` with ``done`` as the predecessors (and, for a marginal
-    centre, their ``synthetic`` sets): run where the fit runs."""
-    at = (
-        replace(at, done=done) if synthetic is None else replace(at, done=done, synthetic=synthetic)
-    )
-    return fit(task, conf, at)
+    return fits.submit(task.col.name, fit, task, fits.share(reads.conf), fits.share(reads.pub))
 
 
 def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> Any:

@@ -58,7 +58,8 @@ class Fitter:
         return self.client.submit(fit, *args, pure=False, key=f"dpsynth-fit-{name}-{id(args)}")
 
     def share(self, value: Any) -> Any:
-        """``value`` as the fits' argument: sent to the cluster once (not once per fit)."""
+        """``value`` as a fit's argument: sent to the cluster apart from the task's message
+        (kept there while a fit holds it), as it is in this process."""
         return value if self.client is None else self.client.scatter(value, direct=False)
 
     def result(self, name: str, handle: Any) -> Any:
