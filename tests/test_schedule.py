@@ -3,6 +3,7 @@ lost worker refuses the table naming its column, the attempt is charged, nothing
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -327,3 +328,31 @@ def test_a_table_larger_than_a_chunk_is_drawn_a_chunk_at_a_time(monkeypatch):
         return np.corrcoef(np.log(rel.data["income"]), np.log(rel.data["spend"]))[0, 1]
 
     assert corr(chunked) > 0.3 and abs(corr(chunked) - corr(whole)) < 0.25
+
+
+def test_a_model_fit_given_the_whole_table_where_it_reads_a_subsample_is_refused():
+    """The fit's epsilon is amplified for its k-of-n subsample: it refuses values that are
+    not exactly the subsample fit_inputs draws (the whole table, or a partial selection)."""
+    from dpsynth.table import columns
+    from dpsynth.table.spec import parse_spec
+
+    spec = parse_spec(
+        {
+            "confidential": [
+                {"name": "income", "model": "lognormal-regression", "bounds": [100, 50000],
+                 "centring": "none"},
+            ],
+            "fit_records": 100,
+        }
+    )  # fmt: skip
+    (col,) = spec.order()
+    conf = columns.ConfidentialInputs({"income": np.full(500, 900.0)}, fit_records=100)
+    pub = columns.PublicInputs(np.empty((500, 0)), {}, (), 1)
+    task = columns.ColumnTask(col, 0, 1.0, 1, 7, SHORT, {})
+    with pytest.raises(ValueError, match="fit_inputs"):
+        columns.fit_model_column(task, conf, pub)  # the whole table, not its subsample
+    reads = columns.fit_inputs(task, conf, pub)
+    assert reads.conf.values["income"].size == 100
+    half = dataclasses.replace(reads.conf, values={"income": np.full(50, 900.0)})
+    with pytest.raises(ValueError, match="fit_inputs"):
+        columns.fit_model_column(task, half, reads.pub)

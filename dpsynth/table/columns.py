@@ -254,6 +254,7 @@ def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInpu
     marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, task.run)
     k = subsample_size(col, conf.fit_records, n)
     y = conf.values[col.name]  # at the fit's records (fit_inputs)
+    _require_fit_records(conf, k, n)
     rows = np.isfinite(y)
     parts = [features(p, conf.values[p.name]) for p in pub.done]
     X = column_design(pub.public, parts, rows if not rows.all() else None)
@@ -270,6 +271,15 @@ def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInpu
     rel = _column_release(stan_outcome(col, y[rows]), task, eps_fit, kw)
     censoring = _censoring(col, rel, kw, n if k is None else k)
     return ColumnFit(rel, marg, _model_fit(col, rel, m, targets, censoring, col_seed))
+
+
+def _require_fit_records(conf: ConfidentialInputs, k: int | None, n: int) -> None:
+    """A model fit reads exactly the records its epsilon is amplified for: k drawn by
+    :func:`fit_inputs` (``conf.rows``), or every one of the n. Anything else (inputs not
+    made by :func:`fit_inputs`) is refused before a value is used."""
+    size = n if k is None else k
+    if (conf.rows is None) != (k is None) or any(v.size != size for v in conf.values.values()):
+        raise ValueError("a model column's fit reads what fit_inputs gives it, and only that")
 
 
 def _model_fit(
