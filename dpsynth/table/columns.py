@@ -2,8 +2,9 @@
 
 A model column (a censored regression) and a histogram column (PH) each have one function
 that reads the confidential values and returns its fit (:class:`ModelFit`,
-:class:`HistogramFit`): the only code that sees them, through :class:`ConfidentialInputs`.
-And one function that draws m synthetic sets from that fit and :class:`PublicInputs` (the
+:class:`HistogramFit`), and one that keeps, of the table's inputs, what that fit reads
+(``reads``, :func:`fit_inputs`: a subsample's rows, a few columns): the only code that sees
+them, through :class:`ConfidentialInputs`. And one function that draws m synthetic sets from that fit and :class:`PublicInputs` (the
 public columns, the synthetic predecessors, public settings): neither type has a field
 through which a confidential value could be reached. A model fit keeps only the m draws its
 release publishes (the ones its epsilon covers), not the posterior sample.
