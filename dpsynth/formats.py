@@ -2,10 +2,10 @@
 directory of partitions, through pyarrow), Stata ``.dta`` and SAS ``.sas7bdat`` in; CSV or
 Parquet out, by the file's extension.
 
-Only the values are read (a blank text value of Stata and SAS, their missing text, as missing):
-a column's type and levels come from the spec, never from a
-file's metadata (a Stata value label or a Parquet dictionary becomes plain text, whose
-levels the spec states). The scientific stack is imported on use.
+Only the values are read (a blank text value of Stata and SAS, their missing text, as
+missing): a column's type and levels come from the spec, never from a file's metadata (a Stata
+value label or a Parquet dictionary becomes plain text, whose levels the spec states). The
+scientific stack is imported on use.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ A model column (a censored regression) and a histogram column (PH) each have one
 that reads the confidential values and returns its fit (:class:`ModelFit`,
 :class:`HistogramFit`), and one that keeps, of the table's inputs, what that fit reads
 (``reads``, :func:`fit_inputs`: a subsample's rows, a few columns): the only code that sees
-them, through :class:`ConfidentialInputs`. And one function that draws m synthetic sets from that fit and :class:`PublicInputs` (the
-public columns, the synthetic predecessors, public settings): neither type has a field
-through which a confidential value could be reached. A model fit keeps only the m draws its
+them, through :class:`ConfidentialInputs`. And one function that draws m synthetic sets from
+that fit and :class:`PublicInputs` (the public columns, the synthetic predecessors, public
+settings): neither type has a field through which a confidential value could be reached. A model fit keeps only the m draws its
 release publishes (the ones its epsilon covers), not the posterior sample.
 """
 
@@ -254,8 +254,8 @@ def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInpu
     n = pub.n
     marg, targets = _marginal(col, col_seed, conf, n, epsilon, m, task.run)
     k = subsample_size(col, conf.fit_records, n)
-    y = conf.values[col.name]  # at the fit's records (fit_inputs)
     _require_fit_records(conf, k, n)
+    y = conf.values[col.name]  # at the fit's records (fit_inputs)
     rows = np.isfinite(y)
     parts = [features(p, conf.values[p.name]) for p in pub.done]
     X = column_design(pub.public, parts, rows if not rows.all() else None)
