@@ -259,6 +259,36 @@ def level_text(value: object) -> str:
     return str(value)
 
 
+TIME_VALUES = (
+    "holds dates or times, which dpsynth does not read as numbers (the number a file gives a "
+    "date depends on its format's unit): convert them to a number, such as days since a "
+    "public date, before the release"
+)
+"""Why a column of dates or times (:func:`holds_times`) is refused where the spec reads
+numbers, and left out of a starter spec."""
+
+_TIME_KINDS = frozenset(
+    {"date", "datetime", "datetime64", "time", "timedelta", "timedelta64", "period"}
+)
+
+
+def holds_times(values: pd.Series) -> bool:
+    """Whether ``values`` are dates or times (a date, datetime, duration or period type, or
+    Python date and time objects, as a Parquet date column reads): a kind of value, not a
+    value, so it says nothing of any record."""
+    import pandas as pd
+
+    dtype = values.dtype
+    if pd.api.types.is_datetime64_any_dtype(dtype) or pd.api.types.is_timedelta64_dtype(dtype):
+        return True
+    if isinstance(dtype, pd.PeriodDtype):
+        return True
+    return (
+        pd.api.types.is_object_dtype(dtype)
+        and pd.api.types.infer_dtype(values, skipna=True) in _TIME_KINDS
+    )
+
+
 def sha256(path: str | Path) -> str:
     """The dataset's identity for the budget file: the SHA-256 of the file, or of a Parquet
     directory's partitions (their names and bytes, in name order)."""

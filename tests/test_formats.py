@@ -163,3 +163,57 @@ def test_init_spec_and_combine_read_parquet(tmp_path, capsys):
     sets.to_parquet(syn, index=False)
     assert main(["combine", str(syn), "--column", "v", "--estimand", "mean"]) == 0
     assert capsys.readouterr().out
+
+
+def _dated(n: int = 60) -> pd.DataFrame:
+    born = pd.Timestamp("1950-01-01") + pd.to_timedelta(np.arange(n) * 97, unit="D")
+    return _frame(n).assign(born=born)
+
+
+def test_dates_and_times_are_told_apart_from_numbers_and_text():
+    dated = _dated()
+    assert formats.holds_times(dated["born"])
+    for unit in ("s", "ms", "us"):  # SAS, Stata and Parquet each give dates their own unit
+        assert formats.holds_times(dated["born"].astype(f"datetime64[{unit}]"))
+    assert formats.holds_times(dated["born"] - dated["born"].min())  # durations
+    assert formats.holds_times(pd.Series(dated["born"].dt.date, dtype=object))  # Parquet date32
+    assert formats.holds_times(dated["born"].dt.to_period("M"))
+    for plain in ("income", "region", "k"):
+        assert not formats.holds_times(dated[plain])
+    assert not formats.holds_times(pd.Series(["2020-01-01", "x"], dtype=object))  # text stays text
+
+
+@pytest.mark.parametrize(("kind", "name"), [("parquet", "in.parquet"), ("stata", "in.dta")])
+def test_a_date_column_read_as_a_number_is_refused_naming_it_and_nothing_is_written(
+    tmp_path, capsys, kind, name
+):
+    # Before: a date became its count of seconds (SAS), milliseconds (Stata) or
+    # microseconds (Parquet) since 1970, so one spec's bounds meant other dates per format.
+    inp = _write(_dated(), tmp_path / name, kind)
+    before = formats.sha256(inp)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n'
+        '[[confidential]]\nname = "born"\ntype = "continuous"\nmechanism = "ph"\n'
+        "bounds = [0, 2e15]\n"
+    )
+    out = tmp_path / "syn.csv"
+    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
+    argv += ["--report", str(tmp_path / "r.json"), "--skip-preflight", "--quiet"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "column 'born' holds dates or times" in err[0]
+    assert not out.exists() and not (tmp_path / "r.json").exists()
+    assert formats.sha256(inp) == before
+    args = ["synthesize", str(inp), "--column", "born", "--mechanism", "ph", "--bounds", "0"]
+    args += ["2e15", "--epsilon", "1", "--out", str(out), "--report", str(tmp_path / "r.json")]
+    assert main([*args, "--quiet"]) == 2
+    assert "--column: column 'born'" in capsys.readouterr().err and not out.exists()
+
+
+def test_init_spec_leaves_a_date_column_out_saying_why(tmp_path, capsys):
+    inp = _write(_dated(), tmp_path / "pub.dta", "stata")
+    assert main(["init-spec", str(inp)]) == 0
+    text = capsys.readouterr().out
+    assert "# 'born': left out (it holds dates or times" in text
+    assert 'name = "born"' not in text and 'name = "income"' in text

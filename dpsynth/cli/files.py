@@ -123,6 +123,8 @@ def read_input(
             f"column {column!r} of {path} has missing values "
             f"{from_data(count_first(missing, 'value'))}{hint}",
         )
+    if formats.holds_times(frame[column]):
+        raise InputError("--column", f"column {column!r} of {path} {formats.TIME_VALUES}")
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
     bad = np.flatnonzero(~np.isfinite(values) & ~missing)
     if bad.size:

@@ -116,6 +116,8 @@ def one_hot(codes: np.ndarray, k: int) -> np.ndarray:
 
 
 def _numeric(s: pd.Series, name: str) -> np.ndarray:
+    if formats.holds_times(s):
+        raise InputError("data", f"column {name!r} {formats.TIME_VALUES}")
     values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) & s.notna().to_numpy()
     if bad.any():

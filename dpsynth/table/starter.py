@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpsynth import formats
 from dpsynth.errors import InputError
 
 MAX_LEVELS = 50
@@ -95,6 +96,8 @@ def column_entry(name: str, values: pd.Series) -> list[str] | None:
     seen = values.dropna()
     if seen.empty:
         return [f"# {name!r}: left out (no value in the public file)"]
+    if formats.holds_times(seen):
+        return [f"# {name!r}: left out (it {formats.TIME_VALUES})"]
     numbers = _numeric(seen)
     lines = ["[[confidential]]", f"name = {_toml(name)}"]
     if numbers is not None and np.unique(numbers).size > 2:
