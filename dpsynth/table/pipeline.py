@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
@@ -264,14 +266,12 @@ def _release_table(
     run: dict[str, bool],
     client: Any,
 ) -> Release:
-    """The release itself, once the budget is charged: the columns' fits submitted at once
-    (:mod:`dpsynth.table.schedule`), their draws made in order as the fits arrive."""
+    """The release itself, once the budget is charged: the columns fitted and drawn
+    (:func:`_fit_and_draw`), whose inputs are gone by the time the published table is made
+    and judged (what the release holds from then on is that table and the data frame)."""
     from dpsynth.release.single import KnownSeedWarning
 
     frame = frame.reset_index(drop=True)
-    conf, clipped, pub = _inputs(frame, spec, ref, m)
-    releases: dict[str, Any] = {}
-    marginals: dict[str, Any] = {}
     if seed is not None:
         warnings.warn(
             "a release made with a known seed is reproducible by anyone who has the seed "
@@ -279,6 +279,50 @@ def _release_table(
             KnownSeedWarning,
             stacklevel=3,
         )
+    drawn = _fit_and_draw(frame, spec, epsilon, m, seed, sampler, ref, run, client)
+    data = _published_frame(frame, spec, drawn.synthetic, m)
+    releases, marginals = drawn.releases, drawn.marginals
+    report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
+    diagnostics = _table_diagnostics(spec, releases, marginals, drawn.clipped, seed)
+    for name, secs in drawn.seconds.items():  # a fit's time depends on the data: confidential
+        diagnostics["columns"][name]["fit_seconds"] = secs
+    del drawn  # its synthetic sets are in ``data`` now
+    first = data if m == 1 else data[data[_set_column()] == 1]
+    verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
+    diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
+    results = {k: r.confidential for k, r in releases.items()}
+    return Release(data, report, diagnostics, results)
+
+
+class Drawn(NamedTuple):
+    """A table's columns fitted and drawn: each column's m synthetic sets, its release and
+    marginal histogram's (report, diagnostics, result: their synthetic data dropped), the
+    values clipped per column and each fit's seconds (the last two confidential)."""
+
+    synthetic: Mapping[str, tuple[np.ndarray, ...]]
+    releases: dict[str, Any]
+    marginals: dict[str, Any]
+    clipped: dict[str, int]
+    seconds: dict[str, float]
+
+
+def _fit_and_draw(
+    frame: pd.DataFrame,
+    spec: TableSpec,
+    epsilon: float,
+    m: int,
+    seed: int | None,
+    sampler: Sampler,
+    ref: pd.DataFrame | None,
+    run: dict[str, bool],
+    client: Any,
+) -> Drawn:
+    """The columns' fits submitted at once (:mod:`dpsynth.table.schedule`), their draws made
+    in order as the fits arrive; the fits' inputs (the columns' codes, the public features)
+    live only here."""
+    conf, clipped, pub = _inputs(frame, spec, ref, m)
+    releases: dict[str, Any] = {}
+    marginals: dict[str, Any] = {}
     order = spec.order()
     tasks = [
         ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run) for j, c in enumerate(order)
@@ -294,24 +338,20 @@ def _release_table(
                 _announce(col, j, len(order), col.share * epsilon, run)
                 if col.name not in handles:  # after its predecessors' draws
                     handles[col.name] = _submit(fits, tasks[j], conf, pub)
-                fitted = _collected(fits, col, handles[col.name])
-                releases[col.name] = fitted.release
+                fitted = _collected(fits, col, handles.pop(col.name))
+                releases[col.name] = _without_data(fitted.release)
                 if fitted.marginal is not None:
-                    marginals[col.name] = fitted.marginal
+                    marginals[col.name] = _without_data(fitted.marginal)
                 pub = pub.with_column(col, kind_of(col).draw(fitted.fit, pub))  # public only
         finally:
             fits.cancel(list(handles.values()))
-    seconds = dict(fits.seconds)
-    data = _published_frame(frame, spec, pub, m)
-    report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
-    diagnostics = _table_diagnostics(spec, releases, marginals, clipped, seed)
-    for name, secs in seconds.items():  # a fit's time depends on the data: confidential
-        diagnostics["columns"][name]["fit_seconds"] = secs
-    first = data if m == 1 else data[data[_set_column()] == 1]
-    verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
-    diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
-    results = {k: r.confidential for k, r in releases.items()}
-    return Release(data, report, diagnostics, results)
+    return Drawn(pub.synthetic, releases, marginals, clipped, dict(fits.seconds))
+
+
+def _without_data(release: Release) -> Release:
+    """A column's release without its synthetic data (drawn into the table's sets already):
+    its report, diagnostics and result are what the table's report and verdict read."""
+    return replace(release, data=release.data.iloc[:0])
 
 
 def _submit(
@@ -493,7 +533,10 @@ def _with_convergence(
 
 
 def _published_frame(
-    frame: pd.DataFrame, spec: TableSpec, pub: PublicInputs, m: int
+    frame: pd.DataFrame,
+    spec: TableSpec,
+    synthetic: Mapping[str, tuple[np.ndarray, ...]],
+    m: int,
 ) -> pd.DataFrame:
     """Public columns copied, confidential columns synthetic (levels restored), m sets long."""
     from dpsynth.release.single import SET_COLUMN
@@ -502,7 +545,7 @@ def _published_frame(
     for k in range(m):
         out = frame[[c.name for c in spec.public]].copy()
         for col in spec.order():
-            out[col.name] = decoded(col, pub.synthetic[col.name][k])
+            out[col.name] = decoded(col, synthetic[col.name][k])
         if m > 1:
             out.insert(0, SET_COLUMN, k + 1)
         sets.append(out)
