@@ -348,25 +348,29 @@ def propensity_design(
     a record has at most one 1 in each, so the matrix is its indices, never a copy per part."""
     n = len(next(iter(codes.values())))
     mains = [(np.asarray(codes[c.name], np.int64), cells(c)) for c in columns]
-    parts, width = [], 0
-    for code, k in mains:  # dummy j of a column: its cell j (cell 0 dropped)
-        parts.append(np.where(code > 0, width + code - 1, -1))
-        width += k - 1
-    if interactions:
-        merged = [(code * groups // k, groups) if k > groups else (code, k) for code, k in mains]
-        for (a, ka), (b, kb) in itertools.combinations(merged, 2):  # b's cell, then a's
-            both = (a > 0) & (b > 0)
-            parts.append(np.where(both, width + (b - 1) * (ka - 1) + (a - 1), -1))
-            width += (ka - 1) * (kb - 1)
-    if not parts:
+    merged = [(code * groups // k, groups) if k > groups else (code, k) for code, k in mains]
+    pairs = list(itertools.combinations(merged, 2)) if interactions else []
+    if not mains and not pairs:
         return sparse.csr_matrix((n, 0))
-    index = np.stack(parts, axis=1)  # N x parts; each row's indices increase along it
-    used = index >= 0
+    width = sum(k - 1 for _, k in mains) + sum((ka - 1) * (kb - 1) for (_, ka), (_, kb) in pairs)
+    small = np.int32 if width < np.iinfo(np.int32).max else np.int64
+    index = np.empty((n, len(mains) + len(pairs)), small)  # N x parts, filled part by part
+    start = 0
+    for j, (code, k) in enumerate(mains):  # dummy j of a column: its cell j (cell 0 dropped)
+        index[:, j] = np.where(code > 0, start + code - 1, -1)
+        start += k - 1
+    for j, ((a, ka), (b, kb)) in enumerate(pairs, len(mains)):  # b's cell, then a's
+        both = (a > 0) & (b > 0)
+        index[:, j] = np.where(both, start + (b - 1) * (ka - 1) + (a - 1), -1)
+        start += (ka - 1) * (kb - 1)
+    used = index >= 0  # each row's indices increase along it
     indices = index[used]
+    del index
     keep = np.flatnonzero(np.bincount(indices, minlength=width) > 0)
-    renumber = np.full(width, -1, np.int64)
-    renumber[keep] = np.arange(keep.size)
+    renumber = np.full(width, -1, small)
+    renumber[keep] = np.arange(keep.size, dtype=small)
     indptr = np.r_[0, np.cumsum(used.sum(axis=1))]
+    del used
     data = np.ones(indices.size)
     return sparse.csr_matrix((data, renumber[indices], indptr), shape=(n, keep.size))
 
