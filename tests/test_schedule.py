@@ -185,6 +185,29 @@ def test_a_calibrated_model_fit_reads_its_own_column_whole_and_a_centre_its_rows
     assert p is indicator and np.all(v == 0)
 
 
+def test_in_this_process_a_fits_codes_are_made_when_it_runs_from_the_data_frame():
+    """Without a cluster the release keeps the data frame and no column's codes: each fit's
+    are made from the frame when the fit runs (``design.CodedColumns``), the same values, and
+    a value the spec refuses is still refused before any fit, naming its column."""
+    from dpsynth.table import pipeline
+    from dpsynth.table.design import CodedColumns, column_codes
+    from dpsynth.table.spec import parse_spec
+
+    spec, frame = parse_spec(SPEC), _table()
+    conf, clipped, pub = pipeline._inputs(frame, spec, None, 1)
+    assert isinstance(conf.values, CodedColumns) and set(conf.values) == set(clipped)
+    assert not any(isinstance(v, np.ndarray) for v in vars(conf.values).values())
+    for col in spec.order():
+        np.testing.assert_array_equal(conf.values[col.name], column_codes(frame, col)[0])
+    fits = schedule.Fitter()  # no client: queued with the inputs it will read, not its reads
+    task = pipeline.ColumnTask(spec.order()[1], 1, 1.0, 1, 3, SHORT, {"progress": False})
+    fit, args = pipeline._submit(fits, task, conf, pub)
+    assert fit is pipeline._fit_reading and args[1] is conf
+    bad = frame.assign(spend=frame["spend"].where(frame.index != 7, 1e9))  # above the bound
+    with pytest.raises(InputError, match="column 'spend'"):
+        pipeline._inputs(bad, spec, None, 1)
+
+
 def test_a_bad_client_is_refused_in_one_line():
     with pytest.raises(InputError, match="client") as err:
         _release(client=42)

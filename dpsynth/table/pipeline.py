@@ -62,6 +62,7 @@ from dpsynth.table.columns import (
     subsample_size,
 )
 from dpsynth.table.design import (
+    CodedColumns,
     column_codes,
     decoded,
     public_codes,
@@ -360,10 +361,20 @@ def _submit(
     """Submit ``task``'s fit with what it reads (:func:`dpsynth.table.columns.fit_inputs`)
     of the confidential inputs ``conf`` and the public ones ``pub`` (``pub.done``: its
     predecessors; a marginal centre's synthetic sets drawn by then), each sent to a cluster
-    apart from the task (:meth:`schedule.Fitter.share`)."""
+    apart from the task (:meth:`schedule.Fitter.share`); in this process, made when the fit
+    runs (:func:`_fit_reading`)."""
+    if fits.client is None:  # in this process: its inputs are made when it runs
+        return fits.submit(task.col.name, _fit_reading, task, conf, pub)
     reads = fit_inputs(task, conf, pub)
     fit = kind_of(task.col).fit
     return fits.submit(task.col.name, fit, task, fits.share(reads.conf), fits.share(reads.pub))
+
+
+def _fit_reading(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> Any:
+    """``task``'s fit on what it reads (:func:`dpsynth.table.columns.fit_inputs`), those
+    inputs made now: in this process a fit's codes live while it runs, not from the submit."""
+    reads = fit_inputs(task, conf, pub)
+    return kind_of(task.col).fit(task, reads.conf, reads.pub)
 
 
 def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> Any:
@@ -382,16 +393,19 @@ def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> A
 def _inputs(
     frame: pd.DataFrame, spec: TableSpec, ref: pd.DataFrame | None, m: int
 ) -> tuple[ConfidentialInputs, dict[str, int], PublicInputs]:
-    """The confidential columns' codes (and the reference file's) for the fits, the number
-    of values clipped to the public bounds per column (confidential), and the public inputs
-    the first column's draw starts from (the public columns' features)."""
+    """The confidential columns' codes (made as each fit reads them, :class:`CodedColumns`;
+    each column encoded once here, so that a value the spec refuses is refused before any
+    fit) and the reference file's, the number of values clipped to the public bounds per
+    column (confidential), and the public inputs the first column's draw starts from (the
+    public columns' features)."""
     encoders = [public_encoder(frame, c) for c in spec.public]
-    values, ref_codes, clipped = {}, {}, {}
+    ref_codes, clipped = {}, {}
     for col in spec.order():
-        values[col.name], clipped[col.name] = column_codes(frame, col)
+        clipped[col.name] = column_codes(frame, col)[1]
         if ref is not None:
             ref_codes[col.name] = reference_codes(ref, col)
     ref_public = None if ref is None else public_matrix(ref, encoders)
+    values = CodedColumns(frame, spec.order())
     conf = ConfidentialInputs(values, ref_public, ref_codes, spec.fit_records)
     codes = {e.column.name: public_codes(frame, e) for e in encoders if e.column.levels}
     pub = PublicInputs(public_matrix(frame, encoders), {}, (), m, spec.public, codes)
