@@ -74,19 +74,25 @@ def test_a_blank_text_value_in_stata_or_sas_is_missing_as_an_empty_csv_field(tmp
     assert kept.tolist() == ["n", "", "s"]  # as given: only Stata and SAS mean missing by it
 
 
+def _table_argv(tmp_path, inp, confidential: str, out) -> list[str]:
+    """A ``synthesize-table`` command on ``inp`` with a public count column ``k`` and the one
+    confidential column whose spec entry is ``confidential``, no preflight."""
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n[[confidential]]\n'
+        + confidential
+    )
+    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
+    return [*argv, "--report", str(tmp_path / "r.json"), "--skip-preflight", "--quiet"]
+
+
 def test_a_table_release_reads_a_stata_file_whose_level_column_has_missing_text(tmp_path, capsys):
     frame = _frame().assign(region=lambda f: f["region"].astype(str))
     frame.loc[::5, "region"] = ""  # Stata's missing text
     inp = _write(frame, tmp_path / "in.dta", "stata")
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
-        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n'
-        '[[confidential]]\nname = "region"\ntype = "binary"\nmechanism = "ph"\n'
-        'levels = ["n", "s"]\nmissing = "level"\n'
-    )
+    confidential = 'name = "region"\ntype = "binary"\nmechanism = "ph"\nlevels = ["n", "s"]\n'
     out = tmp_path / "syn.csv"
-    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
-    argv += ["--report", str(tmp_path / "r.json"), "--skip-preflight", "--quiet"]
+    argv = _table_argv(tmp_path, inp, confidential + 'missing = "level"\n', out)
     assert main(argv) == 0, capsys.readouterr().err
     syn = pd.read_csv(out)
     assert len(syn) == 60 and set(syn["region"].dropna()) <= {"n", "s"}
@@ -191,16 +197,9 @@ def test_a_date_column_read_as_a_number_is_refused_naming_it_and_nothing_is_writ
     # microseconds (Parquet) since 1970, so one spec's bounds meant other dates per format.
     inp = _write(_dated(), tmp_path / name, kind)
     before = formats.sha256(inp)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
-        '[[public]]\nname = "k"\ntype = "count"\nbounds = [0, 7]\n\n'
-        '[[confidential]]\nname = "born"\ntype = "continuous"\nmechanism = "ph"\n'
-        "bounds = [0, 2e15]\n"
-    )
     out = tmp_path / "syn.csv"
-    argv = ["synthesize-table", str(inp), "--spec", str(spec), "--epsilon", "1", "--out", str(out)]
-    argv += ["--report", str(tmp_path / "r.json"), "--skip-preflight", "--quiet"]
-    assert main(argv) == 2
+    confidential = 'name = "born"\ntype = "continuous"\nmechanism = "ph"\nbounds = [0, 2e15]\n'
+    assert main(_table_argv(tmp_path, inp, confidential, out)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "column 'born' holds dates or times" in err[0]
     assert not out.exists() and not (tmp_path / "r.json").exists()

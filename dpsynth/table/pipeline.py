@@ -280,7 +280,11 @@ def _release_table(
             KnownSeedWarning,
             stacklevel=3,
         )
-    drawn = _fit_and_draw(frame, spec, epsilon, m, seed, sampler, ref, run, client)
+    tasks = [
+        ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run)
+        for j, c in enumerate(spec.order())
+    ]
+    drawn = _fit_and_draw(frame, spec, ref, tasks, client)
     data = _published_frame(frame, spec, drawn.synthetic, m)
     releases, marginals = drawn.releases, drawn.marginals
     report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
@@ -310,25 +314,19 @@ class Drawn(NamedTuple):
 def _fit_and_draw(
     frame: pd.DataFrame,
     spec: TableSpec,
-    epsilon: float,
-    m: int,
-    seed: int | None,
-    sampler: Sampler,
     ref: pd.DataFrame | None,
-    run: dict[str, bool],
+    tasks: list[ColumnTask],
     client: Any,
 ) -> Drawn:
-    """The columns' fits submitted at once (:mod:`dpsynth.table.schedule`), their draws made
-    in order as the fits arrive; the fits' inputs (the columns' codes, the public features)
-    live only here."""
-    conf, clipped, pub = _inputs(frame, spec, ref, m)
+    """The columns' fits (``tasks``, one per column in synthesis order, the table's settings
+    alike) submitted at once (:mod:`dpsynth.table.schedule`), their draws made in order as the
+    fits arrive; the fits' inputs (the columns' codes, the public features) live only here."""
+    first = tasks[0]  # m, the sampler and the progress switch are the table's
+    conf, clipped, pub = _inputs(frame, spec, ref, first.m)
     releases: dict[str, Any] = {}
     marginals: dict[str, Any] = {}
-    order = spec.order()
-    tasks = [
-        ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run) for j, c in enumerate(order)
-    ]
-    with schedule.fitter(client, sampler.chains, run["progress"]) as fits:
+    order, run = spec.order(), first.run
+    with schedule.fitter(client, first.sampler.chains, run["progress"]) as fits:
         handles = {  # a marginal centre waits: it reads its predecessors' synthetic sets
             t.col.name: _submit(fits, t, conf, replace(pub, done=tuple(order[: t.j])))
             for t in tasks
@@ -336,7 +334,7 @@ def _fit_and_draw(
         }
         try:
             for j, col in enumerate(order):
-                _announce(col, j, len(order), col.share * epsilon, run)
+                _announce(col, j, len(order), tasks[j].epsilon, run)
                 if col.name not in handles:  # after its predecessors' draws
                     handles[col.name] = _submit(fits, tasks[j], conf, pub)
                 fitted = _collected(fits, col, handles.pop(col.name))
