@@ -201,8 +201,12 @@ def test_in_this_process_a_fits_codes_are_made_when_it_runs_from_the_data_frame(
         np.testing.assert_array_equal(conf.values[col.name], column_codes(frame, col)[0])
     fits = schedule.Fitter()  # no client: queued with the inputs it will read, not its reads
     task = pipeline.ColumnTask(spec.order()[1], 1, 1.0, 1, 3, SHORT, {"progress": False})
-    fit, args = pipeline._submit(fits, task, conf, pub)
-    assert fit is pipeline._fit_reading and args[1] is conf
+    fit, queued, reads = pipeline._submit(fits, task, conf, pub)
+    assert queued is task and callable(reads)  # how to make its inputs, not the inputs
+    made, expected = reads(), pipeline.fit_inputs(task, conf, pub)
+    assert set(made.conf.values) == set(expected.conf.values) == {"income"}  # no predecessor yet
+    for name, values in made.conf.values.items():
+        np.testing.assert_array_equal(values, expected.conf.values[name])
     bad = frame.assign(spend=frame["spend"].where(frame.index != 7, 1e9))  # above the bound
     with pytest.raises(InputError, match="column 'spend'"):
         pipeline._inputs(bad, spec, None, 1)

@@ -6,8 +6,9 @@ that reads the confidential values and returns its fit (:class:`ModelFit`,
 (``reads``, :func:`fit_inputs`: a subsample's rows, a few columns): the only code that sees
 them, through :class:`ConfidentialInputs`. And one function that draws m synthetic sets from
 that fit and :class:`PublicInputs` (the public columns, the synthetic predecessors, public
-settings): neither type has a field through which a confidential value could be reached. A model fit keeps only the m draws its
-release publishes (the ones its epsilon covers), not the posterior sample.
+settings): neither type has a field through which a confidential value could be reached. A
+model fit keeps only the m draws its release publishes (the ones its epsilon covers), not the
+posterior sample.
 """
 
 from __future__ import annotations

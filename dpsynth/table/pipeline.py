@@ -358,21 +358,11 @@ def _submit(
 ) -> Any:
     """Submit ``task``'s fit with what it reads (:func:`dpsynth.table.columns.fit_inputs`)
     of the confidential inputs ``conf`` and the public ones ``pub`` (``pub.done``: its
-    predecessors; a marginal centre's synthetic sets drawn by then), each sent to a cluster
-    apart from the task (:meth:`schedule.Fitter.share`); in this process, made when the fit
-    runs (:func:`_fit_reading`)."""
-    if fits.client is None:  # in this process: its inputs are made when it runs
-        return fits.submit(task.col.name, _fit_reading, task, conf, pub)
-    reads = fit_inputs(task, conf, pub)
-    fit = kind_of(task.col).fit
-    return fits.submit(task.col.name, fit, task, fits.share(reads.conf), fits.share(reads.pub))
-
-
-def _fit_reading(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> Any:
-    """``task``'s fit on what it reads (:func:`dpsynth.table.columns.fit_inputs`), those
-    inputs made now: in this process a fit's codes live while it runs, not from the submit."""
-    reads = fit_inputs(task, conf, pub)
-    return kind_of(task.col).fit(task, reads.conf, reads.pub)
+    predecessors; a marginal centre's synthetic sets drawn by then), made where
+    :meth:`schedule.Fitter.submit` says."""
+    return fits.submit(
+        task.col.name, kind_of(task.col).fit, task, lambda: fit_inputs(task, conf, pub)
+    )
 
 
 def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> Any:

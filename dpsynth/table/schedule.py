@@ -50,25 +50,28 @@ class Fitter:
     started: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def submit(self, name: str, fit: Callable[..., Any], *args: Any) -> Any:
-        """Start (on a cluster) or queue (in this process) column ``name``'s fit."""
+    def submit(
+        self, name: str, fit: Callable[..., Any], task: Any, reads: Callable[[], tuple]
+    ) -> Any:
+        """Start (on a cluster) or queue (in this process) column ``name``'s fit,
+        ``fit(task, *reads())``. On a cluster what it reads is made here and each input sent
+        apart from the task's message (kept there while the fit holds it); in this process
+        it is made when the fit runs, so that it lives while the fit does."""
         self.started[name] = time.perf_counter()
         if self.client is None:
-            return (fit, args)
-        return self.client.submit(fit, *args, pure=False, key=f"dpsynth-fit-{name}-{id(args)}")
-
-    def share(self, value: Any) -> Any:
-        """``value`` as a fit's argument: sent to the cluster apart from the task's message
-        (kept there while a fit holds it), as it is in this process."""
-        return value if self.client is None else self.client.scatter(value, direct=False)
+            return (fit, task, reads)
+        shared = [self.client.scatter(value, direct=False) for value in reads()]
+        return self.client.submit(
+            fit, task, *shared, pure=False, key=f"dpsynth-fit-{name}-{id(shared)}"
+        )
 
     def result(self, name: str, handle: Any) -> Any:
         """Column ``name``'s fit (an ``InputError`` of the fit is raised as it is; a lost
         worker becomes an ``InputError`` naming the column)."""
         if self.client is None:
-            fit, args = handle
+            fit, task, reads = handle
             self.started[name] = time.perf_counter()  # runs now, in order
-            out = fit(*args)
+            out = fit(task, *reads())
         else:
             out = _cluster_result(name, handle)
         self.seconds[name] = time.perf_counter() - self.started[name]
