@@ -580,14 +580,26 @@ def _analysis_scale(y: np.ndarray, outcome: str) -> np.ndarray:
 
 def _ols(z: np.ndarray, design: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
     """OLS coefficients of z on the design, their standard errors and the t quantile of a
-    95% interval (None if not estimable)."""
+    95% interval (None if not estimable): :func:`ols_from_r` of their R factor."""
     n, k = design.shape
     if n <= k:
         return None
-    coef, *_ = np.linalg.lstsq(design, z, rcond=None)
-    resid = z - design @ coef
-    sigma2 = float(resid @ resid) / (n - k)
-    cov = sigma2 * np.linalg.pinv(design.T @ design)
+    return ols_from_r(np.linalg.qr(np.column_stack([design, z]), mode="r"), n)
+
+
+def ols_from_r(r: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """OLS of the last column on the others from the R factor ``r`` of [design, z] over
+    ``n`` records (R^T R = [X z]^T [X z], so a table's R updates a partition at a time):
+    coefficients (least squares, the smallest if not unique), classical standard errors
+    sqrt(diag(sigma^2 pinv(X^T X))) and the 95% t quantile; None if not estimable."""
+    k = r.shape[1] - 1
+    if n <= k:
+        return None
+    r_x, r_z = r[:k, :k], r[:k, k]
+    r_zz = float(r[k, k]) if r.shape[0] > k else 0.0
+    coef, *_ = np.linalg.lstsq(r_x, r_z, rcond=None)
+    rss = r_zz**2 + float(np.sum((r_z - r_x @ coef) ** 2))
+    cov = rss / (n - k) * np.linalg.pinv(r_x.T @ r_x)
     se = np.sqrt(np.clip(np.diag(cov), 0, None))
     if not np.all(se > 0):
         return None

@@ -38,7 +38,7 @@ import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -51,6 +51,9 @@ from dpsynth.curator.column_verdict import MEAN_NEAR_ZERO
 from dpsynth.curator.utility import ecdf_measures, interval_overlap
 from dpsynth.errors import InputError, from_data
 from dpsynth.mechanisms import registry
+
+if TYPE_CHECKING:
+    from dpsynth.curator.table_sums import TableSums
 
 VERDICTS = ("good", "fair", "poor")
 
@@ -204,7 +207,9 @@ def cells(col: ColumnInfo) -> int:
     return n_cells(col) + 1
 
 
-def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np.ndarray:
+def public_bins(
+    col: ColumnInfo, values: Any, param: str = "confidential", first: int = 1
+) -> np.ndarray:
     """Codes 0..cells-1 of ``values`` on the column's public bins or levels; a missing value
     (None, NaN) gets the last code, ``n_cells(col)`` (missing values are
     part of a table, kept or synthesized).
@@ -213,7 +218,7 @@ def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np
     the edge bins; a count with fewer integers in its bounds than bins gets one bin each).
     Binary and categorical: the position of the value among the public levels; a value
     that is not a public level is refused naming ``param``, the column and the record's
-    position (never the value).
+    position (never the value; ``first``: the position of ``values[0]`` in its table).
     """
     levels = col.public_levels
     s = pd.Series(np.asarray(values, dtype=object))
@@ -230,7 +235,7 @@ def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np
             raise InputError(
                 param,
                 f"column {col.name!r} has a value that is not one of its public levels "
-                f"{from_data(f'record {bad[0] + 1}')}",
+                f"{from_data(f'record {bad[0] + first}')}",
             )
         return np.where(missing, len(levels), codes).astype(np.int64)
     x = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
@@ -238,7 +243,8 @@ def public_bins(col: ColumnInfo, values: Any, param: str = "confidential") -> np
     if bad.size:
         raise InputError(
             param,
-            f"column {col.name!r} has a value that is not a number {from_data(f'record {bad[0] + 1}')}",
+            f"column {col.name!r} has a value that is not a number "
+            f"{from_data(f'record {bad[0] + first}')}",
         )
     lo, hi = (float(b) for b in col.bounds)
     k = n_cells(col)
@@ -260,26 +266,32 @@ def tvd(p: np.ndarray, q: np.ndarray) -> float:
 
 
 def column_figures(col: ColumnInfo, conf: Any, syn: Any) -> dict[str, float]:
+    """One column's figures (:func:`figures_of_column`) from its two sets of values."""
+    a = _sums([col], pd.DataFrame({col.name: np.asarray(conf, dtype=object)}), "confidential")
+    b = _sums([col], pd.DataFrame({col.name: np.asarray(syn, dtype=object)}), "synthetic")
+    return figures_of_column(col, a, b)
+
+
+def figures_of_column(col: ColumnInfo, a: TableSums, b: TableSums) -> dict[str, float]:
     """One column's figures: ``one_way_tvd`` on its public bins; for continuous and count
-    columns also ``max_ecdf`` and ``mean_error`` (relative, or sd-scaled near 0, as
-    :mod:`dpsynth.curator.column_verdict`)."""
-    k = cells(col)
-    a = np.bincount(public_bins(col, conf, "confidential"), minlength=k)
-    b = np.bincount(public_bins(col, syn, "synthetic"), minlength=k)
-    out = {"one_way_tvd": tvd(a, b)}
-    x = pd.to_numeric(pd.Series(conf), errors="coerce").dropna().to_numpy(dtype=float)
-    y = pd.to_numeric(pd.Series(syn), errors="coerce").dropna().to_numpy(dtype=float)
-    if col.kind in ("continuous", "count") and x.size and y.size:  # on the values present
+    columns also ``max_ecdf`` (on the tables' subsamples, :data:`PMSE_RECORDS`) and
+    ``mean_error`` (relative, or sd-scaled near 0, as :mod:`dpsynth.curator.column_verdict`),
+    on the values present."""
+    out = {"one_way_tvd": tvd(a.counts[col.name], b.counts[col.name])}
+    if col.kind not in ("continuous", "count"):
+        return out
+    (nx, mean_x, sd_x), (ny, mean_y, _) = a.moments(col.name), b.moments(col.name)
+    if nx and ny:
+        x, y = a.present_sample(col.name), b.present_sample(col.name)
         out["max_ecdf"] = ecdf_measures(x, y)["max_ecdf"]
-        out["mean_error"] = _mean_error(x, y)
+        out["mean_error"] = _mean_error(mean_x, sd_x, mean_y)
     return out
 
 
-def _mean_error(x: np.ndarray, y: np.ndarray) -> float:
+def _mean_error(mean_x: float, sd_x: float, mean_y: float) -> float:
     """|mean* - mean| / |mean|, or / sd when |mean| < MEAN_NEAR_ZERO sd (curator's rule)."""
-    gap = abs(float(y.mean()) - float(x.mean()))
-    sd = float(x.std(ddof=1)) if x.size > 1 else 0.0
-    scale = abs(float(x.mean())) if abs(float(x.mean())) >= MEAN_NEAR_ZERO * sd else sd
+    gap = abs(mean_y - mean_x)
+    scale = abs(mean_x) if abs(mean_x) >= MEAN_NEAR_ZERO * sd_x else sd_x
     return gap / scale if scale > 0 else (0.0 if gap == 0 else float("inf"))
 
 
@@ -288,15 +300,8 @@ def two_way_tvd(
 ) -> dict[tuple[str, str], float]:
     """The TVD of every two-way marginal on the public bins: (a, b) -> TVD, over all pairs
     of ``columns`` in their order."""
-    codes_c = {c.name: public_bins(c, conf[c.name], "confidential") for c in columns}
-    codes_s = {c.name: public_bins(c, syn[c.name], "synthetic") for c in columns}
-    out = {}
-    for a, b in itertools.combinations(columns, 2):
-        both = cells(a) * cells(b)
-        p = np.bincount(codes_c[a.name] * cells(b) + codes_c[b.name], minlength=both)
-        q = np.bincount(codes_s[a.name] * cells(b) + codes_s[b.name], minlength=both)
-        out[(a.name, b.name)] = tvd(p, q)
-    return out
+    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
+    return {pair: tvd(a.pairs[pair], b.pairs[pair]) for pair in a.pairs}
 
 
 def numeric_values(col: ColumnInfo, values: Any, param: str = "confidential") -> np.ndarray:
@@ -313,26 +318,23 @@ def numeric_values(col: ColumnInfo, values: Any, param: str = "confidential") ->
 def correlation_difference(
     columns: Sequence[ColumnInfo], conf: pd.DataFrame, syn: pd.DataFrame
 ) -> tuple[float, tuple[str, str] | None]:
+    """:func:`correlation_difference_of` the two tables."""
+    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
+    return correlation_difference_of(a, b)
+
+
+def correlation_difference_of(a: TableSums, b: TableSums) -> tuple[float, tuple[str, str] | None]:
     """max |r* - r| over the Pearson correlations of the numeric columns (continuous, count,
     binary; categorical ones are judged by their two-way TVD), and the pair attaining it.
     A constant column has correlation 0 with every other. (0, None) with fewer than two."""
-    numeric = [c for c in columns if c.kind != "categorical"]
-    names = [c.name for c in numeric]
+    names = [c.name for c in a.numeric]
     if len(names) < 2:
         return 0.0, None
-    diff = np.abs(_correlations(numeric, syn, "synthetic") - _correlations(numeric, conf))
+    diff = np.abs(b.correlations() - a.correlations())
     upper_i, upper_j = np.triu_indices(len(names), k=1)  # the pairs, never a column with itself
     best = int(np.argmax(diff[upper_i, upper_j]))
     i, j = upper_i[best], upper_j[best]
     return float(diff[i, j]), (names[i], names[j])
-
-
-def _correlations(
-    columns: Sequence[ColumnInfo], frame: pd.DataFrame, param: str = "confidential"
-) -> np.ndarray:
-    """Pearson correlations on the pairwise complete records; 0 where undefined."""
-    x = pd.DataFrame({c.name: numeric_values(c, frame[c.name], param) for c in columns})
-    return x.corr().fillna(0.0).to_numpy()
 
 
 def propensity_design(
@@ -381,9 +383,15 @@ def pmse(
     syn: pd.DataFrame,
     interactions: bool = True,
 ) -> dict[str, float]:
+    """:func:`pmse_of` the two tables."""
+    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
+    return pmse_of(a, b, interactions)
+
+
+def pmse_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, float]:
     """pMSE of a logistic propensity model and its standardized ratio (Snoke et al. 2018).
 
-    The N = n + n* stacked records get label 1 when synthetic; an unpenalized logistic
+    The N = n + n* stacked records (each table's subsample, :data:`PMSE_RECORDS`) get label 1 when synthetic; an unpenalized logistic
     regression (scikit-learn) on :func:`propensity_design` gives propensities p_i, and
     pMSE = mean (p_i - c)^2, c = n*/N. ``pmse_ratio`` is pMSE over its null expectation
     (k - 1) c (1 - c) / N, k the estimable parameters (intercept included: 1 + the rank of
@@ -396,15 +404,10 @@ def pmse(
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
 
-    conf, syn = _at_most(conf, PMSE_RECORDS), _at_most(syn, PMSE_RECORDS)
-    codes = {
-        c.name: np.concatenate(
-            [public_bins(c, conf[c.name], "confidential"), public_bins(c, syn[c.name], "synthetic")]
-        )
-        for c in columns
-    }
-    X = propensity_design(columns, codes, interactions)
-    n_conf, n_syn = len(conf), len(syn)
+    codes = {c.name: np.concatenate([a.sampled(c.name), b.sampled(c.name)]) for c in a.columns}
+    X = propensity_design(a.columns, codes, interactions)
+    del codes
+    n_conf, n_syn = len(a.positions), len(b.positions)
     N = n_conf + n_syn
     label = np.r_[np.zeros(n_conf), np.ones(n_syn)]
     c = n_syn / N
@@ -427,15 +430,6 @@ def pmse(
         "parameters": int(k),
         "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
     }
-
-
-def _at_most(frame: pd.DataFrame, records: int) -> pd.DataFrame:
-    """``frame``, or a random ``records`` of its rows (in order) when it has more: positions
-    drawn with a fixed seed from its size alone (:data:`PMSE_RECORDS`)."""
-    if len(frame) <= records:
-        return frame
-    pick = np.random.default_rng(len(frame)).choice(len(frame), records, replace=False)
-    return frame.iloc[np.sort(pick)]
 
 
 RANK_BLOCK = 20_000
@@ -496,20 +490,22 @@ def analysis_design(
     return np.hstack(parts), names
 
 
-def _complete_ols(z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """:mod:`dpsynth.curator.column_verdict`'s OLS on the complete records (no NaN in z or X), without the
-    design columns that are 0 on every one of them (a public level no complete record has):
-    such a coefficient is not estimable, and leaving it out changes no other one (R's ``lm``
-    reports it NA). Its coefficient and standard error are NaN; None if the rest is not
-    estimable either."""
-    from dpsynth.curator.column_verdict import _ols
+def _complete_ols(sums: TableSums) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """:func:`dpsynth.curator.column_verdict.ols_from_r` on a table's complete records,
+    without the design columns that are 0 on every one of them (a public level no complete
+    record has): such a coefficient is not estimable, and leaving it out changes no other
+    one (R's ``lm`` reports it NA). Its coefficient and standard error are NaN; None if the
+    rest is not estimable either."""
+    from dpsynth.curator.column_verdict import ols_from_r
 
-    keep = np.isfinite(z) & np.all(np.isfinite(X), axis=1)
-    used = np.any(X[keep] != 0, axis=0)
-    fit = _ols(z[keep], X[keep][:, used])
+    if sums.ols_r is None:
+        return None
+    used = sums.ols_used
+    kept = np.linalg.qr(sums.ols_r[:, np.r_[np.flatnonzero(used), used.size]], mode="r")
+    fit = ols_from_r(kept, sums.ols_n)
     if fit is None:
         return None
-    coef, se = np.full(X.shape[1], np.nan), np.full(X.shape[1], np.nan)
+    coef, se = np.full(used.size, np.nan), np.full(used.size, np.nan)
     coef[used], se[used] = fit[0], fit[1]
     return coef, se, fit[2]
 
@@ -517,21 +513,24 @@ def _complete_ols(z: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray,
 def coefficient_overlap(
     columns: Sequence[ColumnInfo], conf: pd.DataFrame, syn: pd.DataFrame, analysis: str
 ) -> list[dict[str, Any]]:
+    """:func:`coefficient_overlap_of` the two tables."""
+    a = _sums(columns, conf, "confidential", analysis)
+    return coefficient_overlap_of(a, _sums(columns, syn, "synthetic", analysis))
+
+
+def coefficient_overlap_of(a: TableSums, b: TableSums) -> list[dict[str, Any]]:
     """Per coefficient of the analysis's OLS fit (classical standard errors, 95% t
     intervals) on each table's complete records: Karr et al. (2006) interval overlap and the
     shift (b* - b) / se in confidential standard errors (overlap 0, shift inf where a fit is
     not estimable, or where the synthetic table cannot estimate a coefficient the data can).
     A coefficient the confidential records cannot estimate (a public level none of them has)
     is left out. A binary outcome is fitted as a linear probability model."""
-    outcome, predictors = parse_analysis(analysis, [c.name for c in columns])
-    info = {c.name: c for c in columns}
-    Xc, names = analysis_design(columns, conf, predictors)
-    Xs, _ = analysis_design(columns, syn, predictors)
-    a = _complete_ols(numeric_values(info[outcome], conf[outcome], "analysis"), Xc)
-    b = _complete_ols(numeric_values(info[outcome], syn[outcome], "analysis"), Xs)
-    if a is None or b is None:
+    _, predictors = a.analysis
+    names = analysis_design(a.columns, pd.DataFrame(columns=a.names), predictors)[1]
+    fa, fb = _complete_ols(a), _complete_ols(b)
+    if fa is None or fb is None:
         return [{"name": nm, "overlap": 0.0, "shift": float("inf")} for nm in names]
-    (ca, sa, ta), (cb, sb, tb) = a, b
+    (ca, sa, ta), (cb, sb, tb) = fa, fb
     overlap = interval_overlap(ca - ta * sa, ca + ta * sa, cb - tb * sb, cb + tb * sb)
     out = []
     for nm, o, x, se, y in zip(names, overlap, ca, sa, cb, strict=True):
@@ -542,6 +541,15 @@ def coefficient_overlap(
             entry.update(overlap=float(o), shift=float((y - x) / se), synthetic=float(y))
         out.append(entry)
     return out
+
+
+def _sums(
+    columns: Sequence[ColumnInfo], frame: pd.DataFrame, param: str, analysis: str | None = None
+) -> TableSums:
+    """A whole frame's :class:`~dpsynth.curator.table_sums.TableSums`."""
+    from dpsynth.curator.table_sums import summed
+
+    return summed(columns, frame, param, analysis)
 
 
 # ----------------------------------------------------------------------------- the verdict
@@ -569,22 +577,29 @@ def table_figures(
     analysis: str | None = None,
     interactions: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every judged figure as {"figure", "value", "columns", "level"} (:func:`table_verdict`);
-    the pMSE entry carries its null expectation, parameters and share."""
+    """:func:`figures_of` the two tables."""
+    a = _sums(columns, conf, "confidential", analysis)
+    return figures_of(a, _sums(columns, syn, "synthetic", analysis), interactions)
+
+
+def figures_of(a: TableSums, b: TableSums, interactions: bool = True) -> list[dict[str, Any]]:
+    """Every judged figure as {"figure", "value", "columns", "level"} (:func:`table_verdict`)
+    from the two tables' sums; the pMSE entry carries its null expectation, parameters and
+    share."""
     entries = []
-    for c in columns:
-        for figure, value in column_figures(c, conf[c.name], syn[c.name]).items():
+    for c in a.columns:
+        for figure, value in figures_of_column(c, a, b).items():
             entries.append({"figure": figure, "value": value, "columns": [c.name]})
-    for (a, b), value in two_way_tvd(columns, conf, syn).items():
-        entries.append({"figure": "two_way_tvd", "value": value, "columns": [a, b]})
-    value, pair = correlation_difference(columns, conf, syn)
+    for (x, y), value in ((pair, tvd(a.pairs[pair], b.pairs[pair])) for pair in a.pairs):
+        entries.append({"figure": "two_way_tvd", "value": value, "columns": [x, y]})
+    value, pair = correlation_difference_of(a, b)
     if pair is not None:
         entries.append({"figure": "correlation_difference", "value": value, "columns": list(pair)})
-    p = pmse(columns, conf, syn, interactions)
+    p = pmse_of(a, b, interactions)
     entries.append({"figure": "pmse_ratio", "value": p.pop("pmse_ratio"), "columns": [], **p})
-    if analysis is not None:
-        outcome, _ = parse_analysis(analysis, [c.name for c in columns])
-        for coef in coefficient_overlap(columns, conf, syn, analysis):
+    if a.analysis is not None:
+        outcome = a.analysis[0]
+        for coef in coefficient_overlap_of(a, b):
             entries.append(
                 {"figure": "ci_overlap", "value": coef.pop("overlap"), "columns": [outcome], **coef}
             )
@@ -615,7 +630,15 @@ def table_verdict(
             raise InputError(param, f"has no column(s) {', '.join(missing)}")
         if len(frame) == 0:
             raise InputError(param, "has no records")
-    entries = table_figures(cols, confidential, synthetic, analysis, interactions)
+    a = _sums(cols, confidential, "confidential", analysis)
+    return verdict_of(a, _sums(cols, synthetic, "synthetic", analysis), interactions)
+
+
+def verdict_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, Any]:
+    """:func:`table_verdict` from the two tables' sums (the confidential ``a``, the synthetic
+    ``b``), added a partition at a time (:class:`~dpsynth.curator.table_sums.TableSums`)."""
+    entries = figures_of(a, b, interactions)
+    cols, analysis = a.columns, a.formula
     worst = max(
         entries, key=lambda e: (VERDICTS.index(e["level"]), _severity(e["figure"], e["value"]))
     )

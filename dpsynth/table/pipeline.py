@@ -292,7 +292,7 @@ def _release_table(
     for name, secs in drawn.seconds.items():  # a fit's time depends on the data: confidential
         diagnostics["columns"][name]["fit_seconds"] = secs
     del drawn  # its synthetic sets are in ``data`` now
-    first = data if m == 1 else data[data[_set_column()] == 1]
+    first = data.iloc[: frame.shape[0]]  # the first set (the sets follow one another)
     verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
     diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
     results = {k: r.confidential for k, r in releases.items()}
@@ -408,12 +408,6 @@ def _announce(col: ConfidentialColumn, j: int, k: int, eps_j: float, run: dict) 
               file=sys.stderr, flush=True)  # fmt: skip
 
 
-def _set_column() -> str:
-    from dpsynth.release.single import SET_COLUMN
-
-    return SET_COLUMN
-
-
 def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> dict:
     """The curator's table verdict (confidential) on the first synthetic set:
     :func:`dpsynth.curator.table_verdict.table_verdict` on the spec's columns that have public
@@ -447,9 +441,7 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
         }
     analysis = None if spec.analysis is None else spec.analysis.formula
     try:
-        return table_verdict(
-            frame[list(columns)], synthetic.reset_index(drop=True)[list(columns)], columns, analysis
-        )
+        return table_verdict(frame, synthetic, columns, analysis)  # a partition at a time
     except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
 
