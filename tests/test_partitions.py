@@ -200,3 +200,32 @@ def test_the_command_line_reads_the_table_in_partitions_and_names_the_unreleased
     assert list(syn.columns) == ["region", "k"] and len(syn) == len(frame)
     assert list(syn["region"]) == list(frame["region"])  # public columns copied
     assert json.loads(rep.read_text())["input_columns_not_released"] == ["note", "sex", "x"]
+
+
+def test_the_public_features_are_made_at_the_rows_read_and_held_as_codes():
+    """Known answer: the public features at any rows equal the whole matrix's rows (a level
+    column one-hot, a bounded and an unbounded numeric column scaled, each with missing values
+    and its indicator); a level column is held as one 2-byte code a record, not k - 1 floats."""
+    from dpsynth.table.design import public_features
+    from dpsynth.table.spec import PublicColumn
+
+    rng = np.random.default_rng(3)
+    n = 500
+    frame = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b", "c", "d", None], n),
+            "u": np.where(rng.random(n) < 0.1, np.nan, rng.uniform(2, 8, n)),
+            "v": rng.normal(5, 2, n),
+        }
+    )
+    cols = [PublicColumn("g", "categorical", levels=("a", "b", "c", "d")),
+            PublicColumn("u", "continuous", bounds=(0.0, 10.0)), PublicColumn("v", "continuous")]  # fmt: skip
+    enc = [public_encoder(frame, c) for c in cols]
+    whole, lazy = public_matrix(frame, enc), public_features(frame, enc)
+    assert whole.shape == lazy.shape == (n, 3 + 1 + 1 + 1 + 1)  # g: 3 dummies + indicator
+    rows = np.sort(rng.choice(n, 60, replace=False))
+    np.testing.assert_array_equal(lazy[rows], whole[rows])
+    np.testing.assert_array_equal(lazy[:0], whole[:0])
+    np.testing.assert_array_equal(lazy[frame.v.to_numpy() > 5], whole[frame.v.to_numpy() > 5])
+    assert whole[:, 3].sum() == frame.g.isna().sum()  # the indicator
+    assert lazy.columns[0].values.nbytes == 2 * n < whole[:, :4].nbytes / 10

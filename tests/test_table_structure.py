@@ -19,10 +19,11 @@ import pytest
 from dpsynth import entropy
 from dpsynth.models import synthesis
 from dpsynth.models.catalogue import PublicDesign, get_model
-from dpsynth.table import columns, steps
+from dpsynth.table import columns, design, steps
 from dpsynth.table.spec import parse_spec
 
-DRAW_TYPES = (columns.PublicInputs, columns.CentreRows, columns.ModelFit, columns.HistogramFit)
+DRAW_TYPES = (columns.PublicInputs, columns.CentreRows, columns.ModelFit, columns.HistogramFit,
+              design.PublicFeatures, design.EncodedPublic)  # fmt: skip
 FORBIDDEN = ("ConfidentialInputs", "Release", "Result", "WeightedFit", "DataFrame", "StanFit")
 
 

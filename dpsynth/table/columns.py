@@ -33,6 +33,7 @@ from dpsynth.privacy import accounting, relations
 from dpsynth.sampler import Sampler
 from dpsynth.table import steps
 from dpsynth.table.design import (
+    PublicFeatures,
     column_design,
     column_model,
     features,
@@ -61,7 +62,7 @@ class PublicInputs:
     columns before it and their (public) spec entries. No field holds, or leads to, a
     confidential value: the draw of a column cannot see the data."""
 
-    public: np.ndarray  # n x p: the public columns' features
+    public: np.ndarray | PublicFeatures  # n x p: the public columns' features
     synthetic: Mapping[str, tuple[np.ndarray, ...]]  # each predecessor's m synthetic sets
     done: tuple[ConfidentialColumn, ...]  # the predecessors, in synthesis order
     m: int
@@ -402,7 +403,12 @@ def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -
     return FitInputs(
         replace(conf, values={nm: take(conf.values[nm]) for nm in names}, rows=rows, every=every),
         replace(
-            pub, public=take(pub.public), synthetic={}, public_codes={}, records=n, centre=centre
+            pub,
+            public=pub.public[slice(None) if rows is None else rows],  # made at the fit's rows
+            synthetic={},
+            public_codes={},
+            records=n,
+            centre=centre,
         ),
     )
 

@@ -64,17 +64,68 @@ def public_encoder(frame: pd.DataFrame, col: PublicColumn) -> PublicEncoder:
     return PublicEncoder(col, centre, sd if sd > 0 else 1.0, None, has_missing)
 
 
-def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
-    """n x k features of one public column (its missing indicator last, if any)."""
+@dataclass(frozen=True)
+class EncodedPublic:
+    """One public column as its features are made from it (:class:`PublicFeatures`): a
+    level column's codes (-1 missing) or a numeric column's scaled values (0 where missing),
+    and its missing mask when the column has missing values."""
+
+    values: np.ndarray
+    levels: int | None  # a level column's number of levels
+    missing: np.ndarray | None
+
+    @property
+    def width(self) -> int:
+        k = 1 if self.levels is None else self.levels - 1
+        return k + (self.missing is not None)
+
+    def at(self, rows: Any) -> np.ndarray:
+        """The column's features at ``rows`` (its missing indicator last, if any)."""
+        v = self.values[rows]
+        feats = v[:, None] if self.levels is None else one_hot(v, self.levels)
+        if self.missing is None:
+            return feats
+        missing = self.missing[rows][:, None]
+        return np.hstack([np.where(missing, 0.0, feats), missing.astype(float)])
+
+
+def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> EncodedPublic:
+    """One public column kept as its features are made from it: codes or scaled values."""
     s = frame[enc.column.name]
-    missing = s.isna().to_numpy()
+    missing = s.isna().to_numpy() if enc.has_missing else None
     if enc.levels is not None:
         codes = level_codes(s, enc.levels, enc.column.name)
-        feats = one_hot(codes, len(enc.levels))
-    else:
-        feats = ((_numeric(s, enc.column.name) - enc.centre) / enc.scale)[:, None]
-    feats = np.where(missing[:, None], 0.0, feats)
-    return np.hstack([feats, missing[:, None].astype(float)]) if enc.has_missing else feats
+        small = np.int16 if len(enc.levels) < np.iinfo(np.int16).max else np.int64
+        return EncodedPublic(codes.astype(small), len(enc.levels), missing)
+    scaled = (_numeric(s, enc.column.name) - enc.centre) / enc.scale
+    return EncodedPublic(np.where(s.isna().to_numpy(), 0.0, scaled), None, missing)
+
+
+@dataclass(frozen=True)
+class PublicFeatures:
+    """The public columns' features, n x p, kept as each column is encoded
+    (:class:`EncodedPublic`: a level column of k levels one small code a record, not k - 1
+    floats) and made at the rows a fit or a draw reads (``features[rows]``); the same matrix
+    as :func:`public_matrix`."""
+
+    columns: tuple[EncodedPublic, ...]
+    records: int
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.records, sum(c.width for c in self.columns)
+
+    def __getitem__(self, rows: Any) -> np.ndarray:
+        """The features at ``rows`` (positions, a mask or a slice of the records)."""
+        parts = [c.at(rows) for c in self.columns]
+        if parts:
+            return np.hstack(parts)
+        return np.empty((np.arange(self.records)[rows].size, 0))
+
+
+def public_features(frame: pd.DataFrame, encoders: list[PublicEncoder]) -> PublicFeatures:
+    """The public columns' features (:class:`PublicFeatures`) of ``frame``."""
+    return PublicFeatures(tuple(_encode_public(frame, e) for e in encoders), len(frame))
 
 
 def public_codes(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
@@ -276,8 +327,8 @@ def column_model(col: ConfidentialColumn) -> Model:
 
 
 def public_matrix(frame: pd.DataFrame, encoders: list[PublicEncoder]) -> np.ndarray:
-    parts = [_encode_public(frame, e) for e in encoders]
-    return np.hstack(parts) if parts else np.empty((len(frame), 0))
+    """The public columns' n x p features of ``frame`` (a reference file's), made whole."""
+    return public_features(frame, encoders)[:]
 
 
 def reference_codes(ref: pd.DataFrame, col: ConfidentialColumn) -> np.ndarray:

@@ -67,6 +67,7 @@ from dpsynth.table.design import (
     decoded,
     public_codes,
     public_encoder,
+    public_features,
     public_matrix,
     reference_codes,
 )
@@ -396,7 +397,7 @@ def _inputs(
     values = CodedColumns(frame, spec.order())
     conf = ConfidentialInputs(values, ref_public, ref_codes, spec.fit_records)
     codes = {e.column.name: public_codes(frame, e) for e in encoders if e.column.levels}
-    pub = PublicInputs(public_matrix(frame, encoders), {}, (), m, spec.public, codes)
+    pub = PublicInputs(public_features(frame, encoders), {}, (), m, spec.public, codes)
     return conf, clipped, pub
 
 
