@@ -521,3 +521,21 @@ def test_the_max_ecdf_of_a_large_table_reads_its_subsample(monkeypatch):
     assert at_c.size == at_s.size == 300 and np.all(np.diff(at_c) > 0)
     sub = tv.column_figures(col, conf.x, syn.x)["max_ecdf"]
     assert sub == ecdf_measures(conf.x.to_numpy()[at_c], syn.x.to_numpy()[at_s])["max_ecdf"]
+
+
+def test_a_wide_tables_products_merge_cells_to_keep_the_design_within_its_bound():
+    """Known answers: ten-level columns (11 cells with missing) keep PMSE_GROUPS = 11 up to the
+    bound (12 of them: 120 + 66 x 100 <= 7,000); 20 of them merge into 6 groups
+    (200 + 190 x 25 <= 7,000 < 200 + 190 x 36), 50 into 3, 100 into 2; the design of a
+    30-column table stays within PMSE_PARAMETERS."""
+    ten = {"type": "categorical", "levels": [str(k) for k in range(10)]}
+    wide = {c: tv.describe({f"c{i}": ten for i in range(c)}) for c in (12, 20, 30, 50, 100)}
+    assert tv.PMSE_PARAMETERS == 7_000 and tv.interaction_groups(wide[12]) == tv.PMSE_GROUPS
+    assert [tv.interaction_groups(wide[c]) for c in (20, 50, 100)] == [6, 3, 2]
+    assert tv.interaction_groups(wide[20], at_most=10**6) == tv.PMSE_GROUPS
+    rng = np.random.default_rng(12)
+    codes = {c.name: rng.integers(0, 11, 3000) for c in wide[30]}
+    X = tv.propensity_design(wide[30], codes, groups=tv.interaction_groups(wide[30]))
+    assert 0 < X.shape[1] <= tv.PMSE_PARAMETERS
+    full = tv.propensity_design(wide[30], codes)
+    assert full.shape[1] > 4 * tv.PMSE_PARAMETERS  # unmerged: far beyond it

@@ -104,6 +104,14 @@ cell. Eleven leaves a column of ten public bins or levels and its missing cell w
 the merge a table's product of a 60-level and a 31-level column alone held 1,860 parameters,
 and the rank of a design of 18,000 took most of the time and memory of a 12-column release (the
 book's scaling page)."""
+PMSE_PARAMETERS = 7_000
+"""The most columns the propensity design may have (main effects and products, before the
+empty ones are dropped): a wider table's products merge each column's cells into fewer groups
+than :data:`PMSE_GROUPS` (:func:`interaction_groups`, from the columns' public cells alone),
+down to two. The design's rank is a dense eigendecomposition, cubic in its columns, so that a
+table of some twenty columns of ten levels could not be judged within a release's time and
+memory, nor one of fifty at all (the book's scaling page). This bound leaves a table of twelve
+columns of ten levels or bins each, and every table of the scale benchmark, as it was."""
 PMSE_RECORDS = 200_000
 """Records of each table the propensity model reads: a larger table is judged on a random
 subsample of this many of its records (positions drawn with a fixed seed, from the two tables'
@@ -388,11 +396,27 @@ def pmse(
     return pmse_of(a, b, interactions)
 
 
+def interaction_groups(columns: Sequence[ColumnInfo], at_most: int | None = None) -> int:
+    """The groups each column's cells are merged into in the propensity design's products:
+    :data:`PMSE_GROUPS`, or the most (at least two) that keep the design within ``at_most``
+    columns (:data:`PMSE_PARAMETERS`); from the columns' public cells only."""
+    at_most = PMSE_PARAMETERS if at_most is None else at_most
+    ks = [cells(c) for c in columns]
+    mains = sum(k - 1 for k in ks)
+    for g in range(PMSE_GROUPS, 2, -1):
+        pairs = sum((min(a, g) - 1) * (min(b, g) - 1) for a, b in itertools.combinations(ks, 2))
+        if mains + pairs <= at_most:
+            return g
+    return 2
+
+
 def pmse_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, float]:
     """pMSE of a logistic propensity model and its standardized ratio (Snoke et al. 2018).
 
-    The N = n + n* stacked records (each table's subsample, :data:`PMSE_RECORDS`) get label 1 when synthetic; an unpenalized logistic
-    regression (scikit-learn) on :func:`propensity_design` gives propensities p_i, and
+    The N = n + n* stacked records (each table's subsample, :data:`PMSE_RECORDS`) get label 1
+    when synthetic; an unpenalized logistic regression (scikit-learn) on
+    :func:`propensity_design` (its products' groups :func:`interaction_groups`, reported as
+    ``groups``) gives propensities p_i, and
     pMSE = mean (p_i - c)^2, c = n*/N. ``pmse_ratio`` is pMSE over its null expectation
     (k - 1) c (1 - c) / N, k the estimable parameters (intercept included: 1 + the rank of
     the design). To first order p - c is the projection of the labels' deviations onto the
@@ -405,7 +429,8 @@ def pmse_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, 
     from sklearn.linear_model import LogisticRegression
 
     codes = {c.name: np.concatenate([a.sampled(c.name), b.sampled(c.name)]) for c in a.columns}
-    X = propensity_design(a.columns, codes, interactions)
+    groups = interaction_groups(a.columns)
+    X = propensity_design(a.columns, codes, interactions, groups)
     del codes
     n_conf, n_syn = len(a.positions), len(b.positions)
     N = n_conf + n_syn
@@ -428,6 +453,7 @@ def pmse_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, 
         "pmse_ratio": float(ratio),
         "pmse_share": value / (c * (1 - c)),
         "parameters": int(k),
+        "groups": groups,
         "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
     }
 
