@@ -89,8 +89,8 @@ class TableSums:
         self.sampled_values: dict[str, list[np.ndarray]] = {c.name: [] for c in self.numeric}
         self.formula = analysis
         self.analysis = None if analysis is None else parse_analysis(analysis, self.names)
-        self.ols_r: np.ndarray | None = None
-        self.ols_n, self.ols_used = 0, None
+        self.ols_r: np.ndarray | None = None  # R of [design, outcome] on the complete records
+        self.ols_n, self.ols_used = 0, np.zeros(0, bool)
 
     @property
     def names(self) -> list[str]:
@@ -98,14 +98,8 @@ class TableSums:
 
     def add(self, part: pd.DataFrame) -> None:
         """Add the table's next ``len(part)`` records (its columns named as described)."""
-        at = (
-            self.positions[
-                np.searchsorted(self.positions, self.seen) : np.searchsorted(
-                    self.positions, self.seen + len(part)
-                )
-            ]
-            - self.seen
-        )
+        lo, hi = np.searchsorted(self.positions, [self.seen, self.seen + len(part)])
+        at = self.positions[lo:hi] - self.seen  # the subsample's positions in this part
         first = self.seen + 1  # a refusal names the record's place in the table
         codes = {c.name: public_bins(c, part[c.name], self.param, first) for c in self.columns}
         for c in self.columns:
@@ -142,7 +136,7 @@ class TableSums:
         z = numeric_values(info[outcome], part[outcome], "analysis")
         keep = np.isfinite(z) & np.all(np.isfinite(X), axis=1)
         used = np.any(X[keep] != 0, axis=0)
-        self.ols_used = used if self.ols_used is None else self.ols_used | used
+        self.ols_used = used if self.ols_r is None else self.ols_used | used
         rows = np.column_stack([X[keep], z[keep]])
         stack = rows if self.ols_r is None else np.vstack([self.ols_r, rows])
         self.ols_r = np.linalg.qr(stack, mode="r") if len(stack) else stack

@@ -1,18 +1,19 @@
 """The curator's verdict on a whole synthetic table: figures, label, next step.
 
-Pure functions of two pandas frames, the confidential table and one synthetic table, and the
-**public** description of each column (:class:`ColumnInfo`: its type, public bounds or
-public levels). Every bin is cut from public bounds or public levels, never from the data.
-Like :mod:`dpsynth.curator.column_verdict`, everything here is computed from the confidential data without
-noise: **it is not private**, it is for the curator who holds the data, never for
-publication.
+Pure functions of two tables, the confidential table and one synthetic table, each as a pandas
+frame or as its sums added a partition at a time (:mod:`dpsynth.curator.table_sums`: every
+``*_of`` function reads those), and the **public** description of each column
+(:class:`ColumnInfo`: its type, public bounds or public levels). Every bin is cut from public
+bounds or public levels, never from the data. Like :mod:`dpsynth.curator.column_verdict`,
+everything here is computed from the confidential data without noise: **it is not private**,
+it is for the curator who holds the data, never for publication.
 
 The figures:
 
 * per column (:func:`column_figures`): the one-way total variation distance (TVD) on the
   column's public bins or levels; for continuous and count columns also the max-ECDF
-  distance (:func:`dpsynth.curator.utility.ecdf_measures`, censoring paper Section 4.3) and the
-  relative mean error (as :mod:`dpsynth.curator.column_verdict` defines it);
+  distance (:func:`dpsynth.curator.utility.ecdf_measures`, censoring paper Section 4.3; beyond
+  :data:`PMSE_RECORDS` records, on the tables' subsamples) and the relative mean error (as :mod:`dpsynth.curator.column_verdict` defines it);
 * every two-way marginal's TVD on the public bins (:func:`two_way_tvd`);
 * the largest absolute difference between the two Pearson correlation matrices of the
   numeric columns (continuous, count, binary; :func:`correlation_difference`);
