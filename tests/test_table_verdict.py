@@ -458,13 +458,11 @@ def test_the_verdict_of_a_table_added_in_partitions_is_that_of_the_whole(records
     """Invariant: counts, sums and the R factor add, and the subsample's positions do not
     depend on the partitions: the figures of tables added ``records`` at a time equal those
     of the whole (counts exactly; sums and least squares to 1e-9), the pMSE included."""
-    from dpsynth.curator.table_sums import summed
-
     cols, analysis = tv.describe(SPEC), "z ~ x + b + g"
     conf, syn = _with_gaps(4, 600), _with_gaps(5, 450)
     whole = tv.table_verdict(conf, syn, SPEC, analysis)
-    a = summed(cols, conf, "confidential", analysis, records=records)
-    parts = tv.verdict_of(a, summed(cols, syn, "synthetic", analysis, records=records))
+    a = tv.summed(cols, conf, "confidential", analysis, records=records)
+    parts = tv.verdict_of(a, tv.summed(cols, syn, "synthetic", analysis, records=records))
     assert [e["figure"] for e in parts["figures"]] == [e["figure"] for e in whole["figures"]]
     for e, f in zip(whole["figures"], parts["figures"], strict=True):
         assert e["columns"] == f["columns"] and e["level"] == f["level"]
@@ -477,10 +475,9 @@ def test_the_sums_agree_with_pandas_and_least_squares_on_the_whole_table():
     moments numpy's, and the analysis's least squares numpy's ``lstsq`` on the complete records
     (sums added 37 records at a time)."""
     from dpsynth.curator.column_verdict import ols_from_r
-    from dpsynth.curator.table_sums import summed
 
     cols, t = tv.describe(SPEC), _with_gaps(6, 500)
-    s = summed(cols, t, "confidential", "z ~ x + k", records=37)
+    s = tv.summed(cols, t, "confidential", "z ~ x + k", records=37)
     numeric = pd.DataFrame({c: pd.to_numeric(t[c]) for c in ["x", "z", "b", "k"]})
     np.testing.assert_allclose(s.correlations(), numeric.corr().to_numpy(), rtol=1e-10)
     x = numeric["x"].dropna().to_numpy()
@@ -498,18 +495,15 @@ def test_the_sums_agree_with_pandas_and_least_squares_on_the_whole_table():
 def test_a_refusal_in_a_later_partition_names_the_records_place_in_the_table():
     """A level outside the public ones at record 1,234 is refused naming record 1,234 when
     the table is added 500 records at a time (its third partition)."""
-    from dpsynth.curator.table_sums import summed
-
     t = _table(7, 2000)
     t.loc[1233, "g"] = "zz"
     with pytest.raises(InputError, match=r"'g'.*record 1234\b"):
-        summed(tv.describe(SPEC), t, "confidential", records=500)
+        tv.summed(tv.describe(SPEC), t, "confidential", records=500)
 
 
 def test_the_max_ecdf_of_a_large_table_reads_its_subsample(monkeypatch):
     """Known answer: beyond PMSE_RECORDS (set to 300) the max-ECDF compares the two tables'
     subsamples (positions from the sizes alone), exactly; within it, the whole tables."""
-    from dpsynth.curator.table_sums import subsample_positions
     from dpsynth.curator.utility import ecdf_measures
 
     col = tv.describe(SPEC)[0]
@@ -517,7 +511,7 @@ def test_the_max_ecdf_of_a_large_table_reads_its_subsample(monkeypatch):
     whole = tv.column_figures(col, conf.x, syn.x)["max_ecdf"]
     assert whole == ecdf_measures(conf.x, syn.x)["max_ecdf"]
     monkeypatch.setattr(tv, "PMSE_RECORDS", 300)
-    at_c, at_s = subsample_positions(1000), subsample_positions(800)
+    at_c, at_s = tv.subsample_positions(1000), tv.subsample_positions(800)
     assert at_c.size == at_s.size == 300 and np.all(np.diff(at_c) > 0)
     sub = tv.column_figures(col, conf.x, syn.x)["max_ecdf"]
     assert sub == ecdf_measures(conf.x.to_numpy()[at_c], syn.x.to_numpy()[at_s])["max_ecdf"]

