@@ -273,9 +273,8 @@ def tvd(p: np.ndarray, q: np.ndarray) -> float:
 
 def column_figures(col: ColumnInfo, conf: Any, syn: Any) -> dict[str, float]:
     """One column's figures (:func:`figures_of_column`) from its two sets of values."""
-    a = _sums([col], pd.DataFrame({col.name: np.asarray(conf, dtype=object)}), "confidential")
-    b = _sums([col], pd.DataFrame({col.name: np.asarray(syn, dtype=object)}), "synthetic")
-    return figures_of_column(col, a, b)
+    conf, syn = (pd.DataFrame({col.name: np.asarray(v, dtype=object)}) for v in (conf, syn))
+    return figures_of_column(col, *_both([col], conf, syn))
 
 
 def figures_of_column(col: ColumnInfo, a: TableSums, b: TableSums) -> dict[str, float]:
@@ -306,7 +305,7 @@ def two_way_tvd(
 ) -> dict[tuple[str, str], float]:
     """The TVD of every two-way marginal on the public bins: (a, b) -> TVD, over all pairs
     of ``columns`` in their order."""
-    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
+    a, b = _both(columns, conf, syn)
     return {pair: tvd(a.pairs[pair], b.pairs[pair]) for pair in a.pairs}
 
 
@@ -325,8 +324,7 @@ def correlation_difference(
     columns: Sequence[ColumnInfo], conf: pd.DataFrame, syn: pd.DataFrame
 ) -> tuple[float, tuple[str, str] | None]:
     """:func:`correlation_difference_of` the two tables."""
-    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
-    return correlation_difference_of(a, b)
+    return correlation_difference_of(*_both(columns, conf, syn))
 
 
 def correlation_difference_of(a: TableSums, b: TableSums) -> tuple[float, tuple[str, str] | None]:
@@ -390,8 +388,7 @@ def pmse(
     interactions: bool = True,
 ) -> dict[str, float]:
     """:func:`pmse_of` the two tables."""
-    a, b = _sums(columns, conf, "confidential"), _sums(columns, syn, "synthetic")
-    return pmse_of(a, b, interactions)
+    return pmse_of(*_both(columns, conf, syn), interactions)
 
 
 def interaction_groups(columns: Sequence[ColumnInfo], at_most: int | None = None) -> int:
@@ -538,8 +535,7 @@ def coefficient_overlap(
     columns: Sequence[ColumnInfo], conf: pd.DataFrame, syn: pd.DataFrame, analysis: str
 ) -> list[dict[str, Any]]:
     """:func:`coefficient_overlap_of` the two tables."""
-    a = _sums(columns, conf, "confidential", analysis)
-    return coefficient_overlap_of(a, _sums(columns, syn, "synthetic", analysis))
+    return coefficient_overlap_of(*_both(columns, conf, syn, analysis))
 
 
 def coefficient_overlap_of(a: TableSums, b: TableSums) -> list[dict[str, Any]]:
@@ -549,8 +545,7 @@ def coefficient_overlap_of(a: TableSums, b: TableSums) -> list[dict[str, Any]]:
     not estimable, or where the synthetic table cannot estimate a coefficient the data can).
     A coefficient the confidential records cannot estimate (a public level none of them has)
     is left out. A binary outcome is fitted as a linear probability model."""
-    _, predictors = a.analysis
-    names = analysis_design(a.columns, pd.DataFrame(columns=a.names), predictors)[1]
+    names = a.ols_names
     fa, fb = _complete_ols(a), _complete_ols(b)
     if fa is None or fb is None:
         return [{"name": nm, "overlap": 0.0, "shift": float("inf")} for nm in names]
@@ -567,11 +562,15 @@ def coefficient_overlap_of(a: TableSums, b: TableSums) -> list[dict[str, Any]]:
     return out
 
 
-def _sums(
-    columns: Sequence[ColumnInfo], frame: pd.DataFrame, param: str, analysis: str | None = None
-) -> TableSums:
-    """A whole frame's :class:`TableSums`."""
-    return summed(columns, frame, param, analysis)
+def _both(
+    columns: Sequence[ColumnInfo],
+    conf: pd.DataFrame,
+    syn: pd.DataFrame,
+    analysis: str | None = None,
+) -> tuple[TableSums, TableSums]:
+    """The confidential and the synthetic frame's :class:`TableSums` (:func:`summed`)."""
+    a = summed(columns, conf, "confidential", analysis)
+    return a, summed(columns, syn, "synthetic", analysis)
 
 
 # ----------------------------------------------------------------------------- the verdict
@@ -600,8 +599,7 @@ def table_figures(
     interactions: bool = True,
 ) -> list[dict[str, Any]]:
     """:func:`figures_of` the two tables."""
-    a = _sums(columns, conf, "confidential", analysis)
-    return figures_of(a, _sums(columns, syn, "synthetic", analysis), interactions)
+    return figures_of(*_both(columns, conf, syn, analysis), interactions)
 
 
 def figures_of(a: TableSums, b: TableSums, interactions: bool = True) -> list[dict[str, Any]]:
@@ -652,8 +650,7 @@ def table_verdict(
             raise InputError(param, f"has no column(s) {', '.join(missing)}")
         if len(frame) == 0:
             raise InputError(param, "has no records")
-    a = _sums(cols, confidential, "confidential", analysis)
-    return verdict_of(a, _sums(cols, synthetic, "synthetic", analysis), interactions)
+    return verdict_of(*_both(cols, confidential, synthetic, analysis), interactions)
 
 
 def verdict_of(a: TableSums, b: TableSums, interactions: bool = True) -> dict[str, Any]:
@@ -856,6 +853,7 @@ class TableSums:
         self.analysis = None if analysis is None else parse_analysis(analysis, self.names)
         self.ols_r: np.ndarray | None = None  # R of [design, outcome] on the complete records
         self.ols_n, self.ols_used = 0, np.zeros(0, bool)
+        self.ols_names: list[str] = []  # the analysis's coefficients (its design's columns)
 
     @property
     def names(self) -> list[str]:
@@ -897,7 +895,7 @@ class TableSums:
         """The analysis's complete records folded into the R factor of [design, outcome]."""
         outcome, predictors = self.analysis
         info = {c.name: c for c in self.columns}
-        X, _ = analysis_design(self.columns, part, predictors)
+        X, self.ols_names = analysis_design(self.columns, part, predictors)
         z = numeric_values(info[outcome], part[outcome], "analysis")
         keep = np.isfinite(z) & np.all(np.isfinite(X), axis=1)
         used = np.any(X[keep] != 0, axis=0)

@@ -92,13 +92,14 @@ class EncodedPublic:
 def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> EncodedPublic:
     """One public column kept as its features are made from it: codes or scaled values."""
     s = frame[enc.column.name]
-    missing = s.isna().to_numpy() if enc.has_missing else None
+    isna = s.isna().to_numpy()
+    missing = isna if enc.has_missing else None
     if enc.levels is not None:
         codes = level_codes(s, enc.levels, enc.column.name)
         small = np.int16 if len(enc.levels) < np.iinfo(np.int16).max else np.int64
         return EncodedPublic(codes.astype(small), len(enc.levels), missing)
     scaled = (_numeric(s, enc.column.name) - enc.centre) / enc.scale
-    return EncodedPublic(np.where(s.isna().to_numpy(), 0.0, scaled), None, missing)
+    return EncodedPublic(np.where(isna, 0.0, scaled), None, missing)
 
 
 @dataclass(frozen=True)
