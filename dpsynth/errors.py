@@ -136,6 +136,42 @@ def count_first(mask: Any, noun: str) -> str:
     return f"{hits.size} {noun}(s), the first at record {int(hits[0]) + 1}"
 
 
+class DataRefusal(InputError):
+    """A refusal of some records of the data: ``head``, then under the CONFIDENTIAL banner
+    how many (``hits``, None: not counted) and the first one's record number (1-based),
+    then ``tail``. Made from a part of a table (:meth:`at` its place, :meth:`merged` a later
+    part's count), it reads as the whole table's refusal."""
+
+    def __init__(
+        self, param: str, head: str, noun: str, hits: int | None, first: int, tail: str = ""
+    ) -> None:
+        self.head, self.noun, self.hits, self.first, self.tail = head, noun, hits, first, tail
+        where = f"record {first}"
+        text = where if hits is None else f"{hits} {noun}(s), the first at {where}"
+        super().__init__(param, f"{head}{from_data(text)}{tail}")
+
+    def at(self, offset: int) -> DataRefusal:
+        """This refusal of a part whose first record is the table's record ``offset + 1``."""
+        return DataRefusal(
+            self.param, self.head, self.noun, self.hits, self.first + offset, self.tail
+        )
+
+    def merged(self, later: DataRefusal) -> DataRefusal:
+        """This refusal with a later part's records of the same kind added to its count."""
+        hits = None if self.hits is None or later.hits is None else self.hits + later.hits
+        return DataRefusal(self.param, self.head, self.noun, hits, self.first, self.tail)
+
+
+def refuse_records(param: str, head: str, mask: Any, noun: str, tail: str = "") -> None:
+    """Raise :class:`DataRefusal` for the records where ``mask`` is true, if any (the
+    refusal reads as :func:`count_first`'s: "3 value(s), the first at record 7")."""
+    import numpy as np
+
+    hits = np.flatnonzero(np.asarray(mask))
+    if hits.size:
+        raise DataRefusal(param, head, noun, int(hits.size), int(hits[0]) + 1, tail)
+
+
 def require_data(x: Any, param: str = "x", min_n: int = 1) -> np.ndarray:
     """Return ``x`` as a finite 1-D float array of length >= ``min_n`` or raise InputError."""
     import numpy as np

@@ -381,3 +381,39 @@ def test_posterior_release_verdict_adds_other_retained_draws():
     assert means[0] == pytest.approx(release.data["y"].mean())
     assert len(set(np.round(means, 6))) == len(means)  # distinct draws
     assert len(release.data) == y.size
+
+
+def _same(a, b, path=""):
+    """Nested verdicts equal, floats to 1e-12 relative (sums taken in another order)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (u, v) in enumerate(zip(a, b)):
+            _same(u, v, f"{path}[{i}]")
+    elif isinstance(a, float) and not np.isnan(a):
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15), path
+    else:
+        assert a == b or (a != a and b != b), path
+
+
+@pytest.mark.parametrize("lo,k,outcome", [(0, 2, "count"), (0, 24, "count"), (-3, 9, "real")])
+def test_a_verdict_from_counts_is_the_verdict_from_the_records(lo, k, outcome):
+    """Integer records held as their counts (a PH column's, made a partition at a time):
+    every figure, level, rule and statistic as from the records themselves (seeded samples
+    of several shapes, three sets of different sizes)."""
+    from dpsynth.mechanisms.histogram import CellCounts
+
+    rng = np.random.default_rng(k)
+    p = rng.dirichlet(np.ones(k))
+    y = lo + rng.choice(k, size=2001, p=p).astype(float)
+    q = rng.dirichlet(np.ones(k) * 5)
+    sets = lo + rng.choice(k, size=(3, 4000), p=0.7 * p + 0.3 * q).astype(float)
+    kw = dict(outcome=outcome, bounds=(lo, lo + k - 1), n_published=1, mechanism="ph")
+    held = CellCounts.of(y, (lo, lo + k - 1))
+    _same(utility_verdict(y, sets, **kw), utility_verdict(held, sets, **kw))
+    with pytest.raises(InputError) as exc:
+        utility_verdict(held, sets, **kw, X=np.ones((2001, 1)))
+    assert exc.value.param == "X"

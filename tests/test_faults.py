@@ -182,7 +182,7 @@ def _kill_points(args: list[str], table: bool, count: int) -> list[tuple[str, st
     points = [*NAMED_POINTS, *[("enter", "dpsynth.cli.files:read_csv")] * (not table)]
     if table:  # before each column (the first: the data read and the budget charged)
         points += [("stderr", "column 1/"), ("stderr", "column 2/"), ("stderr", "column 3/")]
-        points += [("enter", "dpsynth.table.source:read_spec_columns")]  # the data read
+        points += [("enter", "dpsynth.table.source:spec_partitions")]  # the data read
     return points + [("calls", str(rng.randint(1, calls))) for _ in range(count)]
 
 

@@ -292,3 +292,51 @@ def test_systematic_ph_reproduces_the_counts_at_a_huge_budget():
     assert diff["systematic"] <= 1 and diff["iid"] > 5, diff
     with pytest.raises(InputError, match="draw"):
         perturbed_histogram(y, (-5, 5), 1.0, np.random.default_rng(1), draw="sorted")
+
+
+# ----------------------------------------------------------------------------- CellCounts
+
+
+@pytest.mark.parametrize("consistency,draw", [("clamp", "iid"), ("simplex", "systematic")])
+def test_counts_release_the_same_sets_as_the_records(counts, consistency, draw):
+    """Integer records given as their counts: the same m sets, draw for draw (seeded)."""
+    kw = dict(m=3, integer=True, consistency=consistency, draw=draw, n_synthetic=1000)
+    given = histogram.CellCounts.of(counts, (0, 10))
+    a = perturbed_histogram(counts, (0, 10), 1.0, np.random.default_rng(SEED), **kw)
+    b = perturbed_histogram(given, (0, 10), 1.0, np.random.default_rng(SEED), **kw)
+    np.testing.assert_array_equal(a, b)
+    assert given.n == 300 and given.counts.sum() == 300 and given.counts.size == 11
+
+
+def test_counts_made_a_partition_at_a_time_add_up_to_the_whole(counts):
+    whole = histogram.CellCounts.of(counts, (0, 10))
+    parts = [histogram.CellCounts.of(p, (0, 10)) for p in np.array_split(counts, 7)]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    np.testing.assert_array_equal(total.counts, whole.counts)
+    np.testing.assert_array_equal(whole.records(), np.sort(counts))
+    codes = histogram.CellCounts.of_codes(counts.astype(int), 11)
+    np.testing.assert_array_equal(codes.counts, whole.counts)
+
+
+def test_counts_refusals_name_the_record_and_the_parameter(counts):
+    bad = counts.copy()
+    bad[41] = 11
+    with pytest.raises(InputError, match=r"record 1042\b") as exc:  # its place in the table
+        histogram.CellCounts.of(bad, (0, 10), first=1001)
+    assert exc.value.param == "y" and "11" not in exc.value.message.replace("1042", "")
+    with pytest.raises(InputError) as exc:
+        histogram.CellCounts.of(counts, (0, 10)) + histogram.CellCounts.of(counts, (0, 12))
+    assert exc.value.param == "counts"
+    with pytest.raises(InputError) as exc:
+        histogram.CellCounts.of_codes(np.array([0, 3]), 3)
+    assert exc.value.param == "codes"
+    given = histogram.CellCounts.of(counts, (0, 10))
+    for kw in ({"integer": False}, {"integer": True, "bounds": (0, 12)}):
+        with pytest.raises(InputError) as exc:
+            perturbed_histogram(given, kw.pop("bounds", (0, 10)), 1.0, **kw)
+        assert exc.value.param == "y"
+    empty = histogram.CellCounts.of(np.array([]), (0, 10))
+    with pytest.raises(InputError, match="empty"):
+        perturbed_histogram(empty, (0, 10), 1.0, integer=True)

@@ -229,3 +229,23 @@ def test_the_public_features_are_made_at_the_rows_read_and_held_as_codes():
     np.testing.assert_array_equal(lazy[frame.v.to_numpy() > 5], whole[frame.v.to_numpy() > 5])
     assert whole[:, 3].sum() == frame.g.isna().sum()  # the indicator
     assert lazy.columns[0].values.nbytes == 2 * n < whole[:, :4].nbytes / 10
+
+
+@pytest.mark.parametrize("records", [1, 7, 64, 1000])
+def test_a_files_partitions_are_rechunked_to_the_release_s_size(records):
+    """Whatever sizes a file's partitions have (here 0 to 40 records, seeded), the release
+    reads them as partitions of exactly ``records`` records but the last, in order, each
+    level column a categorical on the spec's levels: what it computes does not depend on
+    how the file was written."""
+    spec = load_spec(SPEC)
+    frame = _frame(300)
+    rng = np.random.default_rng(records)
+    cuts = np.sort(rng.integers(0, 301, 12))
+    ends = [0, *cuts.tolist(), 300]
+    parts = [source.compact(frame.iloc[a:b], spec) for a, b in zip(ends[:-1], ends[1:])]
+    got = list(source.rechunked(parts, records))
+    assert [len(p) for p in got[:-1]] == [records] * (len(got) - 1)
+    assert 0 < len(got[-1]) <= records and sum(len(p) for p in got) == 300
+    whole = source.concat_compact([p.reset_index(drop=True) for p in got])
+    want = source.concat_compact([p.copy() for p in parts if len(p)])
+    pd.testing.assert_frame_equal(whole.astype(str), want.astype(str))

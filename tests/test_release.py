@@ -881,3 +881,32 @@ def test_centring_from_a_public_file_is_a_library_option():
         ref, "beta", sampler=Sampler(chains=2, iter_warmup=150, iter_sampling=150)
     )
     assert release.report["tuning"]["centring"] == pytest.approx(expected)
+
+
+def test_a_ph_release_from_counts_is_the_release_from_the_records():
+    """Integer records given as their counts (``CellCounts``): the same sets, report and
+    diagnostics (seeded), the verdict to rounding; refused where the records are needed."""
+    from dpsynth.mechanisms.histogram import CellCounts
+
+    y = np.random.default_rng(3).integers(0, 12, 3000).astype(float)
+    kw = dict(mechanism="ph", epsilon=1.0, m=2, seed=5, integer=True, bounds=(0, 11))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = single.synthesize(y, **kw, n_synthetic=20000)
+        b = single.synthesize(CellCounts.of(y, (0, 11)), **kw, n_synthetic=20000)
+    pd.testing.assert_frame_equal(a.data, b.data)
+    assert a.report == b.report
+    assert {k: v for k, v in a.diagnostics.items() if k != "utility"} == {
+        k: v for k, v in b.diagnostics.items() if k != "utility"
+    }
+    assert a.diagnostics["utility"]["summary"] == pytest.approx(b.diagnostics["utility"]["summary"])
+    held = CellCounts.of(y, (0, 11))
+    for bad, param in (
+        ({**{k: v for k, v in kw.items() if k != "integer"}, "mechanism": "sbs"}, "y"),
+        ({**kw, "integer": False}, "y"),
+        ({**kw, "bounds": (0, 12)}, "bounds"),
+        ({**kw, "public_utility": 0.5}, "y"),
+    ):
+        with pytest.raises(InputError) as exc:
+            single.synthesize(held, **bad)
+        assert exc.value.param == param

@@ -126,6 +126,7 @@ def test_each_fit_is_sent_what_it_reads_and_no_more():
     apart from its message: a model column's values, its predecessors' and the public
     features at its fit's records only (``fit_records`` of n), a PH column's own values; the
     release is the same as in this process."""
+    from dpsynth.mechanisms.histogram import CellCounts
     from dpsynth.table.columns import ConfidentialInputs, PublicInputs
 
     k, spec = 120, {**SPEC, "fit_records": 120}
@@ -136,24 +137,28 @@ def test_each_fit_is_sent_what_it_reads_and_no_more():
         assert not any(isinstance(a, (ConfidentialInputs, PublicInputs, np.ndarray)) for a in args)
         task, conf, pub = args[0], args[1].value, args[2].value
         assert pub.n == 200 and not pub.synthetic  # a centre: its own rows (the next test)
-        if task.col.name == "owner":  # PH, first: its own values on every record, no feature
-            assert set(conf.values) == {"owner"} and conf.values["owner"].size == 200
-            assert pub.public.shape[0] == 0 and conf.rows is None
+        if task.col.name == "owner":  # PH, first: its own levels' counts, no value or feature
+            assert not conf.values and set(conf.histograms) == {"ph"}
+            assert isinstance(conf.histograms["ph"], CellCounts)
+            assert conf.histograms["ph"].n == 200 and conf.histograms["ph"].counts.size == 2
+            assert pub.public.shape[0] == 0 and conf.rows is None and not pub.public_codes
         else:
             assert set(conf.values) == {task.col.name, *(p.name for p in pub.done)}
             assert conf.rows.size == k and pub.public.shape == (k, 1)
             assert all(v.size == k for v in conf.values.values())
-            assert all(v.size == 200 for v in conf.every.values())  # a marginal's, its own
-            assert set(conf.every) <= {task.col.name}
+            marginal = conf.histograms.get("marginal")  # a marginal's: its own, every record
+            assert set(conf.histograms) <= {"marginal"}
+            assert marginal is None or np.size(marginal) <= 200
     assert len(client.scattered) == 6  # two per fit, none shared with the draws
     pd.testing.assert_frame_equal(_release(spec=spec).data, there.data)
 
 
 def test_a_calibrated_model_fit_reads_its_own_column_whole_and_a_centre_its_rows():
-    """A marginal centre's fit gets its own values on every record (its marginal histogram
-    reads them all) and the centre's public pseudo-design, chosen where the draws run: at
-    most MARGINAL_CENTRE_ROWS rows, only records whose synthetic indicator says present."""
-    from dpsynth.table import columns
+    """A marginal centre's fit gets its values at its fit records, its marginal histogram's
+    records (every record with a value) and the centre's public pseudo-design, chosen where
+    the draws run: at most MARGINAL_CENTRE_ROWS rows, only records whose synthetic indicator
+    says present. Gathered a partition at a time (997 records), exactly as from the whole."""
+    from dpsynth.table import columns, gather
     from dpsynth.table.spec import parse_spec
 
     spec = parse_spec(
@@ -168,15 +173,22 @@ def test_a_calibrated_model_fit_reads_its_own_column_whole_and_a_centre_its_rows
     )  # fmt: skip
     indicator, col = spec.order()
     n = 6000
-    present = np.random.default_rng(1).uniform(size=n) < 0.5
-    values = {indicator.name: (~present).astype(float), col.name: np.where(present, 500.0, np.nan)}
-    conf = columns.ConfidentialInputs(values, fit_records=100)
+    rng = np.random.default_rng(1)
+    present = rng.uniform(size=n) < 0.5
+    income = np.where(present, rng.uniform(200, 900, n), np.nan)
+    frame = pd.DataFrame({"age": np.linspace(16, 90, n), "income": income})
+    tasks = [columns.ColumnTask(c, j, 1.0, 1, 7, SHORT, {}) for j, c in enumerate(spec.order())]
+    read = gather.gathered(gather.partitions(frame, 997), spec, n, tasks)
+    conf = read.fits[col.name]
+    rows = columns.fit_rows(100, n, tasks[1].col_seed)
+    np.testing.assert_array_equal(conf.rows, rows)
+    np.testing.assert_array_equal(conf.values[col.name], income[rows])
+    np.testing.assert_array_equal(conf.values[indicator.name], (~present)[rows].astype(float))
+    np.testing.assert_array_equal(conf.histograms["marginal"], income[present])
     pub = columns.PublicInputs(np.linspace(0, 1, n)[:, None], {}, (), 1)
     pub = pub.with_column(indicator, [(~present).astype(float)])
-    task = columns.ColumnTask(col, 1, 1.0, 1, 7, SHORT, {})
-    reads = columns.fit_inputs(task, conf, pub)
-    assert reads.conf.rows.size == 100 and reads.pub.public.shape == (100, 1)
-    assert reads.conf.every_value(col.name) is values[col.name]  # every record, not a copy
+    reads = columns.fit_inputs(tasks[1], conf, pub)
+    assert reads.conf is conf and reads.pub.public.shape == (100, 1)
     centre = reads.pub.centre
     assert centre.public.shape == (columns.MARGINAL_CENTRE_ROWS, 1)
     chosen = np.round(centre.public[:, 0] * (n - 1)).astype(int)  # the rows, from age
@@ -185,31 +197,72 @@ def test_a_calibrated_model_fit_reads_its_own_column_whole_and_a_centre_its_rows
     assert p is indicator and np.all(v == 0)
 
 
-def test_in_this_process_a_fits_codes_are_made_when_it_runs_from_the_data_frame():
-    """Without a cluster the release keeps the data frame and no column's codes: each fit's
-    are made from the frame when the fit runs (``design.CodedColumns``), the same values, and
-    a value the spec refuses is still refused before any fit, naming its column."""
-    from dpsynth.table import pipeline
-    from dpsynth.table.design import CodedColumns, column_codes
+@pytest.mark.parametrize("records", [7, 50, 10**6])
+def test_the_fits_inputs_are_gathered_a_partition_at_a_time(records):
+    """The table is read once, a partition at a time: each fit's inputs are the whole
+    table's codes at its fit records (a PH column: its counts), the clip counts add up, the
+    public columns are kept whole, and a fit is queued with how to make its inputs; a value
+    the spec refuses is refused before any fit, naming its column and counting its records
+    over every partition, as from the whole table."""
+    from dpsynth.mechanisms.histogram import CellCounts
+    from dpsynth.table import gather, pipeline
+    from dpsynth.table.design import column_codes
+    from dpsynth.table.spec import parse_spec
+
+    spec, frame = parse_spec({**SPEC, "fit_records": 120}), _table()
+    tasks = [pipeline.ColumnTask(c, j, 1.0, 1, 3, SHORT, {}) for j, c in enumerate(spec.order())]
+    read = gather.gathered(gather.partitions(frame, records), spec, 200, tasks)
+    assert read.records == 200 and list(read.public.columns) == ["age"]
+    owner, income, spend = spec.order()
+    counts = read.fits["owner"].histograms["ph"]
+    whole = column_codes(frame, owner)[0]
+    assert isinstance(counts, CellCounts) and list(counts.counts) == [
+        int(np.sum(whole == 0)), int(np.sum(whole == 1))
+    ]  # fmt: skip
+    for t in tasks[1:]:
+        conf = read.fits[t.col.name]
+        assert conf.rows.size == 120
+        for name, values in conf.values.items():
+            col = next(c for c in spec.order() if c.name == name)
+            np.testing.assert_array_equal(values, column_codes(frame, col)[0][conf.rows])
+    conf, pub = pipeline._inputs(read, spec, None, 1)
+    fits = schedule.Fitter()  # no client: queued with the inputs it will read, not its reads
+    fit, queued, reads = pipeline._submit(fits, tasks[1], conf, pub)
+    assert queued is tasks[1] and callable(reads)  # how to make its inputs, not the inputs
+    assert reads().conf is conf["income"]
+    bad = frame.assign(spend=frame["spend"].where(~frame.index.isin([7, 160]), 1e9))
+    read = gather.gathered(gather.partitions(bad, records), spec, 200, tasks)
+    with pytest.raises(InputError) as got:
+        pipeline._inputs(read, spec, None, 1)
+    with pytest.raises(InputError) as want:
+        column_codes(bad, spend)
+    assert str(got.value) == str(want.value) and "2 record(s), the first at record 8" in str(
+        got.value
+    )
+
+
+def test_a_refusal_read_in_partitions_is_the_whole_tables():
+    """Of refusals in different partitions, the table's is the first column's (synthesis
+    order), its first kind of check (missing before bounds), its records counted over all."""
+    from dpsynth.table import gather, pipeline
     from dpsynth.table.spec import parse_spec
 
     spec, frame = parse_spec(SPEC), _table()
-    conf, clipped, pub = pipeline._inputs(frame, spec, None, 1)
-    assert isinstance(conf.values, CodedColumns) and set(conf.values) == set(clipped)
-    assert not any(isinstance(v, np.ndarray) for v in vars(conf.values).values())
-    for col in spec.order():
-        np.testing.assert_array_equal(conf.values[col.name], column_codes(frame, col)[0])
-    fits = schedule.Fitter()  # no client: queued with the inputs it will read, not its reads
-    task = pipeline.ColumnTask(spec.order()[1], 1, 1.0, 1, 3, SHORT, {"progress": False})
-    fit, queued, reads = pipeline._submit(fits, task, conf, pub)
-    assert queued is task and callable(reads)  # how to make its inputs, not the inputs
-    made, expected = reads(), pipeline.fit_inputs(task, conf, pub)
-    assert set(made.conf.values) == set(expected.conf.values) == {"income"}  # no predecessor yet
-    for name, values in made.conf.values.items():
-        np.testing.assert_array_equal(values, expected.conf.values[name])
-    bad = frame.assign(spend=frame["spend"].where(frame.index != 7, 1e9))  # above the bound
-    with pytest.raises(InputError, match="column 'spend'"):
-        pipeline._inputs(bad, spec, None, 1)
+    tasks = [pipeline.ColumnTask(c, j, 1.0, 1, 3, SHORT, {}) for j, c in enumerate(spec.order())]
+    bad = frame.copy()
+    bad.loc[[3, 150], "spend"] = 1e9  # a later column, early
+    bad.loc[[120, 130, 190], "income"] = 1e9  # above the bound
+    bad.loc[[170], "income"] = np.nan  # missing: checked before the bounds
+    read = gather.gathered(gather.partitions(bad, 50), spec, 200, tasks)
+    with pytest.raises(InputError) as got:
+        pipeline._inputs(read, spec, None, 1)
+    assert got.value.param == "missing" and "1 value(s), the first at record 171" in str(got.value)
+    bad.loc[170, "income"] = 500.0
+    read = gather.gathered(gather.partitions(bad, 50), spec, 200, tasks)
+    with pytest.raises(InputError) as got:
+        pipeline._inputs(read, spec, None, 1)
+    assert got.value.param == "bounds" and "column 'income'" in str(got.value)
+    assert "3 record(s), the first at record 121" in str(got.value)
 
 
 def test_a_bad_client_is_refused_in_one_line():

@@ -35,8 +35,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(1, str(HERE.parent))  # bench_scale: the input and its spec
 RESULTS = HERE.parent / "results" / "investigations" / "release_memory.csv"
-READERS = ("read_table", "read_partitions", "read_spec_columns")
-"""dpsynth's readers of a table file: on the stack, the phase is reading."""
+READERS = ("read_table", "read_partitions", "read_spec_columns", "spec_partitions", "gathered")
+"""dpsynth's readers of a table file (and, since the release reads its file once for what the
+fits read, ``dpsynth.table.gather.gathered``): on the stack, the phase is reading."""
 FIELDS = ["label", "commit", "rows", "columns", "iter", "phase", "peak_mb", "where", "date"]
 
 

@@ -40,9 +40,10 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from dpsynth.curator.utility import ecdf_measures
+from dpsynth.curator.utility import count_quantiles, ecdf_measures
 from dpsynth.errors import EPSILON_SANITY_LIMIT, InputError
 from dpsynth.mechanisms import registry
+from dpsynth.mechanisms.histogram import CellCounts
 from dpsynth.models.catalogue import OUTCOMES
 
 __all__ = [
@@ -227,7 +228,8 @@ def utility_verdict(
 ) -> dict[str, Any]:
     """Compare m synthetic sets with the confidential outcome; verdict and next step.
 
-    ``confidential``: the outcome (n,); ``synthetic_sets``: m x N (or one set (N,)), original
+    ``confidential``: the outcome (n,), or integer records' :class:`CellCounts` (the same
+    figures, from the counts); ``synthetic_sets``: m x N (or one set (N,)), original
     scale; ``outcome``: one of ``dpsynth.models.catalogue.OUTCOMES``. ``X`` (n x p, public covariates, no
     intercept; needs N = n) adds the per-coefficient interval overlap and shift, named by
     ``coef_names`` (one per column of ``X``; default ``x1 ... xp``).
@@ -240,18 +242,18 @@ def utility_verdict(
     """
     if outcome not in OUTCOMES:
         raise InputError("outcome", f"must be one of {', '.join(OUTCOMES)} (got {outcome!r})")
-    y = _finite_1d("confidential", confidential)
+    y = _confidential(confidential, X)
     sets = _sets("synthetic_sets", synthetic_sets)
-    n = y.size if n is None else int(n)
-    design = None if X is None else _design(X, y.size, sets.shape[1])
-    per_set = [_set_figures(y, s, outcome, design, coef_names) for s in sets]
+    n = _size(y) if n is None else int(n)
+    design = None if X is None else _design(X, _size(y), sets.shape[1])
+    per_set = [_set_figures(y, _held_as(y, s), outcome, design, coef_names) for s in sets]
     figures = [k for k in THRESHOLDS if k in per_set[0]]
     summary = {k: float(np.median([row[k] for row in per_set])) for k in figures}
     levels = {k: _level(k, summary[k]) for k in figures}
     verdict = max(levels.values(), key=VERDICTS.index)
     shares = _shares(n_censored, n_zero_weight, n)
     context = dict(
-        mechanism=mechanism, model=model, skewness=float(stats.skew(y)) if y.size > 2 else 0.0,
+        mechanism=mechanism, model=model, skewness=_skewness(y) if _size(y) > 2 else 0.0,
         span=_span(y, bounds), guarantee=guarantee, centring=centring,
         reference_weights=reference_weights, regression=design is not None, epsilon=epsilon,
     )  # fmt: skip
@@ -271,7 +273,7 @@ def utility_verdict(
         "mean_error_scale": per_set[0]["mean_error_scale"],
         "coefficients": _coefficients(per_set) if design is not None else None,
         "confidential": _statistics(y, outcome),
-        "synthetic": _statistics(sets.ravel(), outcome),
+        "synthetic": _statistics(_held_as(y, sets.ravel()), outcome),
         "sets": per_set,
         "shares": shares,
         "m": int(sets.shape[0] if n_published is None else n_published),
@@ -478,6 +480,41 @@ def _qname(q: float) -> str:
     return f"q{round(q * 100):02d}"
 
 
+Records = np.ndarray | CellCounts
+"""A sample as the verdict reads it: its values, or integer ones' counts."""
+
+
+def _confidential(confidential: Any, X: Any) -> Records:
+    """The confidential outcome: finite values, or integer ones held as their counts (no
+    regression: its design needs the records)."""
+    if not isinstance(confidential, CellCounts):
+        return _finite_1d("confidential", confidential)
+    if X is not None:
+        raise InputError("X", "a regression's figures need the records, not their counts")
+    if confidential.n == 0:
+        raise InputError("confidential", "must not be empty")
+    return confidential
+
+
+def _held_as(y: Records, s: np.ndarray) -> Records:
+    """Synthetic values held as the confidential ones are: as they are, or counted on the
+    counts' bounds."""
+    return y.alike(s) if isinstance(y, CellCounts) else s
+
+
+def _size(y: Records) -> int:
+    return y.n if isinstance(y, CellCounts) else int(y.size)
+
+
+def _skewness(y: Records) -> float:
+    """The sample skewness (``scipy.stats.skew``, biased), from the counts where held so."""
+    if not isinstance(y, CellCounts):
+        return float(stats.skew(y))
+    d = y.support - y.counts @ y.support / y.n
+    m2, m3 = y.counts @ d**2 / y.n, y.counts @ d**3 / y.n
+    return float(m3 / m2**1.5) if m2 > 0 else float("nan")
+
+
 def _finite_1d(param: str, x: Any) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float).ravel()
@@ -516,7 +553,9 @@ def _design(X: Any, n: int, n_syn: int) -> np.ndarray:
     return np.column_stack([np.ones(n), arr])
 
 
-def _statistics(x: np.ndarray, outcome: str) -> dict[str, float]:
+def _statistics(x: Records, outcome: str) -> dict[str, float]:
+    if isinstance(x, CellCounts):
+        return _count_statistics(x, outcome)
     out = {"mean": float(np.mean(x)), "sd": float(np.std(x, ddof=1)) if x.size > 1 else 0.0}
     out.update({_qname(q): float(v) for q, v in zip(QUANTILES, np.quantile(x, QUANTILES))})
     if outcome == "count":
@@ -524,9 +563,20 @@ def _statistics(x: np.ndarray, outcome: str) -> dict[str, float]:
     return out
 
 
+def _count_statistics(c: CellCounts, outcome: str) -> dict[str, float]:
+    """:func:`_statistics` of the records ``c`` counts, from the counts."""
+    v, w, n = c.support, c.counts, c.n
+    mean = float(w @ v / n)
+    out = {"mean": mean, "sd": float(np.sqrt(w @ (v - mean) ** 2 / (n - 1))) if n > 1 else 0.0}
+    out.update({_qname(q): float(x) for q, x in zip(QUANTILES, count_quantiles(c, QUANTILES))})
+    if outcome == "count":
+        out["zero_share"] = float(w[v == 0].sum() / n)
+    return out
+
+
 def _set_figures(
-    y: np.ndarray,
-    syn: np.ndarray,
+    y: Records,
+    syn: Records,
     outcome: str,
     design: np.ndarray | None,
     coef_names: Sequence[str] | None = None,
@@ -638,14 +688,15 @@ def level_by(thresholds: dict[str, tuple[float, float, str]], figure: str, value
     return "good" if value >= good else "fair" if value >= fair else "poor"
 
 
-def _span(y: np.ndarray, bounds: tuple[float, float] | None) -> float | None:
+def _span(y: Records, bounds: tuple[float, float] | None) -> float | None:
     """Share of the public range below the data's 95% quantile (None without bounds)."""
     if bounds is None:
         return None
     lo, hi = (float(b) for b in bounds)
     if not hi > lo:
         raise InputError("bounds", "needs lo < hi")
-    return float((np.quantile(y, 0.95) - lo) / (hi - lo))
+    q95 = count_quantiles(y, 0.95) if isinstance(y, CellCounts) else np.quantile(y, 0.95)
+    return float((q95 - lo) / (hi - lo))
 
 
 # ----------------------------------------------------------------------------- rules

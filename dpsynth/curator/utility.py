@@ -13,15 +13,18 @@ Quantiles use numpy's default ("linear", Hyndman & Fan type 7), which is also R'
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
 from dpsynth.errors import InputError
+from dpsynth.mechanisms.histogram import CellCounts
 
 __all__ = [
     "REPLICATE_COLUMNS",
+    "count_quantiles",
     "ecdf_measures",
     "interval_summary",
     "interval_table",
@@ -53,8 +56,12 @@ def ecdf_measures(confidential: ArrayLike, synthetic: ArrayLike) -> dict[str, fl
     Censoring paper section 4.3 (Woo et al. 2009). With pooled points z = (x, x*) of length
     n + n*, let F and F* be the ECDFs of the confidential (n,) and synthetic (n*,) samples;
     ``max_ecdf`` = max_j |F(z_j) - F*(z_j)| and ``avg_ecdf`` = mean_j (F(z_j) - F*(z_j))^2.
-    Both are in [0, 1]; smaller means higher utility. Sample sizes may differ.
+    Both are in [0, 1]; smaller means higher utility. Sample sizes may differ. Integer
+    samples may be given as their :class:`~dpsynth.mechanisms.histogram.CellCounts` (both,
+    on the same bounds): the same figures, from the counts.
     """
+    if isinstance(confidential, CellCounts):
+        return _count_ecdf(confidential, synthetic)
     x = np.sort(_as_1d("confidential", confidential))
     y = np.sort(_as_1d("synthetic", synthetic))
     pooled = np.concatenate([x, y])
@@ -65,6 +72,40 @@ def ecdf_measures(confidential: ArrayLike, synthetic: ArrayLike) -> dict[str, fl
         "max_ecdf": float(np.max(np.abs(diff))),
         "avg_ecdf": float(np.mean(diff**2)),
     }
+
+
+def _count_ecdf(a: CellCounts, b: Any) -> dict[str, float]:
+    """:func:`ecdf_measures` of two samples held as counts: the ECDFs differ only at the
+    integers either sample takes, each pooled point weighing its records."""
+    if not isinstance(b, CellCounts) or (a.lo, a.hi) != (b.lo, b.hi):
+        raise InputError("synthetic", "must be counts on the confidential counts' bounds")
+    if a.n == 0 or b.n == 0:
+        raise InputError("confidential" if a.n == 0 else "synthetic", "must not be empty")
+    diff = np.cumsum(a.counts) / a.n - np.cumsum(b.counts) / b.n
+    pooled = a.counts + b.counts
+    return {
+        "max_ecdf": float(np.max(np.abs(diff[pooled > 0]))),
+        "avg_ecdf": float(pooled @ diff**2 / (a.n + b.n)),
+    }
+
+
+def count_quantiles(c: CellCounts, q: ArrayLike) -> np.ndarray:
+    """``np.quantile`` (its default, "linear") of the records ``c`` counts, from the counts:
+    the order statistics each quantile interpolates found by the counts' running sum."""
+    if c.n == 0:
+        raise InputError("confidential", "must not be empty")
+    scalar = np.ndim(q) == 0
+    virtual = (c.n - 1) * np.atleast_1d(np.asarray(q, dtype=float))
+    before = np.floor(virtual).astype(np.int64)
+    after = np.minimum(before + 1, c.n - 1)
+    ends = np.cumsum(c.counts)
+    a = c.support[np.searchsorted(ends, before, side="right")]
+    b = c.support[np.searchsorted(ends, after, side="right")]
+    gamma = virtual - before
+    diff = b - a
+    out = a + diff * gamma
+    np.subtract(b, diff * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out[0] if scalar else out
 
 
 def summary_statistics(x: ArrayLike) -> dict[str, float]:

@@ -72,27 +72,102 @@ MAX_BINS = 10_000_000
 """More bins than this would not fit in memory for the noisy counts of m sets."""
 
 
-def _histogram_data(y: Any, lo: float, hi: float, integer: bool) -> np.ndarray:
-    """``y`` as a float array, refused (naming a record's position under the CONFIDENTIAL
-    banner, never a value) when empty, missing, infinite, outside [lo, hi] or, with
-    ``integer``, not an integer."""
+def _histogram_data(
+    y: Any, lo: float, hi: float, integer: bool, first: int = 1, empty: bool = False
+) -> np.ndarray:
+    """``y`` as a float array, refused (naming a record's position, ``first`` the first's,
+    under the CONFIDENTIAL banner, never a value) when empty (unless ``empty``), missing,
+    infinite, outside [lo, hi] or, with ``integer``, not an integer."""
     x = np.asarray(y, dtype=float).ravel()
-    if x.size == 0:
+    if x.size == 0 and not empty:
         raise InputError("y", "the data are empty")
     bad = np.flatnonzero(~np.isfinite(x) | (x < lo) | (x > hi))
     if bad.size:
         raise InputError(
             "y",
             "a record is missing, infinite or outside the public bounds "
-            f"{errors.from_data(f'record {int(bad[0]) + 1}')}",
+            f"{errors.from_data(f'record {int(bad[0]) + first}')}",
         )
     if integer and (lo != round(lo) or hi != round(hi)):
         raise InputError("bounds", "integer (count) data need integer bounds")
     fractional = np.flatnonzero(x != np.round(x)) if integer else np.array([], dtype=int)
     if fractional.size:
-        where = errors.from_data(f"record {int(fractional[0]) + 1}")
+        where = errors.from_data(f"record {int(fractional[0]) + first}")
         raise InputError("y", f"a record is not an integer {where}")
     return x
+
+
+@dataclass(frozen=True)
+class CellCounts:
+    """Integer records held as their histogram: how many take each integer of the public
+    bounds [lo, hi] (``counts[i]``: the value lo + i). What the perturbed histogram reads of
+    integer records (its unit bins' counts), and what a curator's figures of them need; made
+    a partition at a time and added (``+``), so that no record need be held."""
+
+    lo: int
+    counts: np.ndarray  # int64, one per integer of [lo, hi]
+
+    @classmethod
+    def of(cls, values: Any, bounds: tuple[float, float], first: int = 1) -> CellCounts:
+        """The counts of integer ``values`` within public ``bounds`` (refused as
+        :func:`perturbed_histogram` refuses them; ``first``: the first value's record)."""
+        lo, hi = errors.require_bounds("bounds", *bounds)
+        x = _histogram_data(values, lo, hi, True, first, empty=True)
+        k = int(hi - lo) + 1
+        return cls(int(lo), np.bincount((x - lo).astype(np.int64), minlength=k))
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray, k: int) -> CellCounts:
+        """The counts of 0-based codes of k public cells (codes the caller has checked)."""
+        counts = np.bincount(np.asarray(codes).astype(np.int64), minlength=k)
+        if counts.size != k:
+            raise InputError("codes", f"a code outside the {k} public cells")
+        return cls(0, counts)
+
+    def alike(self, values: Any) -> CellCounts:
+        """Integer ``values`` (e.g. a synthetic set) counted on these counts' bounds."""
+        x = _histogram_data(values, self.lo, self.hi, True, empty=True)
+        k = self.counts.size
+        return CellCounts(self.lo, np.bincount((x - self.lo).astype(np.int64), minlength=k))
+
+    @property
+    def n(self) -> int:
+        """The number of records."""
+        return int(self.counts.sum())
+
+    @property
+    def hi(self) -> int:
+        """The upper public bound."""
+        return self.lo + self.counts.size - 1
+
+    @property
+    def support(self) -> np.ndarray:
+        """The integers lo, ..., hi, as floats."""
+        return np.arange(self.lo, self.hi + 1, dtype=float)
+
+    def __add__(self, other: CellCounts) -> CellCounts:
+        if (other.lo, other.hi) != (self.lo, self.hi):
+            raise InputError("counts", "counts on different bounds cannot be added")
+        return CellCounts(self.lo, self.counts + other.counts)
+
+    def records(self) -> np.ndarray:
+        """The records themselves, in ascending order (n values)."""
+        return np.repeat(self.support, self.counts)
+
+
+def _input_counts(
+    y: Any, lo: float, hi: float, integer: bool, k: int | None
+) -> tuple[CellCounts | np.ndarray, int]:
+    """What :func:`perturbed_histogram` reads of ``y``: its checked values, or ``y`` itself
+    when given as :class:`CellCounts` (integer records on the same bounds), and n."""
+    if not isinstance(y, CellCounts):
+        x = _histogram_data(y, lo, hi, integer)
+        return x, x.size
+    if not integer or (y.lo, y.hi) != (lo, hi) or (k is not None and k != y.counts.size):
+        raise InputError("y", "counts are read with integer=True, on the same bounds")
+    if y.n == 0:
+        raise InputError("y", "the data are empty")
+    return y, y.n
 
 
 def perturbed_histogram(
@@ -112,17 +187,19 @@ def perturbed_histogram(
 ) -> np.ndarray:
     """Perturbed histogram synthesizer (censoring paper, supplement S1); returns m x N values.
 
+    ``y``: the records, or integer ones as their :class:`CellCounts` (the same release).
     Public ``bounds`` [LO, HI] are required (never read from the data). The number of bins
     is data-independent (``bin_rule``, :func:`ph_bins`); with ``integer`` (counts) one unit
-    bin per integer in [LO, HI] and integer synthetic values. Counts get Laplace noise of scale
-    sensitivity/epsilon (sensitivity 2 under substitution, a record moves between bins;
-    1 under add/remove), then made non-negative by ``consistency`` (:func:`consistent_counts`:
-    "clamp", the supplement's negatives set to 0, or "simplex"), and each synthetic value is
-    drawn in a bin chosen with probability proportional to its count (uniformly within
-    the bin; all bins equally if every noisy count is 0), independently (``draw`` "iid", the
-    supplement's) or systematically (:func:`drawn_cells`). Each of the m sets is a fresh
-    ``epsilon``-DP release. N is n under substitution and the public ``n_synthetic``
-    under add/remove (where n is private). ``rng`` None draws OpenDP noise from the OS.
+    bin per integer in [LO, HI] and integer synthetic values. Counts get Laplace noise of
+    scale sensitivity/epsilon (sensitivity 2 under substitution, a record moves between
+    bins; 1 under add/remove), then made non-negative by ``consistency``
+    (:func:`consistent_counts`: "clamp", the supplement's negatives set to 0, or "simplex"),
+    and each synthetic value is drawn in a bin chosen with probability proportional to its
+    count (uniformly within the bin; all bins equally if every noisy count is 0),
+    independently (``draw`` "iid", the supplement's) or systematically
+    (:func:`drawn_cells`). Each of the m sets is a fresh ``epsilon``-DP release. N is n
+    under substitution and the public ``n_synthetic`` under add/remove (where n is private).
+    ``rng`` None draws OpenDP noise from the OS.
     """
     if bounds is None:
         raise InputError("bounds", "the perturbed histogram needs public bounds LO HI")
@@ -132,19 +209,21 @@ def perturbed_histogram(
     errors.require_choice("consistency", consistency, PH_CONSISTENCY)
     errors.require_choice("draw", draw, PH_DRAWS)
     sens = histogram_sensitivity(neighbours)
-    x = _histogram_data(y, lo, hi, integer)
-    n_out = x.size if n_synthetic is None else errors.require_m(n_synthetic, "n_synthetic")
+    x, n = _input_counts(y, lo, hi, integer, n_bins)
+    n_out = n if n_synthetic is None else errors.require_m(n_synthetic, "n_synthetic")
     if neighbours == "add-remove" and n_synthetic is None:
         raise InputError("n_synthetic", "add/remove neighbours need a public number of records")
     # The bin rule may only see public numbers: n under substitution, N under add/remove.
-    n_public = n_out if neighbours == "add-remove" else x.size
+    n_public = n_out if neighbours == "add-remove" else n
     if n_bins is None:
         k = ph_bins(n_public, (lo, hi), integer, rule=bin_rule)
     else:
         k = errors.require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
-    if integer:
+    if isinstance(x, CellCounts):
+        edges, counts = np.arange(lo, hi + 2) - 0.5, x.counts.astype(float)
+    elif integer:
         edges = np.arange(lo, hi + 2) - 0.5
         counts = np.bincount((x - lo).astype(np.int64), minlength=k).astype(float)
     else:

@@ -47,7 +47,7 @@ from dpsynth.engine.diagnostics import (  # noqa: F401  (re-exported: the releas
 )
 from dpsynth.errors import InputError
 from dpsynth.mechanisms import registry
-from dpsynth.mechanisms.histogram import perturbed_histogram, ph_bins
+from dpsynth.mechanisms.histogram import CellCounts, perturbed_histogram, ph_bins
 from dpsynth.mechanisms.posterior import Result, Synthesizer
 from dpsynth.models.catalogue import Model
 from dpsynth.models.centring import check_centring
@@ -270,12 +270,16 @@ def synthesize(
     keywords = dict(locals())  # the first statement: exactly the keywords above
     del keywords["y"]
     s = ReleaseSettings(**keywords).validate()
+    _require_counts_release(y, s)
     what = f"{s.mechanism} m={s.m}"
+    records = y.counts if isinstance(y, CellCounts) else y
     charge = safeguards.charge_budget(
-        s.budget_file, s.budget_total, s.dataset_sha256, s.epsilon, what, (y, s.X)
+        s.budget_file, s.budget_total, s.dataset_sha256, s.epsilon, what, (records, s.X)
     )
     owned = charge if not isinstance(s.budget_file, budget.Charge) else None
     with budget.attempt(owned):  # the outcome is recorded, whatever happens next
+        if isinstance(y, CellCounts):  # checked on their public bounds when made
+            return _counts_release(y, s, charge)
         if s.centring_from is not None:  # a public file: fitted before any record is read
             s.tuning = {**s.tuning, "centring": _reference_centre(s)}
         regression = s.X is not None
@@ -295,6 +299,26 @@ def synthesize(
         with _centring_named_by_its_source(s):
             release = _release(y, settings=s, n_clipped=n_clipped)
         safeguards.add_fields(release, s.epsilon, charge, s.drop_missing, n_dropped, s.public_files)
+    return release
+
+
+def _require_counts_release(y: Any, s: ReleaseSettings) -> None:
+    """Records given as :class:`CellCounts` are read by the perturbed histogram only, with
+    ``integer`` on their public bounds, and nothing that needs the records themselves."""
+    if not isinstance(y, CellCounts):
+        return
+    if s.mechanism != "ph" or not s.tuning.get("integer"):
+        raise InputError("y", "counts are released by the ph mechanism with integer=True only")
+    if s.bounds is None or (float(s.bounds[0]), float(s.bounds[1])) != (y.lo, y.hi):
+        raise InputError("bounds", f"must be the counts' own bounds ({y.lo}, {y.hi})")
+    if s.eps_utility or s.clip_to_bounds or s.drop_missing:
+        raise InputError("y", "counts take no public_utility, clip_to_bounds or drop_missing")
+
+
+def _counts_release(y: CellCounts, s: ReleaseSettings, charge: Any) -> Release:
+    """The release of integer records given as their counts (no record to check or drop)."""
+    release = _release(y, settings=s, n_clipped=0)
+    safeguards.add_fields(release, s.epsilon, charge, s.drop_missing, 0, s.public_files)
     return release
 
 
@@ -464,7 +488,7 @@ def _verdict(
     centring = req.tuning.get("centring")
     try:
         verdict = column_verdict.utility_verdict(
-            np.asarray(req.y, dtype=float),
+            req.y if isinstance(req.y, CellCounts) else np.asarray(req.y, dtype=float),
             sets,
             n_published=req.m,
             extra_source=spec.extra_source,

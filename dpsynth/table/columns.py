@@ -2,13 +2,13 @@
 
 A model column (a censored regression) and a histogram column (PH) each have one function
 that reads the confidential values and returns its fit (:class:`ModelFit`,
-:class:`HistogramFit`), and one that keeps, of the table's inputs, what that fit reads
-(``reads``, :func:`fit_inputs`: a subsample's rows, a few columns): the only code that sees
-them, through :class:`ConfidentialInputs`. And one function that draws m synthetic sets from
-that fit and :class:`PublicInputs` (the public columns, the synthetic predecessors, public
-settings): neither type has a field through which a confidential value could be reached. A
-model fit keeps only the m draws its release publishes (the ones its epsilon covers), not the
-posterior sample.
+:class:`HistogramFit`), from its :class:`ConfidentialInputs` (a subsample's rows of a few
+columns, a histogram's counts: gathered as the table is read, :mod:`dpsynth.table.gather`)
+and the public inputs at those rows (``reads``, :func:`fit_inputs`). And one function that
+draws m synthetic sets from that fit and :class:`PublicInputs` (the public columns, the
+synthetic predecessors, public settings): neither type has a field through which a
+confidential value could be reached. A model fit keeps only the m draws its release
+publishes (the ones its epsilon covers), not the posterior sample.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dpsynth.errors import (
     EPSILON_RANGE,
 )
 from dpsynth.mechanisms import registry
+from dpsynth.mechanisms.histogram import CellCounts
 from dpsynth.models import debias, synthesis
 from dpsynth.models.catalogue import (
     Model,
@@ -106,21 +107,18 @@ class CentreRows:
 @dataclass(frozen=True)
 class ConfidentialInputs:
     """What a column's fit reads beyond the public inputs: the confidential columns' values
-    (codes on the outcome's scale) at the fit's records (``rows``: None, every record), a
-    calibrated column's every value (``every``: its marginal histogram reads them all), and
-    the public reference file's, encoded alike. :func:`fit_inputs` keeps, of the table's, what
-    one column's fit reads."""
+    (codes on the outcome's scale) at the fit's records (``rows``: None, every record), what
+    its histograms read of every record (``histograms``: "ph", a PH column's; "marginal", a
+    calibrated column's marginal's: :func:`histogram_records`, integer records as their
+    counts), and the public reference file's values, encoded alike. :func:`fit_inputs` keeps,
+    of the table's, what one column's fit reads."""
 
     values: Mapping[str, np.ndarray]  # the confidential columns, by name
     ref_public: np.ndarray | None = None
     ref: Mapping[str, np.ndarray] = field(default_factory=dict)
     fit_records: int | None = None  # the spec's subsample size for model columns
     rows: np.ndarray | None = None  # the records ``values`` hold (positions; None: all)
-    every: Mapping[str, np.ndarray] = field(default_factory=dict)
-
-    def every_value(self, name: str) -> np.ndarray:
-        """Column ``name``'s value on every record."""
-        return self.values[name] if self.rows is None else self.every[name]
+    histograms: Mapping[str, CellCounts | np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -140,8 +138,10 @@ class ModelFit:
 
 @dataclass(frozen=True)
 class HistogramFit:
-    """What a histogram (PH) column's draw needs: its m PH samples (its values, or given
-    parents its joint cells), the marginal histogram's samples and its seed."""
+    """What a histogram (PH) column's draw needs: its m PH samples (its values), or given
+    parents their joint cells' counts and the marginal histogram's samples' own cells'
+    counts (what the conditional draw reads of them: a few numbers a cell, not a sample of
+    :func:`ph_joint_draws`), and its seed."""
 
     col: ConfidentialColumn
     parents: tuple[ConfidentialColumn | PublicColumn, ...]
@@ -193,7 +193,8 @@ def _marginal(
     for a column without calibration)."""
     if col.calibrate_share <= 0:
         return None, None
-    marg = _marginal_histogram(col, col_seed, conf, n, col.calibrate_share * epsilon, m, run)
+    records = conf.histograms["marginal"]
+    marg = _marginal_histogram(col, col_seed, records, n, col.calibrate_share * epsilon, m, run)
     return marg, marg.data[col.name].to_numpy(dtype=float).reshape(m, -1)
 
 
@@ -220,17 +221,20 @@ def fit_histogram_column(
     task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs
 ) -> ColumnFit:
     """A PH column's fit: the perturbed histogram of its values, or given parents of its
-    joint cells with them (:func:`_ph_inputs`), at its epsilon."""
+    joint cells with them (their counts, made by :func:`histogram_reads`), at its epsilon."""
     col, epsilon, m, col_seed = task.col, task.epsilon, task.m, task.col_seed
     marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, task.run)
     parents = ph_parents(col, list(pub.done), pub.public_columns)
-    values = {**pub.public_codes, **conf.values}  # a public parent's codes are the file's
-    outcome, kw = _ph_inputs(col, parents, values, conf.values[col.name])
+    outcome, kw = conf.histograms["ph"], _ph_settings(col, parents)
     if parents:  # a large joint sample: the conditional draw then adds little noise
         kw["n_synthetic"] = ph_joint_draws(pub.n)
     eps_fit = fit_epsilon(col, epsilon, conf.fit_records, pub.n)
     rel = _column_release(outcome, task, eps_fit, kw)
     sets = tuple(rel.data[col.name].to_numpy(dtype=float).reshape(m, -1))
+    if parents:  # the joint sample's cells' counts, and the marginal's own cells'
+        sets = tuple(CellCounts.of_codes(s, kw["bounds"][1] + 1).counts for s in sets)
+        if targets is not None:
+            targets = np.stack([CellCounts.of_codes(t, own_size(col)).counts for t in targets])
     return ColumnFit(rel, marg, HistogramFit(col, tuple(parents), sets, targets, col_seed))
 
 
@@ -374,34 +378,24 @@ class FitInputs(NamedTuple):
 
 
 def histogram_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
-    """A PH column's fit reads its own values and its parents' (every record) and no
-    public feature: those, and the count n."""
-    parents = ph_parents(task.col, list(pub.done), pub.public_columns)
-    names = [task.col.name, *(p.name for p in parents)]
-    values = {nm: conf.values[nm] for nm in names if nm in conf.values}
-    codes = {nm: pub.public_codes[nm] for nm in names if nm in pub.public_codes}
+    """A PH column's fit reads its histograms' records (``conf``, gathered as the table was
+    read: :func:`histogram_records`, integer ones as their counts) and no public feature:
+    those, and the count n."""
     public = pub.public[:0]  # no row: the count is kept in ``records``
     return FitInputs(
-        replace(conf, values=values),
-        replace(pub, public=public, synthetic={}, public_codes=codes, records=pub.n),
+        conf, replace(pub, public=public, synthetic={}, public_codes={}, records=pub.n)
     )
 
 
 def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
-    """A model column's fit reads its own values and its predecessors' and the public
-    features at its records only (a k-of-n subsample with ``fit_records``: drawn here,
-    :func:`_fit_rows`), its own on every record for a marginal histogram, and for a marginal
-    centre the public pseudo-design chosen here (:func:`centre_rows`)."""
-    col, n = task.col, pub.n
-    rows = _fit_rows(subsample_size(col, conf.fit_records, n), n, task.col_seed)
-    take = _subset(rows)
-    names = [col.name, *(p.name for p in pub.done)]
-    every = (
-        {col.name: conf.values[col.name]} if rows is not None and col.calibrate_share > 0 else {}
-    )
-    centre = centre_rows(col, pub, task.col_seed) if col.centring == "marginal" else None
+    """A model column's fit reads its own values and its predecessors' at its records
+    (``conf``, gathered as the table was read: a k-of-n subsample with ``fit_records``,
+    :func:`fit_rows`), the public features there, its marginal histogram's records, and for
+    a marginal centre the public pseudo-design chosen here (:func:`centre_rows`)."""
+    rows, n = conf.rows, pub.n
+    centre = centre_rows(task.col, pub, task.col_seed) if task.col.centring == "marginal" else None
     return FitInputs(
-        replace(conf, values={nm: take(conf.values[nm]) for nm in names}, rows=rows, every=every),
+        conf,
         replace(
             pub,
             public=pub.public[slice(None) if rows is None else rows],  # made at the fit's rows
@@ -420,9 +414,11 @@ MODEL_COLUMN = ColumnKind("model", fit_model_column, draw_model_column, model_re
 
 
 def fit_inputs(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
-    """What ``task``'s fit reads of the table's inputs (``pub.done``: its predecessors), and
-    nothing more: sent to the fit's worker (a cluster's memory and traffic then grow with the
-    records one fit reads, not with the table's), the same inputs wherever the fit runs."""
+    """What ``task``'s fit reads: its column's confidential inputs ``conf`` (gathered as the
+    table was read, :func:`dpsynth.table.gather.gathered`) and of the public ones what it
+    reads there (``pub.done``: its predecessors), and nothing more: sent to the fit's worker
+    (a cluster's memory and traffic then grow with the records one fit reads, not with the
+    table's), the same inputs wherever the fit runs."""
     return kind_of(task.col).reads(task, conf, pub)
 
 
@@ -496,10 +492,20 @@ def _fixes_dispersion(col: ConfidentialColumn) -> bool:
     )
 
 
+def marginal_records(col: ConfidentialColumn, y: np.ndarray) -> CellCounts | np.ndarray:
+    """What a column's marginal histogram reads of its values ``y`` (every record): a PH
+    column's own cells' counts; a model column's values with one (those on integer cells,
+    :func:`marginal_cells`, as their counts)."""
+    if registry.model_free(col.mechanism):
+        return CellCounts.of_codes(own_codes(col, y), own_size(col))
+    values, cells = y[np.isfinite(y)], marginal_cells(col)
+    return CellCounts.of(values, cells["bounds"]) if cells.get("integer") else values
+
+
 def _marginal_histogram(
     col: ConfidentialColumn,
     col_seed: int | None,
-    conf: ConfidentialInputs,
+    records: CellCounts | np.ndarray,
     n: int,
     epsilon: float,
     m: int,
@@ -513,18 +519,16 @@ def _marginal_histogram(
     cells each: the marginal its draw is raked to (``table_spec.PH_CALIBRATION``)."""
     from dpsynth.release.single import synthesize
 
-    y = conf.every_value(col.name)
     if registry.model_free(col.mechanism):
-        values = own_codes(col, y).astype(float)
         cells = {
             "integer": True,
             "bounds": (0, own_size(col) - 1),
             "n_synthetic": ph_joint_draws(n),
         }
     else:
-        values, cells = y[np.isfinite(y)], {**marginal_cells(col), "n_synthetic": n}
+        cells = {**marginal_cells(col), "n_synthetic": n}
     return synthesize(
-        values,
+        records,
         mechanism="ph",
         epsilon=epsilon,
         m=m,
@@ -633,7 +637,7 @@ def fit_subsample(k: int, n: int, epsilon: float) -> dict[str, Any]:
     }
 
 
-def _fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
+def fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
     """The records a model column is fitted to: all (None), or a uniform random k of the n,
     drawn without replacement independently of every value (never published)."""
     if k is None:
@@ -642,25 +646,34 @@ def _fit_rows(k: int | None, n: int, seed: int | None) -> np.ndarray | None:
     return np.sort(rng.choice(n, size=k, replace=False))
 
 
-def _subset(take: np.ndarray | None) -> Any:
-    """Row selection by ``take`` (the identity when every record is taken)."""
-    return (lambda a: a) if take is None else (lambda a: a[take])
-
-
-def _ph_inputs(
+def histogram_records(
     col: ConfidentialColumn,
     parents: list[ConfidentialColumn],
     values: Mapping[str, np.ndarray],
     y: np.ndarray,
-) -> tuple[np.ndarray, dict[str, Any]]:
-    """What PH releases for a column: its values (a continuous column, on its public bounds
-    and ``bins``), its 0-based level codes (one unit bin per public level), or, given
-    parents, each record's joint cell: parent cell x own cells + own cell (one unit bin per
-    public joint cell, :func:`parent_cell_codes`, :func:`own_codes`)."""
+) -> CellCounts | np.ndarray:
+    """What PH reads of a column (:func:`_ph_settings`): a continuous column's values, the
+    counts of its 0-based level codes or integers, or, given parents, the counts of each
+    record's joint cell: parent cell x own cells + own cell (:func:`parent_cell_codes`,
+    :func:`own_codes`). Counts add: they may be made a partition at a time."""
     if parents:
         cells = parent_cell_codes(col, parents, values) * own_size(col) + own_codes(col, y)
+        return CellCounts.of_codes(cells, own_size(col) * n_cells(col, parents))
+    values = y[np.isfinite(y)]
+    return (
+        values
+        if col.type == "continuous"
+        else CellCounts.of(values, _ph_settings(col, [])["bounds"])
+    )
+
+
+def _ph_settings(col: ConfidentialColumn, parents: list[ConfidentialColumn]) -> dict[str, Any]:
+    """How PH releases a column (public, from the spec): given parents, one unit bin per
+    public joint cell; else one per public level or integer, or a continuous column's
+    ``bins`` on its public bounds."""
+    if parents:
         bounds = (0, own_size(col) * n_cells(col, parents) - 1)
-        return cells.astype(float), {"integer": True, "bounds": bounds, **TABLE_PH}
+        return {"integer": True, "bounds": bounds, **TABLE_PH}
     kw: dict[str, Any] = {"integer": col.type != "continuous", **TABLE_PH}
     if col.levels is not None:
         kw["bounds"] = (0, len(col.levels) - 1)
@@ -668,7 +681,7 @@ def _ph_inputs(
         kw["bounds"] = col.bounds
         if col.bins is not None:
             kw["n_bins"] = col.bins
-    return y[np.isfinite(y)], kw
+    return kw
 
 
 PH_JOINT_DRAWS = 20

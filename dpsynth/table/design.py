@@ -17,9 +17,9 @@ import pandas as pd
 
 from dpsynth import formats
 from dpsynth.errors import (
+    DataRefusal,
     InputError,
-    count_first,
-    from_data,
+    refuse_records,
 )
 from dpsynth.models.catalogue import (
     Model,
@@ -149,12 +149,8 @@ def level_codes(s: pd.Series, levels: tuple[Any, ...], name: str) -> np.ndarray:
         text = s.map(_level_text, na_action="ignore")
         codes = index.get_indexer(text.to_numpy(dtype=object))
     outside = (codes < 0) & s.notna().to_numpy()
-    if outside.any():
-        raise InputError(
-            "levels",
-            f"column {name!r} has a level outside the spec's public levels "
-            f"{from_data(count_first(outside, 'record'))}",
-        )
+    head = f"column {name!r} has a level outside the spec's public levels "
+    refuse_records("levels", head, outside, "record")
     return codes.astype(np.int64)
 
 
@@ -174,23 +170,16 @@ def _numeric(s: pd.Series, name: str) -> np.ndarray:
     values = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(values) & s.notna().to_numpy()
     if bad.any():
-        raise InputError(
-            "data",
-            f"column {name!r} has a value that is not a finite number "
-            f"{from_data(f'record {int(np.flatnonzero(bad)[0]) + 1}')}",
-        )
+        head = f"column {name!r} has a value that is not a finite number "
+        raise DataRefusal("data", head, "value", None, int(np.flatnonzero(bad)[0]) + 1)
     return values
 
 
 def _refuse_outside(values: np.ndarray, lo: float, hi: float, name: str) -> None:
     outside = (values < lo) | (values > hi)
-    if outside.any():
-        raise InputError(
-            "bounds",
-            f"column {name!r} has values outside the spec's public bounds "
-            f"{from_data(count_first(outside, 'record'))}; set clip = true in the spec to "
-            "clip them (the count stays confidential)",
-        )
+    head = f"column {name!r} has values outside the spec's public bounds "
+    tail = "; set clip = true in the spec to clip them (the count stays confidential)"
+    refuse_records("bounds", head, outside, "record", tail)
 
 
 def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarray, int]:
@@ -200,13 +189,13 @@ def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarr
         return frame[col.indicator_of].isna().to_numpy().astype(float), 0
     s = frame[col.name]
     missing = s.isna().to_numpy()
-    if missing.any() and col.missing == "refuse":
-        raise InputError(
-            "missing",
-            f"column {col.name!r} has missing values "
-            f'{from_data(count_first(missing, "value"))}; set missing = "indicator" in the '
-            'spec (or "level" for a ph binary or categorical column)',
+    if col.missing == "refuse":
+        head = f"column {col.name!r} has missing values "
+        tail = (
+            '; set missing = "indicator" in the spec (or "level" for a ph binary or '
+            "categorical column)"
         )
+        refuse_records("missing", head, missing, "value", tail)
     if col.levels is not None:
         codes = level_codes(s, col.public_levels, col.name).astype(float)
         if col.missing == "level":  # the last level stands for missing

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -47,7 +47,7 @@ from dpsynth.release import safeguards
 from dpsynth.release.settings import BudgetSettings
 from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
-from dpsynth.table import schedule, source
+from dpsynth.table import gather, schedule, source
 from dpsynth.table.columns import (
     ColumnTask,
     ConfidentialInputs,
@@ -62,8 +62,6 @@ from dpsynth.table.columns import (
     subsample_size,
 )
 from dpsynth.table.design import (
-    CodedColumns,
-    column_codes,
     decoded,
     public_codes,
     public_encoder,
@@ -187,12 +185,13 @@ def synthesize_table(
             warnings.warn(UNCONVERGED_DEPRECATION, DeprecationWarning, stacklevel=2)
         run = {"progress": progress}
         sampler = sampler or TABLE_SAMPLER
-        if path is not None:  # after the charge: a value is read from here on
-            frame = source.read_spec_columns(path, spec, "data")
-            if len(frame) != n:  # counted by the same reader: only a changed file differs
-                raise InputError("data", "the file changed while it was read")
+        parts = (  # after the charge: a value is read from here on, a partition at a time
+            source.spec_partitions(path, spec, "data")
+            if path is not None
+            else gather.partitions(frame.reset_index(drop=True))
+        )
         with threadpool_limits(1):  # the draws' small products: one BLAS thread (scaling page)
-            out = _release_table(frame, spec, epsilon, m, seed, sampler, ref, run, client)
+            out = _release_table(parts, n, spec, epsilon, m, seed, sampler, ref, run, client)
         out.report["input_columns_not_released"] = [str(c) for c in names if c not in spec.columns]
         if charge is not None:
             out.report["budget"] = charge.to_report()
@@ -258,7 +257,8 @@ def _reference_frame(spec: TableSpec, reference: pd.DataFrame | None) -> pd.Data
 
 
 def _release_table(
-    frame: pd.DataFrame,
+    parts: Iterable[pd.DataFrame],
+    n: int,
     spec: TableSpec,
     epsilon: float,
     m: int,
@@ -268,12 +268,13 @@ def _release_table(
     run: dict[str, bool],
     client: Any,
 ) -> Release:
-    """The release itself, once the budget is charged: the columns fitted and drawn
+    """The release itself, once the budget is charged: the table's n records read once, a
+    partition at a time, for what the fits and the verdict read of them
+    (:func:`dpsynth.table.gather.gathered`), the columns fitted and drawn
     (:func:`_fit_and_draw`), whose inputs are gone by the time the published table is made
-    and judged (what the release holds from then on is that table and the data frame)."""
+    and judged (what the release holds from then on is that table and the public columns)."""
     from dpsynth.release.single import KnownSeedWarning
 
-    frame = frame.reset_index(drop=True)
     if seed is not None:
         warnings.warn(
             "a release made with a known seed is reproducible by anyone who has the seed "
@@ -285,16 +286,21 @@ def _release_table(
         ColumnTask(c, j, c.share * epsilon, m, seed, sampler, run)
         for j, c in enumerate(spec.order())
     ]
-    drawn = _fit_and_draw(frame, spec, ref, tasks, client)
-    data = _published_frame(frame, spec, drawn.synthetic, m)
+    read = gather.gathered(parts, spec, n, tasks, _verdict_sums(spec, n))
+    if read.records != n:  # counted by the same reader: only a changed file differs
+        raise InputError("data", "the file changed while it was read")
+    conf, pub = _inputs(read, spec, ref, m)
+    drawn = _fit_and_draw(conf, pub, spec, tasks, client)
+    del conf
+    data = _published_frame(read.public, spec, drawn.synthetic, m)
     releases, marginals = drawn.releases, drawn.marginals
-    report = _table_report(spec, releases, marginals, epsilon, m, seed, frame.shape[0])
-    diagnostics = _table_diagnostics(spec, releases, marginals, drawn.clipped, seed)
+    report = _table_report(spec, releases, marginals, epsilon, m, seed, n)
+    diagnostics = _table_diagnostics(spec, releases, marginals, read.clipped, seed)
     for name, secs in drawn.seconds.items():  # a fit's time depends on the data: confidential
         diagnostics["columns"][name]["fit_seconds"] = secs
     del drawn  # its synthetic sets are in ``data`` now
-    first = data.iloc[: frame.shape[0]]  # the first set (the sets follow one another)
-    verdict = _with_guarantee(table_verdict_of(frame, first, spec), report)
+    first = data.iloc[:n]  # the first set (the sets follow one another)
+    verdict = _with_guarantee(_release_verdict(read, first), report)
     diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
     results = {k: r.confidential for k, r in releases.items()}
     return Release(data, report, diagnostics, results)
@@ -302,28 +308,27 @@ def _release_table(
 
 class Drawn(NamedTuple):
     """A table's columns fitted and drawn: each column's m synthetic sets, its release and
-    marginal histogram's (report, diagnostics, result: their synthetic data dropped), the
-    values clipped per column and each fit's seconds (the last two confidential)."""
+    marginal histogram's (report, diagnostics, result: their synthetic data dropped), and
+    each fit's seconds (confidential)."""
 
     synthetic: Mapping[str, tuple[np.ndarray, ...]]
     releases: dict[str, Any]
     marginals: dict[str, Any]
-    clipped: dict[str, int]
     seconds: dict[str, float]
 
 
 def _fit_and_draw(
-    frame: pd.DataFrame,
+    conf: dict[str, ConfidentialInputs],
+    pub: PublicInputs,
     spec: TableSpec,
-    ref: pd.DataFrame | None,
     tasks: list[ColumnTask],
     client: Any,
 ) -> Drawn:
     """The columns' fits (``tasks``, one per column in synthesis order, the table's settings
-    alike) submitted at once (:mod:`dpsynth.table.schedule`), their draws made in order as the
-    fits arrive; the fits' inputs (the columns' codes, the public features) live only here."""
+    alike) submitted at once (:mod:`dpsynth.table.schedule`), each with what it reads
+    (``conf``, its column's), their draws made in order as the fits arrive from the public
+    inputs ``pub``."""
     first = tasks[0]  # m, the sampler and the progress switch are the table's
-    conf, clipped, pub = _inputs(frame, spec, ref, first.m)
     releases: dict[str, Any] = {}
     marginals: dict[str, Any] = {}
     order, run = spec.order(), first.run
@@ -345,7 +350,7 @@ def _fit_and_draw(
                 pub = pub.with_column(col, kind_of(col).draw(fitted.fit, pub))  # public only
         finally:
             fits.cancel(list(handles.values()))
-    return Drawn(pub.synthetic, releases, marginals, clipped, dict(fits.seconds))
+    return Drawn(pub.synthetic, releases, marginals, dict(fits.seconds))
 
 
 def _without_data(release: Release) -> Release:
@@ -355,14 +360,18 @@ def _without_data(release: Release) -> Release:
 
 
 def _submit(
-    fits: schedule.Fitter, task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs
+    fits: schedule.Fitter,
+    task: ColumnTask,
+    conf: Mapping[str, ConfidentialInputs],
+    pub: PublicInputs,
 ) -> Any:
     """Submit ``task``'s fit with what it reads (:func:`dpsynth.table.columns.fit_inputs`)
-    of the confidential inputs ``conf`` and the public ones ``pub`` (``pub.done``: its
-    predecessors; a marginal centre's synthetic sets drawn by then), made where
-    :meth:`schedule.Fitter.submit` says."""
+    of its column's confidential inputs (``conf``) and the public ones ``pub``
+    (``pub.done``: its predecessors; a marginal centre's synthetic sets drawn by then), made
+    where :meth:`schedule.Fitter.submit` says."""
+    mine = conf[task.col.name]
     return fits.submit(
-        task.col.name, kind_of(task.col).fit, task, lambda: fit_inputs(task, conf, pub)
+        task.col.name, kind_of(task.col).fit, task, lambda: fit_inputs(task, mine, pub)
     )
 
 
@@ -380,25 +389,26 @@ def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> A
 
 
 def _inputs(
-    frame: pd.DataFrame, spec: TableSpec, ref: pd.DataFrame | None, m: int
-) -> tuple[ConfidentialInputs, dict[str, int], PublicInputs]:
-    """The confidential columns' codes (made as each fit reads them, :class:`CodedColumns`;
-    each column encoded once here, so that a value the spec refuses is refused before any
-    fit) and the reference file's, the number of values clipped to the public bounds per
-    column (confidential), and the public inputs the first column's draw starts from (the
-    public columns' features)."""
-    encoders = [public_encoder(frame, c) for c in spec.public]
-    ref_codes, clipped = {}, {}
-    for col in spec.order():
-        clipped[col.name] = column_codes(frame, col)[1]
+    read: gather.Gathered, spec: TableSpec, ref: pd.DataFrame | None, m: int
+) -> tuple[dict[str, ConfidentialInputs], PublicInputs]:
+    """Each column's fit inputs (``read.fits``) with the reference file's codes, and the
+    public inputs the first column's draw starts from (the public columns' features and
+    level codes). A refusal of the data is raised here, in the order a whole table's
+    checks take: the public columns' encoders, then per column (synthesis order) its values
+    (:attr:`dpsynth.table.gather.Gathered.refusal`) and its reference values, then the
+    public columns' values."""
+    encoders = [public_encoder(read.public, c) for c in spec.public]
+    ref_codes = {}
+    for j, col in enumerate(spec.order()):
+        read.refusal.raise_for(j)
         if ref is not None:
             ref_codes[col.name] = reference_codes(ref, col)
     ref_public = None if ref is None else public_matrix(ref, encoders)
-    values = CodedColumns(frame, spec.order())
-    conf = ConfidentialInputs(values, ref_public, ref_codes, spec.fit_records)
-    codes = {e.column.name: public_codes(frame, e) for e in encoders if e.column.levels}
-    pub = PublicInputs(public_features(frame, encoders), {}, (), m, spec.public, codes)
-    return conf, clipped, pub
+    codes = {e.column.name: public_codes(read.public, e) for e in encoders if e.column.levels}
+    pub = PublicInputs(public_features(read.public, encoders), {}, (), m, spec.public, codes)
+    conf = {name: replace(c, ref_public=ref_public, ref=ref_codes) for name, c in read.fits.items()}
+    read.fits = {}  # the fits' inputs live in ``conf`` only
+    return conf, pub
 
 
 def _announce(col: ConfidentialColumn, j: int, k: int, eps_j: float, run: dict) -> None:
@@ -409,17 +419,54 @@ def _announce(col: ConfidentialColumn, j: int, k: int, eps_j: float, run: dict) 
               file=sys.stderr, flush=True)  # fmt: skip
 
 
+VERDICT_MISSING = "dpsynth.curator.table_verdict is not installed"
+
+
 def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSpec) -> dict:
     """The curator's table verdict (confidential) on the first synthetic set:
     :func:`dpsynth.curator.table_verdict.table_verdict` on the spec's columns that have public
-    bounds or levels; "unavailable" (with the reason) when it cannot be computed."""
+    bounds or levels (:func:`verdict_columns`); "unavailable" (with the reason) when it
+    cannot be computed."""
     try:
         from dpsynth.curator.table_verdict import table_verdict
     except ImportError:
-        return {
-            "verdict": "unavailable",
-            "reason": "dpsynth.curator.table_verdict is not installed",
-        }
+        return {"verdict": "unavailable", "reason": VERDICT_MISSING}
+    columns = verdict_columns(spec, len(frame))
+    analysis = None if spec.analysis is None else spec.analysis.formula
+    try:
+        return table_verdict(frame, synthetic, columns, analysis)  # a partition at a time
+    except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
+        return {"verdict": "unavailable", "reason": str(exc)}
+
+
+def _verdict_sums(spec: TableSpec, n: int) -> Callable[[], Any] | None:
+    """How the release makes the confidential table's verdict sums (None: the verdict's
+    module is not installed)."""
+    try:
+        from dpsynth.curator.table_verdict import TableSums, describe
+    except ImportError:
+        return None
+    analysis = None if spec.analysis is None else spec.analysis.formula
+    return lambda: TableSums(describe(verdict_columns(spec, n)), n, "confidential", analysis)
+
+
+def _release_verdict(read: gather.Gathered, synthetic: pd.DataFrame) -> dict:
+    """:func:`table_verdict_of` from the confidential table's sums, gathered as it was read
+    (:func:`dpsynth.table.gather.gathered`), and the first synthetic set's."""
+    if read.sums is None:
+        return {"verdict": "unavailable", "reason": read.sums_reason or VERDICT_MISSING}
+    from dpsynth.curator.table_verdict import summed, verdict_of
+
+    conf = read.sums
+    try:
+        return verdict_of(conf, summed(conf.columns, synthetic, "synthetic", conf.formula))
+    except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
+        return {"verdict": "unavailable", "reason": str(exc)}
+
+
+def verdict_columns(spec: TableSpec, n: int) -> dict[str, dict[str, Any]]:
+    """The table verdict's columns: the spec's with public bounds or levels, in synthesis
+    order (public first), as :func:`dpsynth.curator.table_verdict.describe` reads them."""
     columns: dict[str, dict[str, Any]] = {}
     order = spec.order()
     for c in [*spec.public, *spec.confidential]:
@@ -436,15 +483,11 @@ def table_verdict_of(frame: pd.DataFrame, synthetic: pd.DataFrame, spec: TableSp
             if conf
             else None,
             "calibrated": conf and c.calibrate_share > 0,
-            "fit_records": subsample_size(c, spec.fit_records, len(frame))
+            "fit_records": subsample_size(c, spec.fit_records, n)
             if isinstance(c, ConfidentialColumn)
             else None,
         }
-    analysis = None if spec.analysis is None else spec.analysis.formula
-    try:
-        return table_verdict(frame, synthetic, columns, analysis)  # a partition at a time
-    except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
-        return {"verdict": "unavailable", "reason": str(exc)}
+    return columns
 
 
 def _with_guarantee(verdict: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
@@ -528,7 +571,7 @@ def _with_convergence(
 
 
 def _published_frame(
-    frame: pd.DataFrame,
+    public: pd.DataFrame,
     spec: TableSpec,
     synthetic: Mapping[str, tuple[np.ndarray, ...]],
     m: int,
@@ -538,7 +581,7 @@ def _published_frame(
 
     sets = []
     for k in range(m):
-        out = frame[[c.name for c in spec.public]].copy()
+        out = public[[c.name for c in spec.public]].copy()
         for col in spec.order():
             out[col.name] = decoded(col, synthetic[col.name][k])
         if m > 1:

@@ -11,6 +11,7 @@ the column (``dpsynth.table.design.level_codes``), exactly as from a data frame.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +23,41 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+def spec_partitions(
+    path: str | Path, spec: TableSpec, param: str, records: int = formats.PARTITION_RECORDS
+) -> Iterator[pd.DataFrame]:
+    """The spec's columns of the table at ``path``, ``records`` records at a time whatever
+    the file's own partitions (:func:`rechunked`: what a release computes from them does
+    not depend on how the file was written), each level column a categorical
+    (:func:`compact`): what a table release reads, once (:mod:`dpsynth.table.gather`)."""
+    parts = (compact(p, spec) for p in formats.read_partitions(path, param, spec.columns))
+    yield from rechunked(parts, records)
+
+
+def rechunked(parts: Iterable[pd.DataFrame], records: int) -> Iterator[pd.DataFrame]:
+    """``parts`` (compact, in record order) as partitions of exactly ``records`` records but
+    the last: at most two partitions held at a time."""
+    held: list[pd.DataFrame] = []
+    size = 0
+    for part in parts:
+        if not len(part):
+            continue
+        held.append(part)
+        size += len(part)
+        while size >= records:
+            whole = held[0] if len(held) == 1 else concat_compact([p.copy() for p in held])
+            yield whole.iloc[:records]
+            rest = whole.iloc[records:]
+            held, size = ([rest] if len(rest) else []), len(rest)
+    if size:
+        yield held[0] if len(held) == 1 else concat_compact([p.copy() for p in held])
+
+
 def read_spec_columns(path: str | Path, spec: TableSpec, param: str) -> pd.DataFrame:
-    """The spec's columns of the table at ``path``, read a partition at a time, each level
-    column stored as a categorical on arrival (:func:`compact`); an empty table is refused
-    naming ``param``."""
-    parts = [compact(p, spec) for p in formats.read_partitions(path, param, spec.columns)]
-    parts = [p for p in parts if len(p)]
+    """The spec's columns of the table at ``path`` as one table, read a partition at a
+    time, each level column stored as a categorical on arrival (:func:`compact`); an empty
+    table is refused naming ``param``."""
+    parts = [p for p in spec_partitions(path, spec, param) if len(p)]
     if not parts:
         raise InputError(param, "the data are empty")
     return concat_compact(parts)

@@ -182,16 +182,18 @@ def conditional_values(
     where that cell is empty; the sample has :func:`dpsynth.table.columns.ph_joint_draws` cells, so this draw
     adds little noise), the shares raked to a calibrated marginal where ``own`` (the own
     histogram's sample) is given; a continuous column's value uniform within its drawn bin:
-    post-processing of the ε_j-DP joint histogram sample (and the own histogram's)."""
+    post-processing of the ε_j-DP joint histogram sample (and the own histogram's), each
+    read as its cells' counts (``joint``: parent cell x own cells + own cell; ``own``: own
+    cell), which is all this draw uses of them."""
     L, P = own_size(col), n_cells(col, parents)
-    counts = np.bincount(joint.astype(np.int64), minlength=P * L).reshape(P, L).astype(float)
+    counts = np.asarray(joint, dtype=float).reshape(P, L).copy()
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)
     shares = counts / counts.sum(axis=1, keepdims=True)
     cells = parent_cell_codes(col, parents, parent_values)  # the set's synthetic parents
     if own is not None:
         q = np.bincount(cells, minlength=P) / len(cells)
-        mine = np.bincount(own.astype(np.int64), minlength=L) / own.size
+        mine = np.asarray(own, dtype=float) / np.sum(own)
         weight = ph_calibration_weight(P, col.calibrate_share)
         shares = raked(shares, q, weight * mine + (1 - weight) * (q @ shares))
     codes = drawn_cells(shares, cells, rng, TABLE_PH["draw"]).astype(float)
