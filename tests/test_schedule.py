@@ -412,8 +412,9 @@ def test_a_table_larger_than_a_chunk_is_drawn_a_chunk_at_a_time(monkeypatch):
 
 def test_a_model_fit_given_the_whole_table_where_it_reads_a_subsample_is_refused():
     """The fit's epsilon is amplified for its k-of-n subsample: it refuses values that are
-    not exactly the subsample fit_inputs draws (the whole table, or a partial selection)."""
-    from dpsynth.table import columns
+    not exactly the subsample the table's gathering draws (the whole table, a partial
+    selection, or one without its rows)."""
+    from dpsynth.table import columns, gather
     from dpsynth.table.spec import parse_spec
 
     spec = parse_spec(
@@ -426,13 +427,18 @@ def test_a_model_fit_given_the_whole_table_where_it_reads_a_subsample_is_refused
         }
     )  # fmt: skip
     (col,) = spec.order()
-    conf = columns.ConfidentialInputs({"income": np.full(500, 900.0)}, fit_records=100)
+    whole = columns.ConfidentialInputs({"income": np.full(500, 900.0)}, fit_records=100)
     pub = columns.PublicInputs(np.empty((500, 0)), {}, (), 1)
     task = columns.ColumnTask(col, 0, 1.0, 1, 7, SHORT, {})
-    with pytest.raises(ValueError, match="fit_inputs"):
-        columns.fit_model_column(task, conf, pub)  # the whole table, not its subsample
+    with pytest.raises(ValueError, match="gathering"):
+        columns.fit_model_column(task, whole, pub)  # the whole table, not its subsample
+    frame = pd.DataFrame({"income": np.full(500, 900.0)})
+    conf = gather.gathered(gather.partitions(frame, 64), spec, 500, [task]).fits["income"]
     reads = columns.fit_inputs(task, conf, pub)
-    assert reads.conf.values["income"].size == 100
+    assert reads.conf.values["income"].size == 100 and reads.conf.rows.size == 100
     half = dataclasses.replace(reads.conf, values={"income": np.full(50, 900.0)})
-    with pytest.raises(ValueError, match="fit_inputs"):
+    with pytest.raises(ValueError, match="gathering"):
         columns.fit_model_column(task, half, reads.pub)
+    unsampled = dataclasses.replace(reads.conf, rows=None)
+    with pytest.raises(ValueError, match="gathering"):
+        columns.fit_model_column(task, unsampled, reads.pub)

@@ -246,7 +246,8 @@ def utility_verdict(
     sets = _sets("synthetic_sets", synthetic_sets)
     n = _size(y) if n is None else int(n)
     design = None if X is None else _design(X, _size(y), sets.shape[1])
-    per_set = [_set_figures(y, _held_as(y, s), outcome, design, coef_names) for s in sets]
+    held = [_held_as(y, s) for s in sets]  # a set at a time: counts, where y is held so
+    per_set = [_set_figures(y, s, outcome, design, coef_names) for s in held]
     figures = [k for k in THRESHOLDS if k in per_set[0]]
     summary = {k: float(np.median([row[k] for row in per_set])) for k in figures}
     levels = {k: _level(k, summary[k]) for k in figures}
@@ -273,7 +274,7 @@ def utility_verdict(
         "mean_error_scale": per_set[0]["mean_error_scale"],
         "coefficients": _coefficients(per_set) if design is not None else None,
         "confidential": _statistics(y, outcome),
-        "synthetic": _statistics(_held_as(y, sets.ravel()), outcome),
+        "synthetic": _statistics(_pooled(held, sets), outcome),
         "sets": per_set,
         "shares": shares,
         "m": int(sets.shape[0] if n_published is None else n_published),
@@ -500,6 +501,13 @@ def _held_as(y: Records, s: np.ndarray) -> Records:
     """Synthetic values held as the confidential ones are: as they are, or counted on the
     counts' bounds."""
     return y.alike(s) if isinstance(y, CellCounts) else s
+
+
+def _pooled(held: list[Records], sets: np.ndarray) -> Records:
+    """Every set's values as one sample: the sets' counts added, or their values."""
+    if isinstance(held[0], CellCounts):
+        return CellCounts(held[0].lo, np.sum([h.counts for h in held], axis=0))
+    return sets.ravel()
 
 
 def _size(y: Records) -> int:

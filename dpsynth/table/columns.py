@@ -282,11 +282,13 @@ def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInpu
 
 def _require_fit_records(conf: ConfidentialInputs, k: int | None, n: int) -> None:
     """A model fit reads exactly the records its epsilon is amplified for: k drawn by
-    :func:`fit_inputs` (``conf.rows``), or every one of the n. Anything else (inputs not
-    made by :func:`fit_inputs`) is refused before a value is used."""
+    :func:`fit_rows` (``conf.rows``, gathered by :func:`dpsynth.table.gather.gathered`), or
+    every one of the n. Anything else (inputs not gathered so) is refused before a value is
+    used."""
     size = n if k is None else k
-    if (conf.rows is None) != (k is None) or any(v.size != size for v in conf.values.values()):
-        raise ValueError("a model column's fit reads what fit_inputs gives it, and only that")
+    rows_ok = conf.rows is None if k is None else conf.rows is not None and conf.rows.size == k
+    if not rows_ok or any(v.size != size for v in conf.values.values()):
+        raise ValueError("a model column's fit reads what the table's gathering gives it, only")
 
 
 def _model_fit(
