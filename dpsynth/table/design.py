@@ -8,7 +8,6 @@ bound, a level or a domain from the data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -208,25 +207,6 @@ def column_codes(frame: pd.DataFrame, col: ConfidentialColumn) -> tuple[np.ndarr
         return values, 0
     clipped = np.clip(values, lo, hi)
     return clipped, int(np.sum((clipped != values) & ~missing))
-
-
-class CodedColumns(Mapping[str, np.ndarray]):
-    """The confidential columns' codes (:func:`column_codes`) by name, each made from the
-    data frame when it is read and not kept: a release holds its compact frame, not every
-    column again as floats, and a fit's codes live while that fit reads them."""
-
-    def __init__(self, frame: pd.DataFrame, columns: Sequence[ConfidentialColumn]) -> None:
-        self._frame = frame
-        self._columns = {c.name: c for c in columns}
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return column_codes(self._frame, self._columns[name])[0]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._columns)
-
-    def __len__(self) -> int:
-        return len(self._columns)
 
 
 def features(col: ConfidentialColumn, values: np.ndarray) -> np.ndarray:

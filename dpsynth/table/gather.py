@@ -2,16 +2,18 @@
 partitions pass (a file's, read once, or a data frame's slices), so that the table is never
 held whole:
 
-* each column encoded and checked a partition at a time (:func:`dpsynth.table.design.column_codes`;
-  a refusal names its column and counts its records over the whole table, :class:`Refusal`),
-  and the values clipped to its public bounds counted;
+* each column encoded and checked a partition at a time
+  (:func:`dpsynth.table.design.column_codes`; a refusal names its column and counts its
+  records over the whole table, :class:`Refusal`), and its values clipped to its public
+  bounds counted;
 * a model column's fit records (a k-of-n subsample, positions drawn from n and the seed
   before any value is read: :func:`dpsynth.table.columns.fit_rows`): its own and its
   predecessors' values there, nothing else (every record only where it is fitted to all);
 * a PH column's histogram and a calibrated column's marginal histogram
-  (:func:`dpsynth.table.columns.histogram_records`, :func:`dpsynth.table.columns.marginal_records`:
-  integer cells' counts, which add);
-* the table verdict's sums of the confidential table (:class:`dpsynth.curator.table_verdict.TableSums`);
+  (:func:`dpsynth.table.columns.histogram_records`,
+  :func:`dpsynth.table.columns.marginal_records`: integer cells' counts, which add);
+* the table verdict's sums of the confidential table
+  (:class:`dpsynth.curator.table_verdict.TableSums`);
 * the public columns, which the draws and the published table read (public: kept whole).
 
 What a fit reads is then one column's :class:`dpsynth.table.columns.ConfidentialInputs`.
@@ -92,7 +94,7 @@ class Added:
 
 @dataclass
 class Gathered:
-    """Pass A's result: per confidential column what its fit reads (``fits``), the values
+    """What the reading gathered: per confidential column what its fit reads (``fits``), the values
     clipped per column (confidential), the public columns (every record), the record count,
     the confidential table's verdict sums (or why they could not be made) and the refusal."""
 
@@ -107,7 +109,7 @@ class Gathered:
 
 @dataclass
 class _Reads:
-    """What Pass A collects for one confidential column's fit."""
+    """What the reading collects for one confidential column's fit."""
 
     task: ColumnTask
     rows: np.ndarray | None = None  # its fit records (None: all, or a PH column)
@@ -133,9 +135,10 @@ def gathered(
     tasks: Sequence[ColumnTask],
     sums: Callable[[], Any] | None = None,
 ) -> Gathered:
-    """Pass A over ``parts`` (the table's n records in order) for ``tasks`` (one per
-    column, synthesis order): what each fit reads, the clip counts, the public columns, and
-    the verdict's sums (``sums()`` makes an empty one; None: none)."""
+    """The table read once, ``parts`` (its n records in order), for ``tasks`` (one per
+    column, synthesis order): what each fit reads, the clip counts, the public columns and
+    the verdict's sums (``sums()`` makes an empty one; None: none). A refusal is noted, not
+    raised (:class:`Refusal`: the release raises it before any fit)."""
     reads = [_plan(t, spec, n) for t in tasks]
     out = Gathered({}, {t.col.name: 0 for t in tasks}, pd.DataFrame(), 0)
     _start_sums(sums, out)
@@ -159,7 +162,7 @@ def gathered(
 
 
 def _plan(task: ColumnTask, spec: TableSpec, n: int) -> _Reads:
-    """What Pass A collects for ``task``'s fit: a model column's fit records (drawn here,
+    """What the reading collects for ``task``'s fit: a model column's fit records (drawn here,
     from n and its seed only) and the columns read there; a PH column's parents."""
     col, done = task.col, spec.order()[: task.j]
     out = _Reads(task)
@@ -251,7 +254,7 @@ def _add_sums(part: pd.DataFrame, out: Gathered) -> None:
 
 
 def _fit_inputs(r: _Reads, spec: TableSpec, every: dict[str, np.ndarray]) -> ConfidentialInputs:
-    """One fit's confidential inputs, from what Pass A collected for it (a column read on
+    """One fit's confidential inputs, from what the reading collected for it (a column read on
     every record by several fits: one array, ``every``)."""
     histograms = {}
     if r.ph is not None:
