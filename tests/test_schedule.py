@@ -265,6 +265,22 @@ def test_a_release_read_in_small_partitions_is_the_same_release(monkeypatch):
         assert x["figure"] == y["figure"] and x["value"] == pytest.approx(y["value"], abs=1e-9)
 
 
+def test_a_column_every_fit_reads_whole_is_gathered_once():
+    """With ``fit_records = "all"`` each model fit reads every record of its predecessors:
+    a column read by several fits is one array, not a copy per fit."""
+    from dpsynth.table import gather, pipeline
+    from dpsynth.table.design import column_codes
+    from dpsynth.table.spec import parse_spec
+
+    spec, frame = parse_spec({**SPEC, "fit_records": "all"}), _table()
+    tasks = [pipeline.ColumnTask(c, j, 1.0, 1, 3, SHORT, {}) for j, c in enumerate(spec.order())]
+    read = gather.gathered(gather.partitions(frame, 30), spec, 200, tasks)
+    income, spend = read.fits["income"], read.fits["spend"]
+    assert income.rows is None and spend.rows is None
+    assert spend.values["income"] is income.values["income"]
+    np.testing.assert_array_equal(spend.values["income"], column_codes(frame, spec.order()[1])[0])
+
+
 def test_a_refusal_read_in_partitions_is_the_whole_tables():
     """Of refusals in different partitions, the table's is the first column's (synthesis
     order), its first kind of check (missing before bounds), its records counted over all."""
