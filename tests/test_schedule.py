@@ -482,3 +482,28 @@ def test_a_model_fit_given_the_whole_table_where_it_reads_a_subsample_is_refused
     unsampled = dataclasses.replace(reads.conf, rows=None)
     with pytest.raises(ValueError, match="gathering"):
         columns.fit_model_column(task, unsampled, reads.pub)
+
+
+def test_a_count_that_is_not_whole_is_refused_naming_its_column_and_record():
+    """A PH count column's histogram counts whole values: one that is not is refused before
+    any fit, naming the column and its record's place in the table (not in its partition,
+    nor among the present values)."""
+    from dpsynth.errors import DataRefusal
+    from dpsynth.table import columns, gather, pipeline
+    from dpsynth.table.spec import parse_spec
+
+    spec = parse_spec(
+        {"confidential": [{"name": "kids", "type": "count", "mechanism": "ph", "bounds": [0, 10]}]}
+    )
+    kids = np.arange(300) % 7.0
+    kids[123] = 2.5
+    frame = pd.DataFrame({"kids": kids})
+    tasks = [pipeline.ColumnTask(c, j, 1.0, 1, 3, SHORT, {}) for j, c in enumerate(spec.order())]
+    read = gather.gathered(gather.partitions(frame, 50), spec, 300, tasks)
+    with pytest.raises(InputError) as got:
+        pipeline._inputs(read, spec, None, 1)
+    assert got.value.param == "y" and "column 'kids': a record is not an integer" in str(got.value)
+    assert "record 124]" in str(got.value)
+    kids[[3, 40]] = np.nan  # missing before it: its place is not among the present values
+    with pytest.raises(DataRefusal, match=r"record 124\]"):
+        columns._counted(kids, (0, 10))

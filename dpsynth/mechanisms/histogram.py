@@ -83,17 +83,14 @@ def _histogram_data(
         raise InputError("y", "the data are empty")
     bad = np.flatnonzero(~np.isfinite(x) | (x < lo) | (x > hi))
     if bad.size:
-        raise InputError(
-            "y",
-            "a record is missing, infinite or outside the public bounds "
-            f"{errors.from_data(f'record {int(bad[0]) + first}')}",
-        )
+        head = "a record is missing, infinite or outside the public bounds "
+        raise errors.DataRefusal("y", head, "record", None, int(bad[0]) + first)
     if integer and (lo != round(lo) or hi != round(hi)):
         raise InputError("bounds", "integer (count) data need integer bounds")
     fractional = np.flatnonzero(x != np.round(x)) if integer else np.array([], dtype=int)
     if fractional.size:
-        where = errors.from_data(f"record {int(fractional[0]) + first}")
-        raise InputError("y", f"a record is not an integer {where}")
+        head = "a record is not an integer "
+        raise errors.DataRefusal("y", head, "record", None, int(fractional[0]) + first)
     return x
 
 

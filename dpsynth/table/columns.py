@@ -22,6 +22,7 @@ import numpy as np
 from dpsynth import entropy
 from dpsynth.errors import (
     EPSILON_RANGE,
+    DataRefusal,
 )
 from dpsynth.mechanisms import registry
 from dpsynth.mechanisms.histogram import CellCounts
@@ -110,8 +111,8 @@ class ConfidentialInputs:
     (codes on the outcome's scale) at the fit's records (``rows``: None, every record), what
     its histograms read of every record (``histograms``: "ph", a PH column's; "marginal", a
     calibrated column's marginal's: :func:`histogram_records`, integer records as their
-    counts), and the public reference file's values, encoded alike. :func:`fit_inputs` keeps,
-    of the table's, what one column's fit reads."""
+    counts), and the public reference file's values, encoded alike: one column's, made as
+    the table is read (:func:`dpsynth.table.gather.gathered`)."""
 
     values: Mapping[str, np.ndarray]  # the confidential columns, by name
     ref_public: np.ndarray | None = None
@@ -221,7 +222,8 @@ def fit_histogram_column(
     task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs
 ) -> ColumnFit:
     """A PH column's fit: the perturbed histogram of its values, or given parents of its
-    joint cells with them (their counts, made by :func:`histogram_reads`), at its epsilon."""
+    joint cells with them (integer ones as their counts, :func:`histogram_records`), at its
+    epsilon."""
     col, epsilon, m, col_seed = task.col, task.epsilon, task.m, task.col_seed
     marg, targets = _marginal(col, col_seed, conf, pub.n, epsilon, m, task.run)
     parents = ph_parents(col, list(pub.done), pub.public_columns)
@@ -500,8 +502,19 @@ def marginal_records(col: ConfidentialColumn, y: np.ndarray) -> CellCounts | np.
     :func:`marginal_cells`, as their counts)."""
     if registry.model_free(col.mechanism):
         return CellCounts.of_codes(own_codes(col, y), own_size(col))
-    values, cells = y[np.isfinite(y)], marginal_cells(col)
-    return CellCounts.of(values, cells["bounds"]) if cells.get("integer") else values
+    cells = marginal_cells(col)
+    return _counted(y, cells["bounds"]) if cells.get("integer") else y[np.isfinite(y)]
+
+
+def _counted(y: np.ndarray, bounds: tuple[float, float]) -> CellCounts:
+    """The counts of ``y``'s present values on public ``bounds``; a refusal names the
+    record's place in ``y`` (not among the present values)."""
+    present = np.isfinite(y)
+    try:
+        return CellCounts.of(y[present], bounds)
+    except DataRefusal as exc:
+        place = int(np.flatnonzero(present)[exc.first - 1]) + 1
+        raise exc.at(place - exc.first) from None
 
 
 def _marginal_histogram(
@@ -661,12 +674,9 @@ def histogram_records(
     if parents:
         cells = parent_cell_codes(col, parents, values) * own_size(col) + own_codes(col, y)
         return CellCounts.of_codes(cells, own_size(col) * n_cells(col, parents))
-    values = y[np.isfinite(y)]
-    return (
-        values
-        if col.type == "continuous"
-        else CellCounts.of(values, _ph_settings(col, [])["bounds"])
-    )
+    if col.type == "continuous":
+        return y[np.isfinite(y)]
+    return _counted(y, _ph_settings(col, [])["bounds"])
 
 
 def _ph_settings(col: ConfidentialColumn, parents: list[ConfidentialColumn]) -> dict[str, Any]:

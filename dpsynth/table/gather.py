@@ -148,7 +148,7 @@ def gathered(
             continue
         codes = _codes(part, tasks, out)
         if out.refusal.key is None:  # a refused table: only its checks go on
-            _add(part, codes, reads, spec, out.records)
+            _add(part, codes, reads, spec, out)
             _add_sums(part, out)
         public.append(part[[c.name for c in spec.public]])
         out.records += len(part)
@@ -196,16 +196,22 @@ def _add(
     codes: Mapping[str, np.ndarray],
     reads: Sequence[_Reads],
     spec: TableSpec,
-    offset: int,
+    out: Gathered,
 ) -> None:
-    """``part``'s records (the table's from ``offset + 1``) added to each fit's reads."""
-    public = _public_parent_codes(part, spec.public)
+    """``part``'s records (the table's from ``out.records + 1``) added to each fit's reads;
+    a histogram's refusal (an integer column's value that is not whole) noted."""
+    public, offset = _public_parent_codes(part, spec.public), out.records
     for r in reads:
-        y = codes[r.task.col.name]
-        if r.marginal is not None:
-            r.marginal.add(marginal_records(r.task.col, y))
+        col, y = r.task.col, codes[r.task.col.name]
+        try:
+            if r.marginal is not None:
+                r.marginal.add(marginal_records(col, y))
+            if r.ph is not None:
+                r.ph.add(histogram_records(col, list(r.parents), {**public, **codes}, y))
+        except InputError as exc:
+            out.refusal.note(r.task.j, _named(exc, col.name), offset)
+            continue
         if r.ph is not None:
-            r.ph.add(histogram_records(r.task.col, list(r.parents), {**public, **codes}, y))
             continue
         take = slice(None)
         if r.rows is not None:
@@ -213,6 +219,14 @@ def _add(
             take = r.rows[lo:hi] - offset
         for nm in r.names:
             r.values[nm].append(codes[nm][take])
+
+
+def _named(exc: InputError, name: str) -> InputError:
+    """``exc`` naming its column."""
+    if isinstance(exc, DataRefusal):
+        head = f"column {name!r}: {exc.head}"
+        return DataRefusal(exc.param, head, exc.noun, exc.hits, exc.first, exc.tail)
+    return InputError(exc.param, f"column {name!r}: {exc.message}")
 
 
 def _public_parent_codes(
