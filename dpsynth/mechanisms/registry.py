@@ -56,7 +56,9 @@ class Mechanism:
     records), ``censored`` (clamps each record's log-likelihood term: a censored fit),
     ``histogram`` (draws from a noisy histogram on public bins, ``n_bins``), ``public_n``
     (its sensitivities assume n public under every relation, so a private n, e.g. records
-    dropped for a missing value, is refused), ``table`` (a whole-table column may use it).
+    dropped for a missing value, is refused), ``table`` (a whole-table column may use it),
+    ``counts`` (reads integer records as their counts, ``histogram.CellCounts``, the same
+    release).
     """
 
     name: str
@@ -78,6 +80,7 @@ class Mechanism:
     histogram: bool = False
     public_n: bool = False
     table: bool = False
+    counts: bool = False
     extra_source: str = "other retained posterior draws"
     fit_purpose: str = "the weighted posterior"
 
@@ -184,7 +187,7 @@ MECHANISMS: dict[str, Mechanism] = {
             guarantee="DP", runner="dpsynth.release.single:_ph",
             privacy_map=histogram_map, bound_name="laplace_scale",
             options=frozenset({"n_bins", "integer", "consistency", "draw"}),
-            histogram=True, table=True,
+            histogram=True, table=True, counts=True,
             extra_source=_FRESH_NOISE.format("Laplace noise", "histogram"),
             summary="Laplace-perturbed histogram on public bins, one column, no covariates",
         ),
@@ -268,6 +271,11 @@ def censored(name: str | None) -> bool:
 def histogram(name: str | None) -> bool:
     """True for a mechanism that draws from a noisy histogram on public bins."""
     return _capability(name, "histogram")
+
+
+def takes_counts(name: str | None) -> bool:
+    """True for a mechanism that reads integer records as their counts (the same release)."""
+    return _capability(name, "counts")
 
 
 def needs_public_n(name: str | None) -> bool:

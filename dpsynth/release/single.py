@@ -303,16 +303,23 @@ def synthesize(
 
 
 def _require_counts_release(y: Any, s: ReleaseSettings) -> None:
-    """Records given as :class:`CellCounts` are read by the perturbed histogram only, with
-    ``integer`` on their public bounds, and nothing that needs the records themselves."""
+    """Records given as :class:`CellCounts` are read by a mechanism declared to read counts
+    (the perturbed histogram), with ``integer`` on their public bounds, and nothing that
+    needs the records themselves."""
     if not isinstance(y, CellCounts):
         return
-    if s.mechanism != "ph" or not s.tuning.get("integer"):
-        raise InputError("y", "counts are released by the ph mechanism with integer=True only")
+    if not registry.takes_counts(s.mechanism) or not s.tuning.get("integer"):
+        raise InputError(
+            "y", f"counts are released with integer=True by {_counts_mechanisms()} only"
+        )
     if s.bounds is None or (float(s.bounds[0]), float(s.bounds[1])) != (y.lo, y.hi):
         raise InputError("bounds", f"must be the counts' own bounds ({y.lo}, {y.hi})")
     if s.eps_utility or s.clip_to_bounds or s.drop_missing:
         raise InputError("y", "counts take no public_utility, clip_to_bounds or drop_missing")
+
+
+def _counts_mechanisms() -> str:
+    return ", ".join(n for n in registry.MECHANISMS if registry.takes_counts(n))
 
 
 def _counts_release(y: CellCounts, s: ReleaseSettings, charge: Any) -> Release:
