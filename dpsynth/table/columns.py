@@ -669,8 +669,8 @@ def histogram_records(
 ) -> CellCounts | np.ndarray:
     """What PH reads of a column (:func:`_ph_settings`): a continuous column's values, the
     counts of its 0-based level codes or integers, or, given parents, the counts of each
-    record's joint cell: parent cell x own cells + own cell (:func:`parent_cell_codes`,
-    :func:`own_codes`). Counts add: they may be made a partition at a time."""
+    record's joint cell: parent cell x own cells + own cell (``design.parent_cell_codes``,
+    ``design.own_codes``). Counts add: they may be made a partition at a time."""
     if parents:
         cells = parent_cell_codes(col, parents, values) * own_size(col) + own_codes(col, y)
         return CellCounts.of_codes(cells, own_size(col) * n_cells(col, parents))

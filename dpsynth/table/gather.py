@@ -3,7 +3,7 @@ partitions pass (a file's, read once, or a data frame's slices), so that the tab
 held whole:
 
 * each column encoded and checked a partition at a time
-  (:func:`dpsynth.table.design.column_codes`; a refusal names its column and counts its
+  (``dpsynth.table.design.column_codes``; a refusal names its column and counts its
   records over the whole table, :class:`Refusal`), and its values clipped to its public
   bounds counted;
 * a model column's fit records (a k-of-n subsample, positions drawn from n and the seed
@@ -44,7 +44,7 @@ from dpsynth.table.design import column_codes, level_codes
 from dpsynth.table.spec import PublicColumn, TableSpec, ph_parents
 
 REFUSAL_ORDER = ("missing", "levels", "data", "bounds")
-"""The order a column's checks run in (:func:`dpsynth.table.design.column_codes`): of one
+"""The order a column's checks run in (``dpsynth.table.design.column_codes``): of one
 column's refusals in different partitions, the table's is the first kind in this order."""
 
 
