@@ -109,9 +109,7 @@ class CellCounts:
         """The counts of integer ``values`` within public ``bounds`` (refused as
         :func:`perturbed_histogram` refuses them; ``first``: the first value's record)."""
         lo, hi = errors.require_bounds("bounds", *bounds)
-        x = _histogram_data(values, lo, hi, True, first, empty=True)
-        k = int(hi - lo) + 1
-        return cls(int(lo), np.bincount((x - lo).astype(np.int64), minlength=k))
+        return cls(int(lo), np.zeros(int(hi - lo) + 1, np.int64)).alike(values, first)
 
     @classmethod
     def of_codes(cls, codes: np.ndarray, k: int) -> CellCounts:
@@ -121,9 +119,10 @@ class CellCounts:
             raise InputError("codes", f"a code outside the {k} public cells")
         return cls(0, counts)
 
-    def alike(self, values: Any) -> CellCounts:
-        """Integer ``values`` (e.g. a synthetic set) counted on these counts' bounds."""
-        x = _histogram_data(values, self.lo, self.hi, True, empty=True)
+    def alike(self, values: Any, first: int = 1) -> CellCounts:
+        """Integer ``values`` (e.g. a synthetic set) counted on these counts' bounds
+        (``first``: the first value's record, in a refusal)."""
+        x = _histogram_data(values, self.lo, self.hi, True, first, empty=True)
         k = self.counts.size
         return CellCounts(self.lo, np.bincount((x - self.lo).astype(np.int64), minlength=k))
 
@@ -218,11 +217,11 @@ def perturbed_histogram(
         k = errors.require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
-    if isinstance(x, CellCounts):
-        edges, counts = np.arange(lo, hi + 2) - 0.5, x.counts.astype(float)
-    elif integer:
+    if integer:
         edges = np.arange(lo, hi + 2) - 0.5
-        counts = np.bincount((x - lo).astype(np.int64), minlength=k).astype(float)
+        given = isinstance(x, CellCounts)
+        counts = x.counts if given else np.bincount((x - lo).astype(np.int64), minlength=k)
+        counts = counts.astype(float)
     else:
         edges = np.linspace(lo, hi, k + 1)
         counts = np.histogram(x, bins=edges)[0].astype(float)

@@ -40,7 +40,7 @@ from dpsynth.table.columns import (
     marginal_records,
     subsample_size,
 )
-from dpsynth.table.design import column_codes, level_codes
+from dpsynth.table.design import column_codes, public_codes, public_encoder
 from dpsynth.table.spec import PublicColumn, TableSpec, ph_parents
 
 REFUSAL_ORDER = ("missing", "levels", "data", "bounds")
@@ -209,7 +209,7 @@ def _add(
             if r.ph is not None:
                 r.ph.add(histogram_records(col, list(r.parents), {**public, **codes}, y))
         except InputError as exc:
-            out.refusal.note(r.task.j, _named(exc, col.name), offset)
+            out.refusal.note(r.task.j, column_refusal(exc, col.name), offset)
             continue
         if r.ph is not None:
             continue
@@ -221,8 +221,11 @@ def _add(
             r.values[nm].append(codes[nm][take])
 
 
-def _named(exc: InputError, name: str) -> InputError:
-    """``exc`` naming its column."""
+def column_refusal(exc: InputError, name: str) -> InputError:
+    """A column's refusal as the table's, naming the column (once); a
+    :class:`dpsynth.errors.DataRefusal` stays one (a later partition's count still adds)."""
+    if f"column {name!r}" in exc.message:
+        return exc if isinstance(exc, DataRefusal) else InputError(exc.param, exc.message)
     if isinstance(exc, DataRefusal):
         head = f"column {name!r}: {exc.head}"
         return DataRefusal(exc.param, head, exc.noun, exc.hits, exc.first, exc.tail)
@@ -239,10 +242,9 @@ def _public_parent_codes(
         if c.levels is None:
             continue
         try:
-            codes = level_codes(part[c.name], c.levels, c.name)
+            out[c.name] = public_codes(part, public_encoder(part, c))
         except InputError:
-            codes = np.zeros(len(part), np.int64)
-        out[c.name] = np.where(codes < 0, 0, codes).astype(float)
+            out[c.name] = np.zeros(len(part))
     return out
 
 
@@ -279,8 +281,10 @@ def _fit_inputs(r: _Reads, spec: TableSpec, every: dict[str, np.ndarray]) -> Con
     for nm, v in r.values.items():
         if r.rows is not None:
             values[nm] = np.concatenate(v)
-        else:
-            values[nm] = every[nm] if nm in every else every.setdefault(nm, np.concatenate(v))
+            continue
+        if nm not in every:
+            every[nm] = np.concatenate(v)
+        values[nm] = every[nm]
     r.values.clear()
     return ConfidentialInputs(
         values, fit_records=spec.fit_records, rows=r.rows, histograms=histograms

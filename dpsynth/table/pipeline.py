@@ -385,7 +385,7 @@ def _collected(fits: schedule.Fitter, col: ConfidentialColumn, handle: Any) -> A
         try:
             return fits.result(col.name, handle)
         except InputError as exc:
-            raise _column_error(exc, col) from None
+            raise gather.column_refusal(exc, col.name) from None
 
 
 def _inputs(
@@ -522,15 +522,6 @@ TABLE_MULTIMODAL_ADVICE = (
     'spec), or mechanism = "ph" (a histogram on its public bounds or levels, no chains)'
 )
 """The same for chains that settled in different modes (``diagnostics.multimodal``)."""
-
-
-def _column_error(exc: InputError, col: ConfidentialColumn) -> InputError:
-    """A column's refusal as the table's, naming the column (once)."""
-    text = str(exc)
-    body = text[len(exc.param) + 2 :] if text.startswith(f"{exc.param}: ") else text
-    if f"column {col.name!r}" in body:
-        return InputError(exc.param, body)
-    return InputError(exc.param, f"column {col.name!r}: {body}")
 
 
 def table_convergence_note(note: str, column: str, reference: bool = False) -> str:
