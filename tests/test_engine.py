@@ -858,3 +858,24 @@ def test_progress_refresh_keeps_httpstan_responsive():
     assert progress_refresh(10) == 100
     assert progress_refresh(1_000_100) == 50_005
     assert all(progress_refresh(n) * 20 <= max(n, 2000) for n in (1, 2000, 10**5, 10**7))
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_an_interrupted_task_is_not_logged_after_the_interrupt(wrapped, caplog):
+    # CI once failed on this: a Ctrl-C raised while httpstan's server task ran was stored
+    # in that task too, and asyncio logged it with a traceback ("Task exception was never
+    # retrieved") when the task was collected, after the CLI had said "interrupted"
+    loop = asyncio.new_event_loop()
+    if wrapped:
+        wrapper = pystan_backend._InterruptsDropped.around(None)
+        loop.set_exception_handler(wrapper)
+        assert pystan_backend._InterruptsDropped.around(wrapper) is wrapper  # wrapped once
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        for exc in (KeyboardInterrupt(), SystemExit(143), ValueError("kept")):
+            loop.call_exception_handler({"message": "never retrieved", "exception": exc})
+    loop.close()
+    logged = [r.exc_info[0].__name__ for r in caplog.records]
+    # any other lost failure is still reported, through the loop's default handler
+    assert logged == (
+        ["ValueError"] if wrapped else ["KeyboardInterrupt", "SystemExit", "ValueError"]
+    )

@@ -368,8 +368,34 @@ async def _httpstan_session(
                     raise RuntimeError(f"httpstan lost a fit of {model_name} before it was read")
                 outputs.append(resp.content)
     finally:
-        loop.set_exception_handler(handler)
+        loop.set_exception_handler(_InterruptsDropped.around(handler))
     return params, outputs
+
+
+class _InterruptsDropped:
+    """A loop exception handler that drops a task's never-retrieved ``KeyboardInterrupt``.
+
+    A Ctrl-C raised while httpstan's server task runs (see
+    :func:`_immediate_keyboard_interrupt`) is also stored in that task; when the task is
+    collected, after the interrupt has reached the CLI, asyncio would log it with a
+    traceback. Every other context goes to the handler it wraps (or the loop's default).
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    @classmethod
+    def around(cls, handler: Any) -> Any:
+        """``handler`` wrapped once (a loop reused by Jupyter is not wrapped again)."""
+        return handler if isinstance(handler, cls) else cls(handler)
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
+        if isinstance(context.get("exception"), (KeyboardInterrupt, SystemExit)):
+            return
+        if self.inner is None:
+            loop.default_exception_handler(context)
+        else:
+            self.inner(loop, context)
 
 
 class _JsonWithData:
