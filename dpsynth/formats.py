@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dpsynth.errors import InputError
 
@@ -237,17 +237,47 @@ def write_table(
     """Write ``frame`` to ``path`` as ``fmt`` (``"csv"`` or ``"parquet"``), without its index,
     a partition of ``records`` records at a time (a Parquet row group each; CSV appended), so
     that writing holds one partition's conversion, not the whole table's."""
+    parts = (frame.iloc[s : s + records] for s in range(0, max(len(frame), 1), records))
+    write_parts(parts, path, fmt, _arrow_schema(frame) if fmt == "parquet" else None)
+
+
+def write_parts(
+    parts: Iterable[pd.DataFrame], path: str | Path, fmt: str, schema: Any = None
+) -> None:
+    """Write a table given as its ``parts`` (frames with the same columns, in order) to
+    ``path`` as ``fmt``, one at a time: a Parquet row group each (``schema``: the table's,
+    else the first part's, a column of no values there read as text), or CSV appended."""
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = pa.Schema.from_pandas(frame, preserve_index=False)  # a column at a time
-        with pq.ParquetWriter(path, schema) as writer:
-            for start in range(0, max(len(frame), 1), records):
-                part = frame.iloc[start : start + records]
+        writer = None
+        try:
+            for part in parts:
+                if writer is None:
+                    schema = schema or _arrow_schema(part, text_if_empty=True)
+                    writer = pq.ParquetWriter(path, schema)
                 writer.write_table(pa.Table.from_pandas(part, schema, preserve_index=False))
+        finally:
+            if writer is not None:
+                writer.close()
     else:
-        frame.to_csv(path, index=False, chunksize=records)
+        for i, part in enumerate(parts):
+            part.to_csv(path, index=False, mode="w" if i == 0 else "a", header=i == 0)
+
+
+def _arrow_schema(frame: pd.DataFrame, text_if_empty: bool = False) -> Any:
+    """``frame``'s Arrow schema, inferred a column at a time (``text_if_empty``: a column
+    with no values there typed as text, the type of dpsynth's level columns)."""
+    import pyarrow as pa
+
+    schema = pa.Schema.from_pandas(frame, preserve_index=False)
+    if not text_if_empty:
+        return schema
+    for i, f in enumerate(schema):
+        if pa.types.is_null(f.type):
+            schema = schema.set(i, pa.field(f.name, pa.string()))
+    return schema
 
 
 def level_text(value: object) -> str:

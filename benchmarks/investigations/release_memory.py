@@ -1,5 +1,6 @@
 """Where a large table release's own memory goes: the peak resident set of the release's
-process by phase (reading the file, fitting and drawing the columns, the curator's verdict),
+process by phase (reading the file, fitting and drawing the columns, the curator's verdict,
+writing the synthetic table as CSV and the report, as the CLI does),
 for the dpsynth tree given, so that a commit before a change and one after it run the same
 measurement on the same input.
 
@@ -38,6 +39,9 @@ RESULTS = HERE.parent / "results" / "investigations" / "release_memory.csv"
 READERS = ("read_table", "read_partitions", "read_spec_columns", "spec_partitions", "gathered")
 """dpsynth's readers of a table file (and, since the release reads its file once for what the
 fits read, ``dpsynth.table.gather.gathered``): on the stack, the phase is reading."""
+WRITERS = ("write_table", "write_parts", "atomic_write_all")
+"""dpsynth's writers of the release's files (the CLI writes them after the release): on the
+stack, the phase is writing (measured since 2026-11-30; a row of an earlier run has none)."""
 FIELDS = ["label", "commit", "rows", "columns", "iter", "phase", "peak_mb", "where", "date"]
 
 
@@ -66,7 +70,9 @@ class Poll:
         if not ours:
             return "outside dpsynth", ""
         phase = "fitting and drawing"  # encoding the columns included
-        if any(f.name in READERS for f in ours):
+        if any(f.name in WRITERS for f in ours):
+            phase = "writing"
+        elif any(f.name in READERS for f in ours):
             phase = "reading"
         elif any(Path(f.filename).stem == "table_verdict" for f in ours):
             phase = "verdict"
@@ -88,7 +94,10 @@ def measure(path: Path, columns: int, iters: int) -> dict[str, tuple[int, str]]:
     sampler = Sampler(chains=2, iter_warmup=iters, iter_sampling=iters)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pipeline.synthesize_table(data, bench_scale.spec_for(columns), 6.0, sampler=sampler)
+        rel = pipeline.synthesize_table(data, bench_scale.spec_for(columns), 6.0, sampler=sampler)
+    out = path.parent / "released"
+    out.mkdir()
+    rel.write(out / "synthetic.csv", out / "report.json", out / "diagnostics.json")  # the CLI's
     poll.stop.set()
     return poll.peaks
 

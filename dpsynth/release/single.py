@@ -96,7 +96,7 @@ class Release:
         jobs: list[tuple[Path, Callable[[str], None]]] = [
             (
                 Path(out_csv),
-                lambda p: formats.write_table(self.data, p, formats.output_format(out_csv)),
+                lambda p: self.write_data(p, formats.output_format(out_csv)),
             ),
             (Path(report_json), lambda p: Path(p).write_text(io.to_json(self.report))),
         ]
@@ -105,6 +105,10 @@ class Release:
                 (Path(diagnostics_json), lambda p: Path(p).write_text(io.to_json(self.diagnostics)))
             )
         io.atomic_write_all(jobs)
+
+    def write_data(self, path: str | Path, fmt: str) -> None:
+        """The synthetic data to ``path`` as ``fmt`` (``"csv"`` or ``"parquet"``)."""
+        formats.write_table(self.data, path, fmt)
 
 
 # ----------------------------------------------------------------------------- settings

@@ -62,13 +62,13 @@ from dpsynth.table.columns import (
     subsample_size,
 )
 from dpsynth.table.design import (
-    decoded,
     public_codes,
     public_encoder,
     public_features,
     public_matrix,
     reference_codes,
 )
+from dpsynth.table.published import SyntheticTable, TableRelease
 from dpsynth.table.spec import (
     AUTO_CENTRING_MEANING,
     DEFAULT_MECHANISM_MEANING,
@@ -292,18 +292,17 @@ def _release_table(
     conf, pub = _inputs(read, spec, ref, m)
     drawn = _fit_and_draw(conf, pub, spec, tasks, client)
     del conf
-    data = _published_frame(read.public, spec, drawn.synthetic, m)
+    table = SyntheticTable(read.public, spec, drawn.synthetic, m, n)  # whole only if asked
     releases, marginals = drawn.releases, drawn.marginals
     report = _table_report(spec, releases, marginals, epsilon, m, seed, n)
     diagnostics = _table_diagnostics(spec, releases, marginals, read.clipped, seed)
     for name, secs in drawn.seconds.items():  # a fit's time depends on the data: confidential
         diagnostics["columns"][name]["fit_seconds"] = secs
-    del drawn  # its synthetic sets are in ``data`` now
-    first = data.iloc[:n]  # the first set (the sets follow one another)
-    verdict = _with_guarantee(_release_verdict(read, first), report)
+    del drawn  # its synthetic sets are in ``table`` now
+    verdict = _with_guarantee(_release_verdict(read, table), report)
     diagnostics["verdict"] = _with_convergence(verdict, releases, spec.reference is not None)
     results = {k: r.confidential for k, r in releases.items()}
-    return Release(data, report, diagnostics, results)
+    return TableRelease(table, report, diagnostics, results)
 
 
 class Drawn(NamedTuple):
@@ -450,16 +449,20 @@ def _verdict_sums(spec: TableSpec, n: int) -> Callable[[], Any] | None:
     return lambda: TableSums(describe(verdict_columns(spec, n)), n, "confidential", analysis)
 
 
-def _release_verdict(read: gather.Gathered, synthetic: pd.DataFrame) -> dict:
+def _release_verdict(read: gather.Gathered, table: SyntheticTable) -> dict:
     """:func:`table_verdict_of` from the confidential table's sums, gathered as it was read
-    (:func:`dpsynth.table.gather.gathered`), and the first synthetic set's."""
+    (:func:`dpsynth.table.gather.gathered`), and the first synthetic set's, added a partition
+    at a time as it is published (:meth:`~dpsynth.table.published.SyntheticTable.set_parts`)."""
     if read.sums is None:
         return {"verdict": "unavailable", "reason": read.sums_reason or VERDICT_MISSING}
-    from dpsynth.curator.table_verdict import summed, verdict_of
+    from dpsynth.curator.table_verdict import TableSums, verdict_of
 
     conf = read.sums
     try:
-        return verdict_of(conf, summed(conf.columns, synthetic, "synthetic", conf.formula))
+        synthetic = TableSums(conf.columns, table.n, "synthetic", conf.formula)
+        for part in table.set_parts(0):
+            synthetic.add(part)
+        return verdict_of(conf, synthetic)
     except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
 
@@ -559,26 +562,6 @@ def _with_convergence(
         "convergence": notes,
         "reasons": reasons + list(verdict.get("reasons", [])),
     }
-
-
-def _published_frame(
-    public: pd.DataFrame,
-    spec: TableSpec,
-    synthetic: Mapping[str, tuple[np.ndarray, ...]],
-    m: int,
-) -> pd.DataFrame:
-    """Public columns copied, confidential columns synthetic (levels restored), m sets long."""
-    from dpsynth.release.single import SET_COLUMN
-
-    sets = []
-    for k in range(m):
-        out = public[[c.name for c in spec.public]].copy()
-        for col in spec.order():
-            out[col.name] = decoded(col, synthetic[col.name][k])
-        if m > 1:
-            out.insert(0, SET_COLUMN, k + 1)
-        sets.append(out)
-    return pd.concat(sets, ignore_index=True)
 
 
 _COLUMN_REPORT_KEYS = (

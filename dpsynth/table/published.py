@@ -1,0 +1,102 @@
+"""The published table of a whole-table release, made a partition at a time.
+
+A table release draws each confidential column's m synthetic sets as compact numbers
+(:func:`dpsynth.table.pipeline.synthesize_table`); the table it publishes (the public
+columns copied, the confidential ones decoded to their levels, m sets one after another)
+is made from them :data:`dpsynth.formats.PARTITION_RECORDS` records at a time
+(:meth:`SyntheticTable.parts`) when it is written and when its verdict's sums are added, so
+that the release never holds it whole. :class:`TableRelease` makes it whole only when its
+``data`` is read (the API's frame). Nothing here reads a confidential value: the sets are
+synthetic and the columns public.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dpsynth import formats
+from dpsynth.release.single import SET_COLUMN, Release
+from dpsynth.table.design import decoded
+from dpsynth.table.spec import TableSpec
+
+
+@dataclass(frozen=True)
+class SyntheticTable:
+    """A table release's published records: the public columns (``public``, n records),
+    each confidential column's m synthetic sets (``synthetic``, on the codes' scale) and the
+    spec that decodes them, m sets long (a ``set`` column first when m > 1)."""
+
+    public: pd.DataFrame
+    spec: TableSpec
+    synthetic: Mapping[str, tuple[np.ndarray, ...]]
+    m: int
+    n: int
+
+    def __len__(self) -> int:
+        return self.n * self.m
+
+    def set_parts(self, k: int, records: int = formats.PARTITION_RECORDS) -> Iterator[pd.DataFrame]:
+        """Set k (from 0) ``records`` records at a time, in record order."""
+        for start in range(0, max(self.n, 1), records):
+            yield self._part(k, start, min(start + records, self.n))
+
+    def parts(self, records: int = formats.PARTITION_RECORDS) -> Iterator[pd.DataFrame]:
+        """The published table ``records`` records at a time: set 1's, then set 2's, ..."""
+        for k in range(self.m):
+            yield from self.set_parts(k, records)
+
+    def frame(self) -> pd.DataFrame:
+        """The published table whole (its parts joined)."""
+        return pd.concat(list(self.parts()), ignore_index=True)
+
+    def _part(self, k: int, start: int, stop: int) -> pd.DataFrame:
+        """Records ``start:stop`` of set k: public columns copied, confidential ones decoded."""
+        names = [c.name for c in self.spec.public]
+        out = self.public.iloc[start:stop][names].reset_index(drop=True)
+        if not names:
+            out = pd.DataFrame(index=pd.RangeIndex(stop - start))
+        for col in self.spec.order():
+            out[col.name] = decoded(col, self.synthetic[col.name][k][start:stop])  # index 0..
+        if self.m > 1:
+            out.insert(0, SET_COLUMN, k + 1)
+        return out
+
+
+class TableRelease(Release):
+    """A whole table's :class:`~dpsynth.release.single.Release`: ``data`` is made from its
+    :class:`SyntheticTable` on first use; :meth:`write` writes the table a partition at a
+    time without making it whole (unless ``data`` was read or set)."""
+
+    def __init__(
+        self,
+        table: SyntheticTable,
+        report: dict[str, Any],
+        diagnostics: dict[str, Any],
+        confidential: Any = None,
+    ) -> None:
+        self.table = table
+        super().__init__(None, report, diagnostics, confidential)  # type: ignore[arg-type]
+
+    @property  # type: ignore[override]
+    def data(self) -> pd.DataFrame:
+        """The published table, m sets long (made whole here, once)."""
+        if self._frame is None:
+            self._frame = self.table.frame()
+        return self._frame
+
+    @data.setter
+    def data(self, frame: pd.DataFrame | None) -> None:
+        self._frame = frame
+
+    def write_data(self, path: str | Path, fmt: str) -> None:
+        """The published table to ``path``, a partition at a time."""
+        if self._frame is not None:
+            super().write_data(path, fmt)
+        else:
+            formats.write_parts(self.table.parts(), path, fmt)
