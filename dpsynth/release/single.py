@@ -77,8 +77,10 @@ class Release:
     them, as the report says). ``report`` is safe to publish. ``diagnostics`` is not: it
     is computed from the confidential data without noise. ``confidential`` keeps the
     fitted result in memory (weights, record bounds) for plots; it is never written. A whole
-    table's release (:func:`dpsynth.table.pipeline.synthesize_table`) is the same type, its
-    ``confidential`` each column's result by name.
+    table's release (:func:`dpsynth.table.pipeline.synthesize_table`) is of this type
+    (:class:`dpsynth.table.published.TableRelease`: its ``data`` made from the synthetic sets
+    when first read, and written a partition at a time), its ``confidential`` each column's
+    result by name.
     """
 
     data: pd.DataFrame

@@ -1,13 +1,13 @@
 """The published table of a whole-table release, made a partition at a time.
 
-A table release draws each confidential column's m synthetic sets as compact numbers
-(:func:`dpsynth.table.pipeline.synthesize_table`); the table it publishes (the public
-columns copied, the confidential ones decoded to their levels, m sets one after another)
-is made from them :data:`dpsynth.formats.PARTITION_RECORDS` records at a time
-(:meth:`SyntheticTable.parts`) when it is written and when its verdict's sums are added, so
-that the release never holds it whole. :class:`TableRelease` makes it whole only when its
-``data`` is read (the API's frame). Nothing here reads a confidential value: the sets are
-synthetic and the columns public.
+A table release draws each confidential column's m synthetic sets as numbers (a level
+column's as codes, :func:`dpsynth.table.pipeline.synthesize_table`); the table it publishes
+(the public columns copied, the confidential ones decoded to their levels, m sets one after
+another) is made from them ``dpsynth.formats.PARTITION_RECORDS`` records at a time
+(:meth:`dpsynth.table.published.SyntheticTable.parts`) when it is written and when its
+verdict's sums are added, so that the release never holds it whole.
+:class:`TableRelease` makes it whole only when its ``data`` is read (the API's frame).
+Nothing here reads a confidential value: the sets are synthetic and the columns public.
 """
 
 from __future__ import annotations
