@@ -126,3 +126,28 @@ def test_a_table_release_is_written_without_being_made_whole(tmp_path):
     assert got["verdict"] == want["verdict"]
     rel.write(tmp_path / "again.csv", tmp_path / "r2.json")  # from the frame, once it is made
     assert (tmp_path / "again.csv").read_bytes() == paths[0].read_bytes()
+
+
+def test_a_column_release_without_its_data_frees_the_data():
+    """A table keeps each column's release without its synthetic data
+    (``pipeline._without_data``): the data's memory is freed, not kept alive by an empty
+    slice of it (which pandas makes as a view of the whole arrays)."""
+    import gc
+    import tracemalloc
+
+    from dpsynth.release.single import Release
+    from dpsynth.table import pipeline
+
+    tracemalloc.start()
+    try:
+        rel = Release(pd.DataFrame({"y": np.ones(10**6), "z": np.ones(10**6)}), {"a": 1}, {})
+        held = tracemalloc.get_traced_memory()[0]
+        kept = pipeline._without_data(rel)
+        del rel
+        gc.collect()
+        freed = held - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert list(kept.data.columns) == ["y", "z"] and len(kept.data) == 0
+    assert kept.report == {"a": 1}
+    assert freed > 15e6  # the two columns' 16 MB

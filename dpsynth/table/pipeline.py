@@ -354,8 +354,9 @@ def _fit_and_draw(
 
 def _without_data(release: Release) -> Release:
     """A column's release without its synthetic data (drawn into the table's sets already):
-    its report, diagnostics and result are what the table's report and verdict read."""
-    return replace(release, data=release.data.iloc[:0])
+    its report, diagnostics and result are what the table's report and verdict read. The
+    empty frame is a copy: a slice would keep the sets' arrays alive (its columns' base)."""
+    return replace(release, data=release.data.iloc[:0].copy())
 
 
 def _submit(
