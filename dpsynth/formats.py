@@ -255,7 +255,8 @@ def write_parts(
         try:
             for part in parts:
                 if writer is None:
-                    schema = schema or _arrow_schema(part, text_if_empty=True)
+                    if schema is None:
+                        schema = _arrow_schema(part, text_if_empty=True)
                     writer = pq.ParquetWriter(path, schema)
                 writer.write_table(pa.Table.from_pandas(part, schema, preserve_index=False))
         finally:

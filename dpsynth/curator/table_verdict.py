@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import re
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -946,7 +946,20 @@ def summed(
     records: int = formats.PARTITION_RECORDS,
 ) -> TableSums:
     """A whole frame's :class:`TableSums`, added ``records`` rows at a time."""
-    out = TableSums(columns, len(frame), param, analysis)
-    for start in range(0, len(frame), records):
-        out.add(frame.iloc[start : start + records])
+    parts = (frame.iloc[start : start + records] for start in range(0, len(frame), records))
+    return summed_parts(columns, parts, len(frame), param, analysis)
+
+
+def summed_parts(
+    columns: Sequence[ColumnInfo],
+    parts: Iterable[pd.DataFrame],
+    records: int,
+    param: str,
+    analysis: str | None = None,
+) -> TableSums:
+    """The :class:`TableSums` of a table of ``records`` records given as its ``parts``, in
+    record order (e.g. a release's published table, made a partition at a time)."""
+    out = TableSums(columns, records, param, analysis)
+    for part in parts:
+        out.add(part)
     return out

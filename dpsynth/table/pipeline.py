@@ -456,14 +456,14 @@ def _release_verdict(read: gather.Gathered, table: SyntheticTable) -> dict:
     at a time as it is published (:meth:`~dpsynth.table.published.SyntheticTable.set_parts`)."""
     if read.sums is None:
         return {"verdict": "unavailable", "reason": read.sums_reason or VERDICT_MISSING}
-    from dpsynth.curator.table_verdict import TableSums, verdict_of
+    from dpsynth.curator.table_verdict import summed_parts, verdict_of
 
     conf = read.sums
     try:
-        synthetic = TableSums(conf.columns, table.n, "synthetic", conf.formula)
-        for part in table.set_parts(0):
-            synthetic.add(part)
-        return verdict_of(conf, synthetic)
+        parts = table.set_parts(0)
+        return verdict_of(
+            conf, summed_parts(conf.columns, parts, table.n, "synthetic", conf.formula)
+        )
     except (InputError, ValueError, KeyError) as exc:  # a verdict never blocks a release
         return {"verdict": "unavailable", "reason": str(exc)}
 

@@ -58,8 +58,9 @@ class SyntheticTable:
     def _part(self, k: int, start: int, stop: int) -> pd.DataFrame:
         """Records ``start:stop`` of set k: public columns copied, confidential ones decoded."""
         names = [c.name for c in self.spec.public]
-        out = self.public.iloc[start:stop][names].reset_index(drop=True)
-        if not names:
+        if names:
+            out = self.public.iloc[start:stop][names].reset_index(drop=True)
+        else:  # no public column: the frame gathered for them may have no records
             out = pd.DataFrame(index=pd.RangeIndex(stop - start))
         for col in self.spec.order():
             out[col.name] = decoded(col, self.synthetic[col.name][k][start:stop])  # index 0..
