@@ -12,7 +12,9 @@ import secrets
 
 import numpy as np
 
-__all__ = ["STREAMS", "column_seed", "derived_seed", "os_seed", "stream"]
+__all__ = [
+    "STREAMS", "column_seed", "derived_seed", "draw_seed", "os_seed", "partition_stream", "stream",
+]  # fmt: skip
 
 STREAMS: dict[str, int] = {
     "ph-conditional": 2,  # a PH column's own cells drawn given its synthetic parents
@@ -20,6 +22,7 @@ STREAMS: dict[str, int] = {
     "marginal-histogram": 4,  # the seed of a column's marginal histogram release
     "rank-map": 5,  # ties of a rank-mapped column
     "marginal-centre": 6,  # the pseudo-data of a marginal centring
+    "partition-draw": 7,  # a column's set drawn at a partition of a table (with k and p)
 }
 """The named random streams of a table column, each drawn from the column's seed: one
 name per use, so that no two uses share a stream."""
@@ -37,6 +40,25 @@ def stream(seed: int | None, name: str) -> np.random.Generator:
     """The generator named ``name`` (:data:`STREAMS`) of a release: from the user's seed, or
     from :func:`os_seed`."""
     return np.random.default_rng([os_seed() if seed is None else int(seed), STREAMS[name]])
+
+
+def partition_stream(seed: int, j: int, k: int, p: int) -> np.random.Generator:
+    """The generator of column j's set k at partition p of a table drawn a partition at a
+    time, from the table's draw seed (:func:`draw_seed`): the same partition drawn again
+    (for its verdict, then its file) is the same records."""
+    return np.random.default_rng([int(seed), STREAMS["partition-draw"], j, k, p])
+
+
+def draw_seed(seed: int | None) -> int:
+    """The seed of a table's partition draws: from the user's seed, or :func:`os_seed`
+    (kept in the release's memory, never published)."""
+    if seed is None:
+        return os_seed()
+    return int(np.random.SeedSequence([int(seed), _DRAW_SALT]).generate_state(1)[0])
+
+
+_DRAW_SALT = 31
+"""Mixed into a table's seed for its partition draws (:func:`draw_seed`)."""
 
 
 def column_seed(seed: int, j: int) -> int:

@@ -19,11 +19,12 @@ import pytest
 from dpsynth import entropy
 from dpsynth.models import synthesis
 from dpsynth.models.catalogue import PublicDesign, get_model
-from dpsynth.table import columns, design, steps
+from dpsynth.table import columns, design, published, steps
 from dpsynth.table.spec import parse_spec
 
 DRAW_TYPES = (columns.PublicInputs, columns.CentreRows, columns.ModelFit, columns.HistogramFit,
-              design.PublicFeatures, design.EncodedPublic)  # fmt: skip
+              columns.ModelPlan, design.PublicFeatures, design.EncodedPublic,
+              published.PartitionDraw)  # fmt: skip
 FORBIDDEN = ("ConfidentialInputs", "Release", "Result", "WeightedFit", "DataFrame", "StanFit")
 
 
@@ -34,6 +35,21 @@ def test_a_draw_takes_its_fit_and_the_public_inputs_only(kind):
     assert [p.name for p in params] == ["fit", "pub"]
     assert hints["pub"] is columns.PublicInputs
     assert hints["fit"] in (columns.ModelFit, columns.HistogramFit)
+
+
+@pytest.mark.parametrize("kind", [columns.MODEL_COLUMN, columns.HISTOGRAM_COLUMN])
+def test_a_pilot_and_a_partition_draw_take_the_fit_and_public_inputs_only(kind):
+    """A large table's draws (a pilot, then each partition from what the pilot fixed) take
+    the fit, public inputs and public positions, as the whole draw does."""
+    for fn, names in (
+        (kind.pilot, ["fit", "pub", "rows"]),
+        (kind.part, ["fit", "plan", "pub", "k", "rows", "rng"]),
+    ):
+        hints = typing.get_type_hints(fn)
+        assert list(inspect.signature(fn).parameters) == names
+        assert hints["pub"] is columns.PublicInputs
+        assert hints["fit"] in (columns.ModelFit, columns.HistogramFit)
+        assert not any(word in str(h) for h in hints.values() for word in FORBIDDEN)
 
 
 @pytest.mark.parametrize("cls", DRAW_TYPES)
@@ -48,7 +64,9 @@ def _function_source(name: str) -> ast.FunctionDef:
     return next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
 
 
-@pytest.mark.parametrize("name", ["draw_model_column", "draw_histogram_column"])
+@pytest.mark.parametrize("name", ["draw_model_column", "draw_histogram_column",
+                                  "pilot_model_column", "pilot_histogram_column",
+                                  "part_model_column", "part_histogram_column"])  # fmt: skip
 def test_a_draw_names_nothing_confidential(name):
     names = {n.id for n in ast.walk(_function_source(name)) if isinstance(n, ast.Name)}
     attrs = {n.attr for n in ast.walk(_function_source(name)) if isinstance(n, ast.Attribute)}

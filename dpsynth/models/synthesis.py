@@ -173,10 +173,23 @@ def sets_at_designs(
     matrix, k) -> draw``, post-processing) applied to the draw in turn, then
     ``model.simulate`` with ``rng``, back on the outcome's scale inside the public bounds.
     Records come from the draw and public inputs only."""
-    out = []
+    return stepped_sets_at_designs(model, draws, rng, designs, bounds, steps)[0]
+
+
+def stepped_sets_at_designs(
+    model: Model,
+    draws: Sequence[Mapping[str, Any]],
+    rng: np.random.Generator,
+    designs: Iterable[np.ndarray | RowDesign | None],
+    bounds: tuple[float, float] | None,
+    steps: Sequence[Any] = (),
+) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
+    """:func:`sets_at_designs`, and each set's draw after its steps (what a later draw of
+    the same set at another public design simulates from: :func:`set_at`)."""
+    out, stepped = [], []
     for k, (draw, X) in enumerate(zip(draws, designs, strict=True)):
         if hasattr(X, "at"):
-            y = _set_by_rows(model, draw, rng, X, steps, k)
+            y, draw = _set_by_rows(model, draw, rng, X, steps, k)
         else:
             Xd = design_matrix(0 if X is None else X.shape[0], X)
             for step in steps:
@@ -184,8 +197,24 @@ def sets_at_designs(
             y = _simulated(model, draw, Xd, rng)
             del Xd
         out.append(to_original_scale(model, y, bounds))
+        stepped.append(dict(draw))
         del X  # before the next set's design is made (``designs`` may make them lazily)
-    return out
+    return out, stepped
+
+
+def set_at(
+    model: Model,
+    draw: Mapping[str, Any],
+    rng: np.random.Generator,
+    X: np.ndarray,
+    bounds: tuple[float, float] | None,
+) -> np.ndarray:
+    """Records from a set's draw after its steps (:func:`stepped_sets_at_designs`) at the
+    public design ``X`` (no intercept column), on the outcome's scale inside the bounds: a
+    partition of a set drawn at the steps its pilot took."""
+    return to_original_scale(
+        model, _simulated(model, draw, design_matrix(X.shape[0], X), rng), bounds
+    )
 
 
 def _set_by_rows(
@@ -195,22 +224,23 @@ def _set_by_rows(
     design: RowDesign,
     steps: Sequence[Any],
     k: int,
-) -> np.ndarray:
+) -> tuple[np.ndarray, Mapping[str, Any]]:
     """Set k's values from ``draw`` at a :class:`RowDesign`: the steps at its
     :func:`step_rows`, then the values :data:`DRAW_ROWS` rows at a time (one chunk, the same
-    arrays and generator calls as a whole design, where it has at most that many rows)."""
+    arrays and generator calls as a whole design, where it has at most that many rows); and
+    the draw after the steps."""
     X = design.at(step_rows(design.n))
     Xd = design_matrix(X.shape[0], X)
     for step in steps:
         draw = step(draw, Xd, k)
     if design.n <= DRAW_ROWS:
-        return _simulated(model, draw, Xd, rng)
+        return _simulated(model, draw, Xd, rng), draw
     del X, Xd
     parts = []
     for start in range(0, design.n, DRAW_ROWS):
         Xc = design.at(slice(start, min(start + DRAW_ROWS, design.n)))
         parts.append(_simulated(model, draw, design_matrix(Xc.shape[0], Xc), rng))
-    return np.concatenate(parts)
+    return np.concatenate(parts), draw
 
 
 def _simulated(

@@ -94,6 +94,20 @@ class PublicInputs:
         )
 
 
+def pilot_inputs(pub: PublicInputs, rows: np.ndarray) -> PublicInputs:
+    """The public inputs at the table's records ``rows`` (positions): a pilot's, whose draw
+    fixes the steps the table's partitions are drawn at."""
+    codes = {name: v[rows] for name, v in pub.public_codes.items()}
+    return replace(pub, public=pub.public[rows], public_codes=codes, records=None)
+
+
+def partition_inputs(pub: PublicInputs, rows: slice) -> PublicInputs:
+    """The public inputs of one set at the records ``rows`` of a partition (its synthetic
+    predecessors added as they are drawn, :meth:`PublicInputs.with_column`)."""
+    codes = {name: v[rows] for name, v in pub.public_codes.items()}
+    return PublicInputs(pub.public[rows], {}, (), 1, pub.public_columns, codes)
+
+
 @dataclass(frozen=True)
 class CentreRows:
     """A marginal centre's public pseudo-design (``centring = "marginal"``): the public
@@ -243,16 +257,42 @@ def fit_histogram_column(
 def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarray]:
     """A PH column's m sets: its PH samples, or given parents each record's own cell drawn
     in its SYNTHETIC parent cell (:func:`dpsynth.table.steps.conditional_values`)."""
+    return pilot_histogram_column(fit, pub, slice(None))[0]
+
+
+def pilot_histogram_column(
+    fit: HistogramFit, pub: PublicInputs, rows: slice | np.ndarray
+) -> tuple[list[np.ndarray], tuple[np.ndarray, ...] | None]:
+    """A PH column's m sets at the table's records ``rows`` (``pub`` holds those), and what
+    its partitions' draws then read (:func:`part_histogram_column`): given parents, each
+    set's shares of its own cells in each parent cell, as the pilot drew them."""
     if not fit.parents:
-        return list(fit.sets)
+        return [s[rows] for s in fit.sets], None
     rng = entropy.stream(fit.col_seed, "ph-conditional")
     own = [None] * pub.m if fit.targets is None else list(fit.targets)
-    return [
-        steps.conditional_values(
-            fit.col, list(fit.parents), pub.parent_values(fit.parents, k), joint, rng, own[k],
-        )
-        for k, joint in enumerate(fit.sets)
-    ]  # fmt: skip
+    sets, shares = [], []
+    for k, joint in enumerate(fit.sets):
+        cells = parent_cell_codes(fit.col, list(fit.parents), pub.parent_values(fit.parents, k))
+        shares.append(steps.conditional_shares(fit.col, list(fit.parents), cells, joint, own[k]))
+        sets.append(steps.values_in_cells(fit.col, shares[-1], cells, rng))
+    return sets, tuple(shares)
+
+
+def part_histogram_column(
+    fit: HistogramFit,
+    plan: tuple[np.ndarray, ...] | None,
+    pub: PublicInputs,
+    k: int,
+    rows: slice,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Set k of a PH column at the records ``rows`` of a partition (``pub``, one set: its
+    synthetic predecessors there): its PH sample's records there, or given parents each
+    record's own cell drawn from the pilot's shares (``plan``) in its SYNTHETIC parent cell."""
+    if not fit.parents:
+        return fit.sets[k][rows]
+    cells = parent_cell_codes(fit.col, list(fit.parents), pub.parent_values(fit.parents, 0))
+    return steps.values_in_cells(fit.col, plan[k], cells, rng)
 
 
 def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> ColumnFit:
@@ -322,21 +362,63 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
     """A model column's m sets: set k from published draw k at the design of the public
     columns and the SYNTHETIC predecessors of set k (NaN where the synthetic indicator says
     missing), through the column's steps, then rank-mapped onto its histogram sample."""
+    return pilot_model_column(fit, pub, slice(None))[0]
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """What a model column's partitions read of its pilot (:func:`pilot_model_column`): each
+    set's draw after its steps, and each set's histogram sample in a public random order
+    (a partition's share of it: the records at its positions), or None."""
+
+    draws: tuple[dict[str, Any], ...]
+    targets: tuple[np.ndarray, ...] | None
+
+
+def pilot_model_column(
+    fit: ModelFit, pub: PublicInputs, rows: slice | np.ndarray
+) -> tuple[list[np.ndarray], ModelPlan]:
+    """:func:`draw_model_column` at the table's records ``rows`` (``pub`` holds those), and
+    what its partitions' draws read then (:class:`ModelPlan`)."""
     col, n = fit.col, pub.n
     keep = [np.ones(n, bool)] * pub.m
     if col.missing == "indicator":
         keep = [pub.synthetic[col.name + MISSING_SUFFIX][k] == 0 for k in range(pub.m)]
     designs = (SetDesign(pub, k, np.flatnonzero(rows)) for k, rows in enumerate(keep))  # in turn
-    drawn = synthesis.sets_at_designs(fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps)
+    drawn, stepped = synthesis.stepped_sets_at_designs(
+        fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps
+    )
     sets = []
-    for rows, y in zip(keep, drawn, strict=True):
+    for rows_k, y in zip(keep, drawn, strict=True):
         full = np.full(n, np.nan)
-        full[rows] = from_outcome(col, y)
+        full[rows_k] = from_outcome(col, y)
         sets.append(full)
+    targets = None
     if col.calibrate_bins is not None:  # each set mapped by rank onto its histogram sample
         rng = entropy.stream(fit.col_seed, "rank-map")
         sets = [steps.rank_mapped(s, t, rng) for s, t in zip(sets, fit.targets, strict=True)]
-    return sets
+        if not isinstance(rows, slice):  # a pilot: its partitions deal the sample
+            targets = tuple(rng.permutation(t) for t in fit.targets)
+    return sets, ModelPlan(tuple(stepped), targets)
+
+
+def part_model_column(
+    fit: ModelFit, plan: ModelPlan, pub: PublicInputs, k: int, rows: slice, rng: np.random.Generator
+) -> np.ndarray:
+    """Set k of a model column at the records ``rows`` of a partition (``pub``, one set: its
+    synthetic predecessors there): from set k's draw after the steps its pilot took, at the
+    partition's design (NaN where the synthetic indicator says missing), rank-mapped onto
+    the partition's share of the set's histogram sample."""
+    col, n = fit.col, pub.n
+    keep = np.ones(n, bool)
+    if col.missing == "indicator":
+        keep = pub.synthetic[col.name + MISSING_SUFFIX][0] == 0
+    X = SetDesign(pub, 0, np.flatnonzero(keep)).at(slice(None))
+    full = np.full(n, np.nan)
+    full[keep] = from_outcome(col, synthesis.set_at(fit.model, plan.draws[k], rng, X, col.bounds))
+    if plan.targets is not None:
+        full = steps.rank_mapped(full, plan.targets[k][rows], rng)
+    return full
 
 
 @dataclass(frozen=True)
@@ -372,6 +454,8 @@ class ColumnKind:
     fit: Callable[[ColumnTask, ConfidentialInputs, PublicInputs], ColumnFit]
     draw: Callable[[Any, PublicInputs], list[np.ndarray]]
     reads: Callable[[ColumnTask, ConfidentialInputs, PublicInputs], FitInputs]
+    pilot: Callable[[Any, PublicInputs, Any], tuple[list[np.ndarray], Any]]
+    part: Callable[[Any, Any, PublicInputs, int, slice, np.random.Generator], np.ndarray]
 
 
 class FitInputs(NamedTuple):
@@ -397,7 +481,9 @@ def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -
     :func:`fit_rows`), the public features there, its marginal histogram's records, and for
     a marginal centre the public pseudo-design chosen here (:func:`centre_rows`)."""
     rows, n = conf.rows, pub.n
-    centre = centre_rows(task.col, pub, task.col_seed) if task.col.centring == "marginal" else None
+    centre = pub.centre  # chosen where the draws run (a pilot's rows), else here
+    if centre is None and task.col.centring == "marginal":
+        centre = centre_rows(task.col, pub, task.col_seed)
     return FitInputs(
         conf,
         replace(
@@ -412,9 +498,13 @@ def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -
 
 
 HISTOGRAM_COLUMN = ColumnKind(
-    "histogram", fit_histogram_column, draw_histogram_column, histogram_reads
-)
-MODEL_COLUMN = ColumnKind("model", fit_model_column, draw_model_column, model_reads)
+    "histogram", fit_histogram_column, draw_histogram_column, histogram_reads,
+    pilot_histogram_column, part_histogram_column,
+)  # fmt: skip
+MODEL_COLUMN = ColumnKind(
+    "model", fit_model_column, draw_model_column, model_reads, pilot_model_column,
+    part_model_column,
+)  # fmt: skip
 
 
 def fit_inputs(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:

@@ -39,6 +39,7 @@ from dpsynth.errors import (
     require_epsilon,
 )
 from dpsynth.mechanisms import registry
+from dpsynth.models import synthesis
 from dpsynth.models.catalogue import (
     get_model,
 )
@@ -51,14 +52,17 @@ from dpsynth.table import gather, schedule, source
 from dpsynth.table.columns import (
     ColumnTask,
     ConfidentialInputs,
+    ModelFit,
     PublicInputs,
     _fixes_dispersion,
+    centre_rows,
     draw_bound,
     fit_epsilon,
     fit_inputs,
     fit_subsample,
     kind_of,
     marginal_cells,
+    pilot_inputs,
     subsample_size,
 )
 from dpsynth.table.design import (
@@ -68,7 +72,7 @@ from dpsynth.table.design import (
     public_matrix,
     reference_codes,
 )
-from dpsynth.table.published import SyntheticTable, TableRelease
+from dpsynth.table.published import PartitionDraw, SyntheticTable, TableRelease
 from dpsynth.table.spec import (
     AUTO_CENTRING_MEANING,
     DEFAULT_MECHANISM_MEANING,
@@ -292,7 +296,7 @@ def _release_table(
     conf, pub = _inputs(read, spec, ref, m)
     drawn = _fit_and_draw(conf, pub, spec, tasks, client)
     del conf
-    table = SyntheticTable(read.public, spec, drawn.synthetic, m, n)  # whole only if asked
+    table = SyntheticTable(read.public, spec, drawn.synthetic or {}, m, n, drawn.partitions)
     releases, marginals = drawn.releases, drawn.marginals
     report = _table_report(spec, releases, marginals, epsilon, m, seed, n)
     diagnostics = _table_diagnostics(spec, releases, marginals, read.clipped, seed)
@@ -306,14 +310,16 @@ def _release_table(
 
 
 class Drawn(NamedTuple):
-    """A table's columns fitted and drawn: each column's m synthetic sets, its release and
-    marginal histogram's (report, diagnostics, result: their synthetic data dropped), and
-    each fit's seconds (confidential)."""
+    """A table's columns fitted and drawn: each column's m synthetic sets (None where the
+    table is drawn a partition at a time: ``partitions``), its release and marginal
+    histogram's (report, diagnostics, result: their synthetic data dropped), and each fit's
+    seconds (confidential)."""
 
-    synthetic: Mapping[str, tuple[np.ndarray, ...]]
+    synthetic: Mapping[str, tuple[np.ndarray, ...]] | None
     releases: dict[str, Any]
     marginals: dict[str, Any]
     seconds: dict[str, float]
+    partitions: PartitionDraw | None = None
 
 
 def _fit_and_draw(
@@ -326,11 +332,17 @@ def _fit_and_draw(
     """The columns' fits (``tasks``, one per column in synthesis order, the table's settings
     alike) submitted at once (:mod:`dpsynth.table.schedule`), each with what it reads
     (``conf``, its column's), their draws made in order as the fits arrive from the public
-    inputs ``pub``."""
+    inputs ``pub``: of every record, or of a table larger than
+    :data:`~dpsynth.models.synthesis.DRAW_ROWS` a pilot at its public random
+    :func:`~dpsynth.models.synthesis.step_rows`, whose steps its partitions are then drawn
+    at (:class:`~dpsynth.table.published.PartitionDraw`)."""
     first = tasks[0]  # m, the sampler and the progress switch are the table's
     releases: dict[str, Any] = {}
     marginals: dict[str, Any] = {}
+    plans: dict[str, tuple[Any, Any]] = {}
     order, run = spec.order(), first.run
+    rows = synthesis.step_rows(pub.n)  # public: from n alone
+    drawn = pub if isinstance(rows, slice) else pilot_inputs(pub, rows)
     with schedule.fitter(client, first.sampler.chains, run["progress"]) as fits:
         handles = {  # a marginal centre waits: it reads its predecessors' synthetic sets
             t.col.name: _submit(fits, t, conf, replace(pub, done=tuple(order[: t.j])))
@@ -341,15 +353,29 @@ def _fit_and_draw(
             for j, col in enumerate(order):
                 _announce(col, j, len(order), tasks[j].epsilon, run)
                 if col.name not in handles:  # after its predecessors' draws
-                    handles[col.name] = _submit(fits, tasks[j], conf, pub)
+                    centre = centre_rows(col, drawn, tasks[j].col_seed)
+                    mine = replace(pub, done=drawn.done, centre=centre)
+                    handles[col.name] = _submit(fits, tasks[j], conf, mine)
                 fitted = _collected(fits, col, handles.pop(col.name))
                 releases[col.name] = _without_data(fitted.release)
                 if fitted.marginal is not None:
                     marginals[col.name] = _without_data(fitted.marginal)
-                pub = pub.with_column(col, kind_of(col).draw(fitted.fit, pub))  # public only
+                sets, plan = kind_of(col).pilot(fitted.fit, drawn, rows)  # public only
+                drawn = drawn.with_column(col, sets)
+                plans[col.name] = (_without_targets(fitted.fit), plan)
         finally:
             fits.cancel(list(handles.values()))
-    return Drawn(pub.synthetic, releases, marginals, dict(fits.seconds))
+    seconds = dict(fits.seconds)
+    if isinstance(rows, slice):
+        return Drawn(drawn.synthetic, releases, marginals, seconds)
+    partitions = PartitionDraw.of(spec, plans, pub, first.seed)
+    return Drawn(None, releases, marginals, seconds, partitions)
+
+
+def _without_targets(fit: Any) -> Any:
+    """A model column's fit without its histogram samples (its partitions read their
+    pilot's dealing of them)."""
+    return replace(fit, targets=None) if isinstance(fit, ModelFit) else fit
 
 
 def _without_data(release: Release) -> Release:

@@ -7,7 +7,12 @@ another) is made from them ``dpsynth.formats.PARTITION_RECORDS`` records at a ti
 (:meth:`dpsynth.table.published.SyntheticTable.parts`) when it is written and when its
 verdict's sums are added, so that the release never holds it whole.
 :class:`TableRelease` makes it whole only when its ``data`` is read (the API's frame).
-Nothing here reads a confidential value: the sets are synthetic and the columns public.
+A table larger than ``dpsynth.models.synthesis.DRAW_ROWS`` records is not held drawn: its
+columns' draws took their steps at a pilot (the table's public random step rows), and
+:class:`PartitionDraw` draws each of its partitions from the fits and those steps when the
+partition is published (each column, set and partition from its own stream, so the same
+partition drawn again is the same records). Nothing here reads a confidential value: the
+sets are synthetic and the columns public.
 """
 
 from __future__ import annotations
@@ -20,10 +25,50 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dpsynth import formats
+from dpsynth import entropy, formats
 from dpsynth.release.single import SET_COLUMN, Release
+from dpsynth.table.columns import PublicInputs, kind_of, partition_inputs
 from dpsynth.table.design import decoded
-from dpsynth.table.spec import TableSpec
+from dpsynth.table.spec import ConfidentialColumn, TableSpec
+
+
+@dataclass(frozen=True)
+class PartitionDraw:
+    """A table's synthetic sets drawn a partition (``records`` records) at a time: each
+    column's fit (its published draws and public settings) and what its pilot fixed (the
+    draws after their steps, the PH shares, the histogram samples' order), the public
+    inputs of every record (without synthetic sets) and the draw seed (never published)."""
+
+    order: tuple[ConfidentialColumn, ...]
+    plans: Mapping[str, tuple[Any, Any]]
+    pub: PublicInputs
+    seed: int
+    records: int = formats.PARTITION_RECORDS
+
+    @classmethod
+    def of(
+        cls,
+        spec: TableSpec,
+        plans: Mapping[str, tuple[Any, Any]],
+        pub: PublicInputs,
+        seed: int | None,
+    ) -> PartitionDraw:
+        """The partition draw of ``spec``'s columns from their fits and pilots (``plans``)."""
+        pub = PublicInputs(pub.public, {}, (), pub.m, pub.public_columns, pub.public_codes)
+        return cls(
+            spec.order(), dict(plans), pub, entropy.draw_seed(seed), formats.PARTITION_RECORDS
+        )
+
+    def columns(self, k: int, p: int) -> dict[str, np.ndarray]:
+        """Set k's synthetic values at partition p, each column in synthesis order."""
+        start = p * self.records
+        rows = slice(start, min(start + self.records, self.pub.n))
+        pub = partition_inputs(self.pub, rows)
+        for j, col in enumerate(self.order):
+            fit, plan = self.plans[col.name]
+            rng = entropy.partition_stream(self.seed, j, k, p)
+            pub = pub.with_column(col, [kind_of(col).part(fit, plan, pub, k, rows, rng)])
+        return {name: sets[0] for name, sets in pub.synthetic.items()}
 
 
 @dataclass(frozen=True)
@@ -37,14 +82,27 @@ class SyntheticTable:
     synthetic: Mapping[str, tuple[np.ndarray, ...]]
     m: int
     n: int
+    draw: PartitionDraw | None = None  # a table drawn a partition at a time (no ``synthetic``)
 
     def __len__(self) -> int:
         return self.n * self.m
 
     def set_parts(self, k: int, records: int = formats.PARTITION_RECORDS) -> Iterator[pd.DataFrame]:
-        """Set k (from 0) ``records`` records at a time, in record order."""
-        for start in range(0, max(self.n, 1), records):
-            yield self._part(k, start, min(start + records, self.n))
+        """Set k (from 0) ``records`` records at a time, in record order (within the
+        partitions a partition draw makes)."""
+        if self.draw is None:
+            for start in range(0, max(self.n, 1), records):
+                stop = min(start + records, self.n)
+                values = {c.name: self.synthetic[c.name][k][start:stop] for c in self.spec.order()}
+                yield self._part(k, start, stop, values)
+            return
+        size = self.draw.records
+        for p, first in enumerate(range(0, self.n, size)):
+            drawn = self.draw.columns(k, p)
+            for start in range(first, min(first + size, self.n), records):
+                stop = min(start + records, first + size, self.n)
+                values = {name: v[start - first : stop - first] for name, v in drawn.items()}
+                yield self._part(k, start, stop, values)
 
     def parts(self, records: int = formats.PARTITION_RECORDS) -> Iterator[pd.DataFrame]:
         """The published table ``records`` records at a time: set 1's, then set 2's, ..."""
@@ -55,15 +113,18 @@ class SyntheticTable:
         """The published table whole (its parts joined)."""
         return pd.concat(list(self.parts()), ignore_index=True)
 
-    def _part(self, k: int, start: int, stop: int) -> pd.DataFrame:
-        """Records ``start:stop`` of set k: public columns copied, confidential ones decoded."""
+    def _part(
+        self, k: int, start: int, stop: int, values: Mapping[str, np.ndarray]
+    ) -> pd.DataFrame:
+        """Records ``start:stop`` of set k: public columns copied, confidential ones (set k's
+        ``values`` there) decoded."""
         names = [c.name for c in self.spec.public]
         if names:
             out = self.public.iloc[start:stop][names].reset_index(drop=True)
         else:  # no public column: the frame gathered for them may have no records
             out = pd.DataFrame(index=pd.RangeIndex(stop - start))
         for col in self.spec.order():
-            out[col.name] = decoded(col, self.synthetic[col.name][k][start:stop])  # index 0..
+            out[col.name] = decoded(col, values[col.name])  # index 0..
         if self.m > 1:
             out.insert(0, SET_COLUMN, k + 1)
         return out

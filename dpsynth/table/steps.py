@@ -185,17 +185,42 @@ def conditional_values(
     post-processing of the ε_j-DP joint histogram sample (and the own histogram's), each
     read as its cells' counts (``joint``: parent cell x own cells + own cell; ``own``: own
     cell), which is all this draw uses of them."""
+    cells = parent_cell_codes(col, parents, parent_values)  # the set's synthetic parents
+    shares = conditional_shares(col, parents, cells, joint, own)
+    return values_in_cells(col, shares, cells, rng)
+
+
+def conditional_shares(
+    col: ConfidentialColumn,
+    parents: list[ConfidentialColumn],
+    cells: np.ndarray,
+    joint: np.ndarray,
+    own: np.ndarray | None = None,
+) -> np.ndarray:
+    """The own cells' shares in each parent cell (parent cells x own cells) that
+    :func:`conditional_values` draws from: the joint sample's, raked to the calibrated
+    marginal where ``own`` is given, with the parent cells' weights of ``cells`` (a set's
+    synthetic parent cells)."""
     L, P = own_size(col), n_cells(col, parents)
     counts = np.asarray(joint, dtype=float).reshape(P, L).copy()
     empty = counts.sum(axis=1) == 0
     counts[empty] = counts.sum(axis=0)
     shares = counts / counts.sum(axis=1, keepdims=True)
-    cells = parent_cell_codes(col, parents, parent_values)  # the set's synthetic parents
     if own is not None:
         q = np.bincount(cells, minlength=P) / len(cells)
         mine = np.asarray(own, dtype=float) / np.sum(own)
         weight = ph_calibration_weight(P, col.calibrate_share)
         shares = raked(shares, q, weight * mine + (1 - weight) * (q @ shares))
+    return shares
+
+
+def values_in_cells(
+    col: ConfidentialColumn, shares: np.ndarray, cells: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Each record's own cell drawn from its parent cell's row of ``shares``
+    (``TABLE_PH["draw"]``), as a level code, or a continuous column's value uniform within
+    the drawn bin."""
+    L = own_size(col)
     codes = drawn_cells(shares, cells, rng, TABLE_PH["draw"]).astype(float)
     if col.levels is not None:
         return codes
