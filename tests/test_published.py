@@ -246,7 +246,9 @@ def test_a_large_model_column_is_drawn_at_its_pilots_steps(monkeypatch):
         _partitioned(monkeypatch, pilot, records)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return synthesize_table(frame, spec, 40.0, seed=2, sampler=fast, allow_large_epsilon=True)
+            return synthesize_table(
+                frame, spec, 40.0, seed=2, sampler=fast, allow_large_epsilon=True
+            )
 
     parts, whole = release(700, 500), release(10**6, 10**6)
     assert parts.table.draw is not None and whole.table.draw is None
