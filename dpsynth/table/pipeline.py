@@ -677,6 +677,7 @@ def _table_report(
         "public_columns_meaning": PUBLIC_COPIED,
         "confidential_columns": columns,
         "missing_values": MISSING_MEANING,
+        "drawn": drawn_meaning(n),
         "analysis": None if spec.analysis is None else spec.analysis.formula,
         "seed": "user-supplied (release NOT private)" if seed is not None else "operating system",
         **_provenance(),
@@ -686,6 +687,20 @@ def _table_report(
         report.update(guarantee="not private (known seed)", epsilon=None, epsilon_budgeted=total)
         report["guarantee_meaning"] = accounting.GUARANTEES["not private (known seed)"]
     return report
+
+
+def drawn_meaning(n: int) -> str:
+    """How a table of n records is drawn (public: from n alone)."""
+    if isinstance(synthesis.step_rows(n), slice):
+        return "every set drawn whole, each column's post-processing steps at all its records"
+    return (
+        f"a pilot of {synthesis.DRAW_ROWS:,d} public random records (fixed by n alone) drawn "
+        "first, every column's post-processing steps (calibration, matched dispersion, "
+        "debias, a PH column's raked shares) taken there; then each partition of "
+        f"{formats.PARTITION_RECORDS:,d} records drawn from the fits at those steps as it is "
+        "published, a rank-mapped column onto its share of the histogram sample (dealt "
+        "without replacement): post-processing, no epsilon spent"
+    )
 
 
 DEBIAS_MEANING = (
