@@ -189,6 +189,8 @@ def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path):
     a, b = table.draw.columns(1, 2), table.draw.columns(1, 2)
     assert all(np.array_equal(a[c], b[c], equal_nan=True) for c in a)
     assert not np.array_equal(a["owner"], table.draw.columns(1, 3)["owner"][: a["owner"].size])
+    assert "800 public random" in rel.report["drawn"]
+    assert "each partition of 700 records" in rel.report["drawn"]
     paths = [tmp_path / "out.csv", tmp_path / "r.json"]
     rel.write(*paths)
     assert rel._frame is None

@@ -368,7 +368,7 @@ def _fit_and_draw(
     seconds = dict(fits.seconds)
     if isinstance(rows, slice):
         return Drawn(drawn.synthetic, releases, marginals, seconds)
-    partitions = PartitionDraw.of(spec, plans, pub, first.seed)
+    partitions = PartitionDraw.of(spec, plans, pub, first.seed, run["progress"])
     return Drawn(None, releases, marginals, seconds, partitions)
 
 

@@ -17,6 +17,7 @@ sets are synthetic and the columns public.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ class PartitionDraw:
     pub: PublicInputs
     seed: int
     records: int = formats.PARTITION_RECORDS
+    progress: bool = False  # a line on the terminal each tenth of a set's partitions
 
     @classmethod
     def of(
@@ -52,12 +54,12 @@ class PartitionDraw:
         plans: Mapping[str, tuple[Any, Any]],
         pub: PublicInputs,
         seed: int | None,
+        progress: bool = False,
     ) -> PartitionDraw:
         """The partition draw of ``spec``'s columns from their fits and pilots (``plans``)."""
         pub = PublicInputs(pub.public, {}, (), pub.m, pub.public_columns, pub.public_codes)
-        return cls(
-            spec.order(), dict(plans), pub, entropy.draw_seed(seed), formats.PARTITION_RECORDS
-        )
+        seed = entropy.draw_seed(seed)
+        return cls(spec.order(), dict(plans), pub, seed, formats.PARTITION_RECORDS, progress)
 
     def columns(self, k: int, p: int) -> dict[str, np.ndarray]:
         """Set k's synthetic values at partition p, each column in synthesis order."""
@@ -68,6 +70,10 @@ class PartitionDraw:
             fit, plan = self.plans[col.name]
             rng = entropy.partition_stream(self.seed, j, k, p)
             pub = pub.with_column(col, [kind_of(col).part(fit, plan, pub, k, rows, rng)])
+        total = -(-self.pub.n // self.records)
+        if self.progress and ((p + 1) % max(1, total // 10) == 0 or p + 1 == total):
+            print(f"[dpsynth] set {k + 1}/{self.pub.m}: {p + 1} of {total} partitions drawn",
+                  file=sys.stderr, flush=True)  # fmt: skip
         return {name: sets[0] for name, sets in pub.synthetic.items()}
 
 
