@@ -174,7 +174,7 @@ def _two_way(data: pd.DataFrame, a: str, b: str) -> pd.Series:
     return data.groupby([a, b], dropna=False).size() / len(data)
 
 
-def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path):
+def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path, capsys):
     """A table larger than its pilot holds no synthetic set: each partition is drawn when it
     is published, the same records each time (the verdict's pass, the file, ``data``); a PH
     column without parents publishes its PH sample's records in order, one with parents
@@ -183,7 +183,9 @@ def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path):
     frame, spec = _frame(3000), parse_spec(CHAINED)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rel = synthesize_table(frame, spec, 40.0, m=2, seed=5, allow_large_epsilon=True)
+        rel = synthesize_table(
+            frame, spec, 40.0, m=2, seed=5, allow_large_epsilon=True, progress=True
+        )
     table = rel.table
     assert table.draw is not None and dict(table.synthetic) == {}
     a, b = table.draw.columns(1, 2), table.draw.columns(1, 2)
@@ -192,7 +194,10 @@ def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path):
     assert "800 public random" in rel.report["drawn"]
     assert "each partition of 700 records" in rel.report["drawn"]
     paths = [tmp_path / "out.csv", tmp_path / "r.json"]
+    capsys.readouterr()
     rel.write(*paths)
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1] == "[dpsynth] set 2/2: 5 of 5 partitions drawn" and len(said) == 10
     assert rel._frame is None
     data = rel.data
     assert len(data) == 6000
