@@ -157,7 +157,7 @@ CHAINED = {
     "public": SPEC["public"],
     "confidential": [
         SPEC["confidential"][0],
-        {**SPEC["confidential"][1], "given": ["visits", "region"]},
+        {**SPEC["confidential"][1], "given": ["visits", "region"], "calibrate_share": 0.2},
     ],
 }
 
@@ -178,7 +178,7 @@ def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path, cap
     """A table larger than its pilot holds no synthetic set: each partition is drawn when it
     is published, the same records each time (the verdict's pass, the file, ``data``); a PH
     column without parents publishes its PH sample's records in order, one with parents
-    keeps the pilot's shares (the two-way table of a whole draw, to sampling error)."""
+    keeps the pilot's raked shares (the two-way table of a whole draw, to sampling error)."""
     _partitioned(monkeypatch, pilot=800, records=700)
     frame, spec = _frame(3000), parse_spec(CHAINED)
     with warnings.catch_warnings():
