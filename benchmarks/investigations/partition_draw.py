@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import subprocess
 import sys
 import tempfile
 import time
@@ -70,13 +69,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     args = parser.parse_args()
     import bench_scale
+    from release_memory import tree_commit
 
-    import dpsynth
-
-    tree = Path(dpsynth.__file__).resolve().parent.parent
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=tree
-    ).stdout.strip()
+    commit = tree_commit()
     with tempfile.TemporaryDirectory(prefix="dpsynth-partition-draw-") as tmp:
         path = bench_scale.make_input(args.rows, 10, Path(tmp))
         for seed in args.seeds:

@@ -102,6 +102,16 @@ def measure(path: Path, columns: int, iters: int) -> dict[str, tuple[int, str]]:
     return poll.peaks
 
 
+def tree_commit() -> str:
+    """The commit of the dpsynth tree imported (the one measured)."""
+    import dpsynth
+
+    tree = Path(dpsynth.__file__).resolve().parent.parent
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=tree
+    ).stdout.strip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--label", required=True, help="e.g. before or after")
@@ -111,12 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     import bench_scale
 
-    import dpsynth
-
-    tree = Path(dpsynth.__file__).resolve().parent.parent
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=tree
-    ).stdout.strip()
+    commit = tree_commit()
     with tempfile.TemporaryDirectory(prefix="dpsynth-memory-") as tmp:
         path = bench_scale.make_input(args.rows, args.columns, Path(tmp))
         peaks = measure(path, args.columns, args.iter)
