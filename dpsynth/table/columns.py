@@ -445,6 +445,11 @@ class SetDesign:
         return np.empty((rows.size, 0)).view(PublicDesign) if X is None else X
 
 
+ColumnPlan = tuple[ModelFit | HistogramFit, ModelPlan | tuple[np.ndarray, ...] | None]
+"""A column's fit and what its pilot fixed (:class:`ModelPlan`, a PH column's shares or
+None): all that drawing its partitions reads (:class:`dpsynth.table.published.PartitionDraw`)."""
+
+
 @dataclass(frozen=True)
 class ColumnKind:
     """One of the two kinds of table column: the function that fits it (the only one that

@@ -50,6 +50,7 @@ from dpsynth.release.single import Release
 from dpsynth.sampler import Sampler
 from dpsynth.table import gather, schedule, source
 from dpsynth.table.columns import (
+    ColumnPlan,
     ColumnTask,
     ConfidentialInputs,
     ModelFit,
@@ -339,7 +340,7 @@ def _fit_and_draw(
     first = tasks[0]  # m, the sampler and the progress switch are the table's
     releases: dict[str, Any] = {}
     marginals: dict[str, Any] = {}
-    plans: dict[str, tuple[Any, Any]] = {}
+    plans: dict[str, ColumnPlan] = {}
     order, run = spec.order(), first.run
     rows = synthesis.step_rows(pub.n)  # public: from n alone
     drawn = pub if isinstance(rows, slice) else pilot_inputs(pub, rows)

@@ -28,7 +28,7 @@ import pandas as pd
 
 from dpsynth import entropy, formats
 from dpsynth.release.single import SET_COLUMN, Release
-from dpsynth.table.columns import PublicInputs, kind_of, partition_inputs
+from dpsynth.table.columns import ColumnPlan, PublicInputs, kind_of, partition_inputs
 from dpsynth.table.design import decoded
 from dpsynth.table.spec import ConfidentialColumn, TableSpec
 
@@ -41,7 +41,7 @@ class PartitionDraw:
     inputs of every record (without synthetic sets) and the draw seed (never published)."""
 
     order: tuple[ConfidentialColumn, ...]
-    plans: Mapping[str, tuple[Any, Any]]
+    plans: Mapping[str, ColumnPlan]
     pub: PublicInputs
     seed: int
     records: int = formats.PARTITION_RECORDS
@@ -51,7 +51,7 @@ class PartitionDraw:
     def of(
         cls,
         spec: TableSpec,
-        plans: Mapping[str, tuple[Any, Any]],
+        plans: Mapping[str, ColumnPlan],
         pub: PublicInputs,
         seed: int | None,
         progress: bool = False,
