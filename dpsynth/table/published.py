@@ -80,8 +80,9 @@ class PartitionDraw:
 @dataclass(frozen=True)
 class SyntheticTable:
     """A table release's published records: the public columns (``public``, n records),
-    each confidential column's m synthetic sets (``synthetic``, on the codes' scale) and the
-    spec that decodes them, m sets long (a ``set`` column first when m > 1)."""
+    each confidential column's m synthetic sets (``synthetic``, on the codes' scale; empty
+    where ``draw`` draws them a partition at a time) and the spec that decodes them, m sets
+    long (a ``set`` column first when m > 1)."""
 
     public: pd.DataFrame
     spec: TableSpec
