@@ -18,7 +18,6 @@ Appends one row per release and figure to
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 import tempfile
 import time
@@ -91,12 +90,9 @@ def _name(fig: dict) -> str:
 
 
 def _append(row: dict) -> None:
-    new = not RESULTS.exists()
-    with RESULTS.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
+    from release_memory import append_row
+
+    append_row(RESULTS, FIELDS, row)
 
 
 if __name__ == "__main__":

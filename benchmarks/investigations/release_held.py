@@ -16,7 +16,6 @@ Appends one row per run to ``benchmarks/results/investigations/release_held.csv`
 from __future__ import annotations
 
 import argparse
-import csv
 import gc
 import sys
 import tempfile
@@ -67,7 +66,7 @@ def main() -> None:
     parser.add_argument("--columns", type=int, default=12)
     args = parser.parse_args()
     import bench_scale
-    from release_memory import tree_commit
+    from release_memory import append_row, tree_commit
 
     from dpsynth.sampler import Sampler
     from dpsynth.table import pipeline
@@ -85,12 +84,7 @@ def main() -> None:
     row = {"label": args.label, "commit": commit, "rows": args.rows, "columns": args.columns}
     row |= {"held_mb": round(held / 2**20, 1), "arrays": arrays}
     row |= {"date": datetime.now(UTC).isoformat(timespec="seconds")}
-    new = not RESULTS.exists()
-    with RESULTS.open("a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerow(row)
+    append_row(RESULTS, FIELDS, row)
     print(row)
 
 

@@ -102,6 +102,16 @@ def measure(path: Path, columns: int, iters: int) -> dict[str, tuple[int, str]]:
     return poll.peaks
 
 
+def append_row(path: Path, fields: list[str], row: dict) -> None:
+    """``row`` appended to the CSV file ``path`` (its header ``fields`` written first)."""
+    new = not path.exists()
+    with path.open("a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
 def tree_commit() -> str:
     """The commit of the dpsynth tree imported (the one measured)."""
     import dpsynth
