@@ -138,7 +138,10 @@ DRAW_ROWS = 200_000
 draw's steps read the design at :func:`step_rows` (every row of a table this size or
 smaller, else a public random this many), and its values are simulated a chunk of rows at a
 time, so a set's design never holds more rows than this, however large the table (its
-memory: book, Scale). A table of at most this many records is drawn as one chunk."""
+memory: book, Scale). A table of at most this many records is drawn as one chunk; a larger
+table is drawn as a pilot of this many rows, then a partition
+(``dpsynth.formats.PARTITION_RECORDS``, fewer) at a time
+(``dpsynth.table.published.PartitionDraw``)."""
 
 
 class RowDesign(Protocol):
