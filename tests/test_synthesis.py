@@ -209,8 +209,8 @@ def test_a_large_set_is_drawn_a_chunk_of_rows_at_a_time(monkeypatch):
     model = get_model("lognormal-regression")
     X = np.random.default_rng(3).uniform(size=(3000, 2)).view(PublicDesign)
     draw = {"beta": np.array([1.0, 0.5, -0.8]), "sigma": np.array(0.3)}
-    whole = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [X], None)[0]
-    one = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [_RowsOf(X)], None)
+    whole = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [X], None)[0][0]
+    one, _ = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [_RowsOf(X)], None)
     np.testing.assert_array_equal(whole, one[0])
 
     monkeypatch.setattr(synthesis, "DRAW_ROWS", 128)
@@ -221,7 +221,9 @@ def test_a_large_set_is_drawn_a_chunk_of_rows_at_a_time(monkeypatch):
         return d
 
     rows = _RowsOf(X)
-    y = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [rows], None, [step])[0]
+    y = synthesis.sets_at_designs(model, [draw], np.random.default_rng(1), [rows], None, [step])[0][
+        0
+    ]
     assert step_sizes == [128] and max(rows.seen) == 128
     assert sum(rows.seen[1:]) == 3000 and y.shape == (3000,)  # the step rows, then the chunks
     np.testing.assert_array_equal(synthesis.step_rows(3000), synthesis.step_rows(3000))

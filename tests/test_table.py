@@ -530,7 +530,7 @@ def test_first_column_is_the_one_column_release(released):
 
     def drawn(*steps):
         draws, rng = synthesis.published_draws(fit.draws, fit.n_draws, seed, 1)
-        return synthesis.sets_at_designs(model, draws, rng, design, (100, 50000), steps)[0]
+        return synthesis.sets_at_designs(model, draws, rng, design, (100, 50000), steps)[0][0]
 
     again = drawn(Debiased(model, censoring, seed, None, None))
     np.testing.assert_allclose(again, rel.data["income"].to_numpy(), rtol=1e-12)

@@ -169,26 +169,15 @@ def sets_at_designs(
     designs: Iterable[np.ndarray | RowDesign | None],
     bounds: tuple[float, float] | None,
     steps: Sequence[Any] = (),
-) -> list[np.ndarray]:
+) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
     """Set k from ``draws[k]`` at the public design ``designs[k]`` (no intercept column;
     :func:`dpsynth.models.catalogue.design_matrix` adds it; a :class:`RowDesign` is made
     :data:`DRAW_ROWS` rows at a time): each step of ``steps`` (a callable ``(draw, design
     matrix, k) -> draw``, post-processing) applied to the draw in turn, then
     ``model.simulate`` with ``rng``, back on the outcome's scale inside the public bounds.
-    Records come from the draw and public inputs only."""
-    return stepped_sets_at_designs(model, draws, rng, designs, bounds, steps)[0]
-
-
-def stepped_sets_at_designs(
-    model: Model,
-    draws: Sequence[Mapping[str, Any]],
-    rng: np.random.Generator,
-    designs: Iterable[np.ndarray | RowDesign | None],
-    bounds: tuple[float, float] | None,
-    steps: Sequence[Any] = (),
-) -> tuple[list[np.ndarray], list[dict[str, Any]]]:
-    """:func:`sets_at_designs`, and each set's draw after its steps (what a later draw of
-    the same set at another public design simulates from: :func:`set_at`)."""
+    Records come from the draw and public inputs only. Returns the sets and each set's draw
+    after its steps (what a later draw of the same set at another public design simulates
+    from: :func:`set_at`)."""
     out, stepped = [], []
     for k, (draw, X) in enumerate(zip(draws, designs, strict=True)):
         if hasattr(X, "at"):
@@ -212,7 +201,7 @@ def set_at(
     X: np.ndarray,
     bounds: tuple[float, float] | None,
 ) -> np.ndarray:
-    """Records from a set's draw after its steps (:func:`stepped_sets_at_designs`) at the
+    """Records from a set's draw after its steps (:func:`sets_at_designs`) at the
     public design ``X`` (no intercept column), on the outcome's scale inside the bounds: a
     partition of a set drawn at the steps its pilot took."""
     return to_original_scale(

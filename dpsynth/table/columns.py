@@ -256,7 +256,8 @@ def fit_histogram_column(
 
 def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarray]:
     """A PH column's m sets: its PH samples, or given parents each record's own cell drawn
-    in its SYNTHETIC parent cell (:func:`dpsynth.table.steps.conditional_values`)."""
+    in its SYNTHETIC parent cell (:func:`dpsynth.table.steps.conditional_shares`,
+    :func:`dpsynth.table.steps.values_in_cells`)."""
     return pilot_histogram_column(fit, pub, slice(None))[0]
 
 
@@ -385,7 +386,7 @@ def pilot_model_column(
     if col.missing == "indicator":
         keep = [pub.synthetic[col.name + MISSING_SUFFIX][k] == 0 for k in range(pub.m)]
     designs = (SetDesign(pub, k, np.flatnonzero(rows)) for k, rows in enumerate(keep))  # in turn
-    drawn, stepped = synthesis.stepped_sets_at_designs(
+    drawn, stepped = synthesis.sets_at_designs(
         fit.model, fit.draws, fit.rng, designs, col.bounds, fit.steps
     )
     sets = []
@@ -484,9 +485,10 @@ def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -
     """A model column's fit reads its own values and its predecessors' at its records
     (``conf``, gathered as the table was read: a k-of-n subsample with ``fit_records``,
     :func:`fit_rows`), the public features there, its marginal histogram's records, and for
-    a marginal centre the public pseudo-design chosen here (:func:`centre_rows`)."""
+    a marginal centre the public pseudo-design chosen where the draws run (``pub.centre``:
+    a pilot's rows), else here (:func:`centre_rows`)."""
     rows, n = conf.rows, pub.n
-    centre = pub.centre  # chosen where the draws run (a pilot's rows), else here
+    centre = pub.centre
     if centre is None and task.col.centring == "marginal":
         centre = centre_rows(task.col, pub, task.col_seed)
     return FitInputs(

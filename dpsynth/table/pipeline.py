@@ -297,7 +297,7 @@ def _release_table(
     conf, pub = _inputs(read, spec, ref, m)
     drawn = _fit_and_draw(conf, pub, spec, tasks, client)
     del conf
-    table = SyntheticTable(read.public, spec, drawn.synthetic or {}, m, n, drawn.partitions)
+    table = SyntheticTable(read.public, spec, drawn.synthetic, m, n, drawn.partitions)
     releases, marginals = drawn.releases, drawn.marginals
     report = _table_report(spec, releases, marginals, epsilon, m, seed, n)
     diagnostics = _table_diagnostics(spec, releases, marginals, read.clipped, seed)
@@ -311,12 +311,12 @@ def _release_table(
 
 
 class Drawn(NamedTuple):
-    """A table's columns fitted and drawn: each column's m synthetic sets (None where the
+    """A table's columns fitted and drawn: each column's m synthetic sets (none where the
     table is drawn a partition at a time: ``partitions``), its release and marginal
     histogram's (report, diagnostics, result: their synthetic data dropped), and each fit's
     seconds (confidential)."""
 
-    synthetic: Mapping[str, tuple[np.ndarray, ...]] | None
+    synthetic: Mapping[str, tuple[np.ndarray, ...]]
     releases: dict[str, Any]
     marginals: dict[str, Any]
     seconds: dict[str, float]
@@ -370,7 +370,7 @@ def _fit_and_draw(
     if isinstance(rows, slice):
         return Drawn(drawn.synthetic, releases, marginals, seconds)
     partitions = PartitionDraw.of(spec, plans, pub, first.seed, run["progress"])
-    return Drawn(None, releases, marginals, seconds, partitions)
+    return Drawn({}, releases, marginals, seconds, partitions)
 
 
 def _without_targets(fit: Any) -> Any:

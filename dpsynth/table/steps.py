@@ -9,7 +9,6 @@ perturbed histograms' samples): post-processing, no epsilon spent.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,7 +19,6 @@ from dpsynth.models import debias
 from dpsynth.models.catalogue import (
     Model,
 )
-from dpsynth.table.design import parent_cell_codes
 from dpsynth.table.spec import (
     ConfidentialColumn,
     n_cells,
@@ -169,27 +167,6 @@ def sorted_quantiles(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
     return out
 
 
-def conditional_values(
-    col: ConfidentialColumn,
-    parents: list[ConfidentialColumn],
-    parent_values: Mapping[str, np.ndarray],
-    joint: np.ndarray,
-    rng: np.random.Generator,
-    own: np.ndarray | None = None,
-) -> np.ndarray:
-    """A set's levels (or public bins), each drawn (``TABLE_PH["draw"]``) from the PH
-    sample's own cells in the record's SYNTHETIC parent cell (the sample's overall cells
-    where that cell is empty; the sample has :func:`dpsynth.table.columns.ph_joint_draws` cells, so this draw
-    adds little noise), the shares raked to a calibrated marginal where ``own`` (the own
-    histogram's sample) is given; a continuous column's value uniform within its drawn bin:
-    post-processing of the ε_j-DP joint histogram sample (and the own histogram's), each
-    read as its cells' counts (``joint``: parent cell x own cells + own cell; ``own``: own
-    cell), which is all this draw uses of them."""
-    cells = parent_cell_codes(col, parents, parent_values)  # the set's synthetic parents
-    shares = conditional_shares(col, parents, cells, joint, own)
-    return values_in_cells(col, shares, cells, rng)
-
-
 def conditional_shares(
     col: ConfidentialColumn,
     parents: list[ConfidentialColumn],
@@ -197,10 +174,16 @@ def conditional_shares(
     joint: np.ndarray,
     own: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The own cells' shares in each parent cell (parent cells x own cells) that
-    :func:`conditional_values` draws from: the joint sample's, raked to the calibrated
-    marginal where ``own`` is given, with the parent cells' weights of ``cells`` (a set's
-    synthetic parent cells)."""
+    """The own cells' shares in each parent cell (parent cells x own cells) that a PH
+    column given parents draws a set's levels (or public bins) from
+    (:func:`values_in_cells`): the PH joint sample's own cells in each parent cell (the
+    sample's overall cells where that cell is empty; the sample has
+    :func:`dpsynth.table.columns.ph_joint_draws` cells, so the draw adds little noise),
+    raked to a calibrated marginal where ``own`` (the own histogram's sample) is given, with
+    the parent cells' weights of ``cells`` (the set's SYNTHETIC parent cells): post-processing
+    of the ε_j-DP joint histogram sample (and the own histogram's), each read as its cells'
+    counts (``joint``: parent cell x own cells + own cell; ``own``: own cell), which is all
+    the draw uses of them."""
     L, P = own_size(col), n_cells(col, parents)
     counts = np.asarray(joint, dtype=float).reshape(P, L).copy()
     empty = counts.sum(axis=1) == 0
