@@ -23,6 +23,7 @@ STREAMS: dict[str, int] = {
     "rank-map": 5,  # ties of a rank-mapped column
     "marginal-centre": 6,  # the pseudo-data of a marginal centring
     "partition-draw": 7,  # a column's set drawn at a partition of a table (with k and p)
+    "ph-deal": 8,  # a PH column's sample dealt to a table's partitions
 }
 """The named random streams of a table column, each drawn from the column's seed: one
 name per use, so that no two uses share a stream."""

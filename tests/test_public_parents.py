@@ -100,13 +100,18 @@ def test_the_dependence_on_a_public_parent_is_kept_only_when_drawn_given_it():
 
 def test_the_draw_reads_a_public_parent_s_codes_not_the_data():
     """The draw of a column given a public parent reads :class:`PublicInputs` alone: its
-    parents' values are the public codes (the same in every set) and the synthetic sets."""
+    parents' values are the public codes made from the public features (the same in every
+    set; a missing value the first level) and the synthetic sets."""
     from dpsynth.table.columns import PublicInputs
+    from dpsynth.table.design import public_encoder, public_features
 
-    codes = {"g": np.array([0.0, 2.0, 1.0])}
-    pub = PublicInputs(np.zeros((3, 1)), {"h": (np.array([1.0, 0, 1]),) * 2}, (), 2, (), codes)
     spec = parse_spec(_raw(["g"], ["h", "g"]))
+    frame = pd.DataFrame({"g": ["a", "c", "b", None], "age": [20.0, 30, 40, 50]})
+    feats = public_features(frame, [public_encoder(frame, c) for c in spec.public])
+    pub = PublicInputs(feats, {"h": (np.array([1.0, 0, 1, 0]),) * 2}, (), 2, spec.public)
     parents = ph_parents(spec.order()[1], spec.order()[:1], spec.public)
     for k in range(2):
         values = pub.parent_values(parents, k)
-        assert np.array_equal(values["g"], codes["g"]) and np.array_equal(values["h"], [1, 0, 1])
+        assert np.array_equal(values["g"], [0, 2, 1, 0]) and np.array_equal(
+            values["h"], [1, 0, 1, 0]
+        )

@@ -177,8 +177,8 @@ def _two_way(data: pd.DataFrame, a: str, b: str) -> pd.Series:
 def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path, capsys):
     """A table larger than its pilot holds no synthetic set: each partition is drawn when it
     is published, the same records each time (the verdict's pass, the file, ``data``); a PH
-    column without parents publishes its PH sample's records in order, one with parents
-    keeps the pilot's raked shares (the two-way table of a whole draw, to sampling error)."""
+    column without parents publishes its PH sample's values (dealt to the partitions), one
+    with parents keeps the pilot's raked shares (the two-way table of a whole draw, to sampling error)."""
     _partitioned(monkeypatch, pilot=800, records=700)
     frame, spec = _frame(3000), parse_spec(CHAINED)
     with warnings.catch_warnings():
@@ -213,7 +213,10 @@ def test_a_large_table_is_drawn_a_partition_at_a_time(monkeypatch, tmp_path, cap
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         whole = synthesize_table(frame, spec, 40.0, m=2, seed=5, allow_large_epsilon=True).data
-    assert whole["visits"].tolist() == data["visits"].tolist()  # the PH sample, in order
+    for k in (1, 2):  # each set's PH sample, dealt to the partitions in a new order
+        mine, theirs = (d.loc[d[SET_COLUMN] == k, "visits"] for d in (data, whole))
+        assert sorted(mine) == sorted(theirs)
+    assert data["visits"].tolist() != whole["visits"].tolist()
     for x, y in (("owner", "visits"), ("owner", "region")):
         p, q = _two_way(data, x, y), _two_way(whole, x, y)
         tvd = 0.5 * p.sub(q, fill_value=0).abs().sum()
@@ -269,3 +272,113 @@ def test_a_large_model_column_is_drawn_at_its_pilots_steps(monkeypatch):
     assert gap.max() < 10, gap  # the same histogram sample (seeded): within a tenth of a bin
     by_region = [d.groupby("region")["income"].mean() for d in (a, b)]
     assert (by_region[0] - by_region[1]).abs().max() < 15  # the slope kept (n vs e, s: 300)
+
+
+@pytest.mark.parametrize("integer", [True, False])
+def test_a_dealt_sample_gives_each_partition_a_random_share_of_its_bins(integer):
+    """A PH sample held as its bins' counts (``steps.DealtSample``): the partitions' values
+    together fall in the sample's bins exactly (an integer sample's values are its values),
+    each partition its size, inside its bins; a partition's share of a bin is hypergeometric
+    (mean over 400 deals within 4 standard errors of size x share); the same partition drawn
+    twice from one seed is the same values; a continuous value is uniform within its bin; a
+    partition it does not hold is refused."""
+    from dpsynth.mechanisms.histogram import ph_edges, sample_bins
+    from dpsynth.table.steps import DealtSample
+
+    rng = np.random.default_rng(1)
+    edges = ph_edges((0, 9), 5, integer)
+    weights = np.linspace(1, 3, edges.size - 1)
+    bins = rng.choice(edges.size - 1, 1030, p=weights / weights.sum())
+    sample = np.rint(edges[bins] + 0.5) if integer else rng.uniform(edges[bins], edges[bins + 1])
+    dealt = DealtSample.of(sample, edges, integer, 300, np.random.default_rng(2))
+    parts = [dealt.at(slice(a, min(a + 300, 1030)), np.random.default_rng(a)) for a in dealt.starts]
+    assert [p.size for p in parts] == [300, 300, 300, 130]
+    joined = np.concatenate(parts)
+    want = np.bincount(sample_bins(sample, edges, integer), minlength=edges.size - 1)
+    assert np.array_equal(
+        np.bincount(sample_bins(joined, edges, integer), minlength=want.size), want
+    )
+    if integer:
+        assert sorted(joined) == sorted(sample)
+    else:  # uniform within its bin: the mean place in it 1/2 (standard error 0.009)
+        at = sample_bins(joined, edges, integer)
+        place = (joined - edges[at]) / (edges[at + 1] - edges[at])
+        assert abs(place.mean() - 0.5) < 0.04
+    assert joined.min() >= edges[0] and joined.max() <= edges[-1]
+    assert np.array_equal(parts[1], dealt.at(slice(300, 600), np.random.default_rng(300)))
+    shares = np.array(
+        [
+            DealtSample.of(sample, edges, integer, 300, np.random.default_rng(s)).counts[0]
+            for s in range(400)
+        ]
+    )
+    N, K, n = 1030, want, 300
+    sd = np.sqrt(n * K / N * (1 - K / N) * (N - n) / (N - 1))
+    assert np.all(np.abs(shares.mean(axis=0) - n * K / N) < 4 * sd / np.sqrt(400))
+    with pytest.raises(ValueError, match="no partition"):
+        dealt.at(slice(10, 310), rng)
+
+
+def test_public_features_at_rows_keep_their_codes():
+    """The public features at some records (``PublicFeatures.take``) are those records'
+    features, and a level column's codes made from them are ``design.public_codes`` there
+    (a missing value the first level): what a PH column's public parent reads."""
+    from dpsynth.table.design import public_codes, public_encoder, public_features
+
+    spec = parse_spec(SPEC)
+    frame = _frame(50)
+    frame.loc[[3, 7], "region"] = None
+    encoders = [public_encoder(frame, c) for c in spec.public]
+    feats = public_features(frame, encoders)
+    rows = np.array([40, 3, 7, 11])
+    assert np.array_equal(feats.take(rows)[:], feats[rows])
+    assert np.array_equal(feats.take(slice(5, 9))[:], feats[5:9])
+    region = public_codes(frame, encoders[1])
+    assert np.array_equal(feats.take(rows).level_codes("region"), region[rows])
+    assert feats.level_codes("age") is None and feats.take(slice(5, 9)).shape[0] == 4
+
+
+def test_a_large_continuous_ph_column_keeps_its_samples_bins(monkeypatch):
+    """A parentless PH column drawn a partition at a time publishes its PH sample dealt to
+    the partitions: a continuous column's values fall in the mechanism's own bins (its
+    default number, sqrt(n)) exactly as the whole draw's do, set by set, inside its bounds;
+    a level column's counts are the whole draw's; the records' order is new."""
+    from dpsynth.mechanisms.histogram import ph_bins, ph_edges, sample_bins
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    frame = _frame(n).assign(wage=rng.gamma(2, 10, n).clip(0, 100))
+    spec = parse_spec(
+        {
+            "public": SPEC["public"],
+            "confidential": [
+                {"name": "wage", "type": "continuous", "bounds": [0, 100], "mechanism": "ph"},
+                {**SPEC["confidential"][1], "given": []},
+            ],
+        }
+    )
+
+    def release(pilot: int, records: int) -> pd.DataFrame:
+        _partitioned(monkeypatch, pilot, records)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return synthesize_table(frame, spec, 20.0, m=2, seed=4, allow_large_epsilon=True).data
+
+    parts, whole = release(800, 700), release(10**6, 10**6)
+    k = ph_bins(n, (0, 100))
+    edges = ph_edges((0, 100), k, False)
+    for s in (1, 2):
+        a, b = (d[d[SET_COLUMN] == s] for d in (parts, whole))
+        bins = [
+            np.bincount(sample_bins(d["wage"].to_numpy(), edges, False), minlength=k)
+            for d in (a, b)
+        ]
+        assert np.array_equal(*bins)
+        assert a["wage"].between(0, 100).all()
+        assert (
+            a["owner"]
+            .value_counts(dropna=False)
+            .sort_index()
+            .equals(b["owner"].value_counts(dropna=False).sort_index())
+        )
+    assert not np.array_equal(parts["wage"].to_numpy(), whole["wage"].to_numpy())

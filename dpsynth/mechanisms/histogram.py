@@ -217,13 +217,12 @@ def perturbed_histogram(
         k = errors.require_m(n_bins, "n_bins")
     if k > MAX_BINS:
         raise InputError("n_bins", f"at most {MAX_BINS:,} bins (got {k:,})")
+    edges = ph_edges((lo, hi), k, integer)
     if integer:
-        edges = np.arange(lo, hi + 2) - 0.5
         given = isinstance(x, CellCounts)
         counts = x.counts if given else np.bincount((x - lo).astype(np.int64), minlength=k)
         counts = counts.astype(float)
     else:
-        edges = np.linspace(lo, hi, k + 1)
         counts = np.histogram(x, bins=edges)[0].astype(float)
     gen = secure_generator() if rng is None else require_generator(rng)
     sets = []
@@ -237,6 +236,31 @@ def perturbed_histogram(
         else:
             sets.append(gen.uniform(edges[bins], edges[bins + 1]))
     return np.vstack(sets)
+
+
+def ph_edges(bounds: tuple[float, float], k: int, integer: bool) -> np.ndarray:
+    """The edges of PH's k public bins on ``bounds`` [LO, HI]: unit bins centred on the
+    integers with ``integer`` (a value is its bin's centre), else k equal-width bins (a value
+    is uniform within its bin)."""
+    lo, hi = bounds
+    return np.arange(lo, hi + 2) - 0.5 if integer else np.linspace(lo, hi, k + 1)
+
+
+def sample_bins(values: np.ndarray, edges: np.ndarray, integer: bool) -> np.ndarray:
+    """The bin of each value of a PH sample on ``edges`` (:func:`ph_edges`)."""
+    if integer:
+        return np.rint(values - (edges[0] + 0.5)).astype(np.int64)
+    return np.clip(np.searchsorted(edges, values, side="right") - 1, 0, edges.size - 2)
+
+
+def values_in_bins(
+    bins: np.ndarray, edges: np.ndarray, integer: bool, rng: np.random.Generator
+) -> np.ndarray:
+    """A PH sample's values given their bins (:func:`sample_bins`): a unit bin's integer,
+    else uniform within the bin, as :func:`perturbed_histogram` draws them."""
+    if integer:
+        return np.rint(edges[bins] + 0.5)
+    return rng.uniform(edges[bins], edges[bins + 1])
 
 
 def _drawn_bins(p: np.ndarray, n_out: int, gen: np.random.Generator, draw: str) -> np.ndarray:

@@ -13,19 +13,19 @@ publishes (the ones its epsilon covers), not the posterior sample.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from dpsynth import entropy
+from dpsynth import entropy, formats
 from dpsynth.errors import (
     EPSILON_RANGE,
     DataRefusal,
 )
 from dpsynth.mechanisms import registry
-from dpsynth.mechanisms.histogram import CellCounts
+from dpsynth.mechanisms.histogram import CellCounts, ph_bins, ph_edges
 from dpsynth.models import debias, synthesis
 from dpsynth.models.catalogue import (
     Model,
@@ -59,9 +59,9 @@ from dpsynth.table.steps import TABLE_PH
 
 @dataclass(frozen=True)
 class PublicInputs:
-    """What a column's draw reads: the public columns' features (and their spec entries and
-    level codes: a PH column's public parents), the synthetic sets of the
-    columns before it and their (public) spec entries. No field holds, or leads to, a
+    """What a column's draw reads: the public columns' features (kept encoded: a PH
+    column's public parents' codes are made from them) and spec entries, the synthetic sets
+    of the columns before it and their (public) spec entries. No field holds, or leads to, a
     confidential value: the draw of a column cannot see the data."""
 
     public: np.ndarray | PublicFeatures  # n x p: the public columns' features
@@ -69,7 +69,6 @@ class PublicInputs:
     done: tuple[ConfidentialColumn, ...]  # the predecessors, in synthesis order
     m: int
     public_columns: tuple[PublicColumn, ...] = ()  # the spec's public columns
-    public_codes: Mapping[str, np.ndarray] = field(default_factory=dict)  # level ones' codes
     records: int | None = None  # n, where ``public`` holds a fit's records only (fit_inputs)
     centre: CentreRows | None = None  # a marginal centre's public pseudo-design (fit_inputs)
 
@@ -81,11 +80,13 @@ class PublicInputs:
     def parent_values(self, parents: Sequence[Any], k: int) -> dict[str, np.ndarray]:
         """A PH column's parents' values in set k: a public column's codes (copied), a
         confidential predecessor's k-th synthetic set."""
-        return {
-            p.name: self.public_codes[p.name] if p.name in self.public_codes
-            else self.synthetic[p.name][k]
-            for p in parents
-        }  # fmt: skip
+        return {p.name: self._parent(p.name, k) for p in parents}
+
+    def _parent(self, name: str, k: int) -> np.ndarray:
+        """A parent's values in set k: a public column's codes (made from the public
+        features), a confidential predecessor's k-th synthetic set."""
+        codes = self.public.level_codes(name) if isinstance(self.public, PublicFeatures) else None
+        return self.synthetic[name][k] if codes is None else codes
 
     def with_column(self, col: ConfidentialColumn, sets: list[np.ndarray]) -> PublicInputs:
         """These inputs with ``col``'s m synthetic sets added (the next column's)."""
@@ -97,15 +98,21 @@ class PublicInputs:
 def pilot_inputs(pub: PublicInputs, rows: np.ndarray) -> PublicInputs:
     """The public inputs at the table's records ``rows`` (positions): a pilot's, whose draw
     fixes the steps the table's partitions are drawn at."""
-    codes = {name: v[rows] for name, v in pub.public_codes.items()}
-    return replace(pub, public=pub.public[rows], public_codes=codes, records=None)
+    return replace(pub, public=_public_at(pub.public, rows), records=None)
 
 
 def partition_inputs(pub: PublicInputs, rows: slice) -> PublicInputs:
     """The public inputs of one set at the records ``rows`` of a partition (its synthetic
     predecessors added as they are drawn, :meth:`PublicInputs.with_column`)."""
-    codes = {name: v[rows] for name, v in pub.public_codes.items()}
-    return PublicInputs(pub.public[rows], {}, (), 1, pub.public_columns, codes)
+    return PublicInputs(_public_at(pub.public, rows), {}, (), 1, pub.public_columns)
+
+
+def _public_at(
+    public: np.ndarray | PublicFeatures, rows: slice | np.ndarray
+) -> np.ndarray | PublicFeatures:
+    """The public features at the records ``rows``: kept encoded (:class:`PublicFeatures`:
+    a PH column's public parents' codes are made from them), or an array's rows."""
+    return public.take(rows) if isinstance(public, PublicFeatures) else public[rows]
 
 
 @dataclass(frozen=True)
@@ -254,6 +261,12 @@ def fit_histogram_column(
     return ColumnFit(rel, marg, HistogramFit(col, tuple(parents), sets, targets, col_seed))
 
 
+HistogramPlan = tuple[np.ndarray, ...] | tuple[steps.DealtSample, ...] | None
+"""What a PH column's partitions read of its pilot: given parents, each set's shares of its
+own cells in each parent cell; without, each set's sample dealt to the partitions (None:
+drawn whole)."""
+
+
 def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarray]:
     """A PH column's m sets: its PH samples, or given parents each record's own cell drawn
     in its SYNTHETIC parent cell (:func:`dpsynth.table.steps.conditional_shares`,
@@ -263,12 +276,17 @@ def draw_histogram_column(fit: HistogramFit, pub: PublicInputs) -> list[np.ndarr
 
 def pilot_histogram_column(
     fit: HistogramFit, pub: PublicInputs, rows: slice | np.ndarray
-) -> tuple[list[np.ndarray], tuple[np.ndarray, ...] | None]:
+) -> tuple[list[np.ndarray], HistogramPlan]:
     """A PH column's m sets at the table's records ``rows`` (``pub`` holds those), and what
     its partitions' draws then read (:func:`part_histogram_column`): given parents, each
-    set's shares of its own cells in each parent cell, as the pilot drew them."""
+    set's shares of its own cells in each parent cell, as the pilot drew them; without, of a
+    pilot, each set's PH sample dealt to the partitions (:class:`~dpsynth.table.steps.DealtSample`)."""
     if not fit.parents:
-        return [s[rows] for s in fit.sets], None
+        dealt = None
+        if not isinstance(rows, slice):  # a pilot: its partitions deal the sample
+            rng = entropy.stream(fit.col_seed, "ph-deal")
+            dealt = _dealt(fit.sets, ph_sample_bins(fit.col, fit.sets[0].size), rng)
+        return [s[rows] for s in fit.sets], dealt
     rng = entropy.stream(fit.col_seed, "ph-conditional")
     own = [None] * pub.m if fit.targets is None else list(fit.targets)
     sets, shares = [], []
@@ -281,19 +299,41 @@ def pilot_histogram_column(
 
 def part_histogram_column(
     fit: HistogramFit,
-    plan: tuple[np.ndarray, ...] | None,
+    plan: HistogramPlan,
     pub: PublicInputs,
     k: int,
     rows: slice,
     rng: np.random.Generator,
 ) -> np.ndarray:
     """Set k of a PH column at the records ``rows`` of a partition (``pub``, one set: its
-    synthetic predecessors there): its PH sample's records there, or given parents each
-    record's own cell drawn from the pilot's shares (``plan``) in its SYNTHETIC parent cell."""
+    synthetic predecessors there): the values its PH sample dealt there (``plan``), or given
+    parents each record's own cell drawn from the pilot's shares (``plan``) in its SYNTHETIC
+    parent cell."""
     if not fit.parents:
-        return fit.sets[k][rows]
+        return plan[k].at(rows, rng)
     cells = parent_cell_codes(fit.col, list(fit.parents), pub.parent_values(fit.parents, 0))
     return steps.values_in_cells(fit.col, plan[k], cells, rng)
+
+
+def _dealt(
+    samples: Iterable[np.ndarray], bins: tuple[np.ndarray, bool], rng: np.random.Generator
+) -> tuple[steps.DealtSample, ...]:
+    """Each set's histogram sample on ``bins`` (edges, unit bins or not) dealt to the
+    table's partitions of ``dpsynth.formats.PARTITION_RECORDS`` records
+    (:class:`~dpsynth.table.steps.DealtSample`), as :class:`~dpsynth.table.published.PartitionDraw`
+    draws them."""
+    edges, integer = bins
+    size = formats.PARTITION_RECORDS
+    return tuple(steps.DealtSample.of(s, edges, integer, size, rng) for s in samples)
+
+
+def ph_sample_bins(col: ConfidentialColumn, n: int) -> tuple[np.ndarray, bool]:
+    """The public bins of a parentless PH column's sample of n values (:func:`_ph_settings`,
+    as the release made them: :func:`dpsynth.mechanisms.histogram.ph_edges`) and whether
+    they are unit bins."""
+    kw = _ph_settings(col, [])
+    k = kw.get("n_bins") or ph_bins(n, kw["bounds"], kw["integer"])
+    return ph_edges(kw["bounds"], k, kw["integer"]), kw["integer"]
 
 
 def fit_model_column(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> ColumnFit:
@@ -369,11 +409,11 @@ def draw_model_column(fit: ModelFit, pub: PublicInputs) -> list[np.ndarray]:
 @dataclass(frozen=True)
 class ModelPlan:
     """What a model column's partitions read of its pilot (:func:`pilot_model_column`): each
-    set's draw after its steps, and each set's histogram sample in a public random order
-    (a partition's share of it: the records at its positions), or None."""
+    set's draw after its steps, and each set's histogram sample dealt to the partitions
+    (:class:`~dpsynth.table.steps.DealtSample`), or None."""
 
     draws: tuple[dict[str, Any], ...]
-    targets: tuple[np.ndarray, ...] | None
+    targets: tuple[steps.DealtSample, ...] | None
 
 
 def pilot_model_column(
@@ -399,7 +439,7 @@ def pilot_model_column(
         rng = entropy.stream(fit.col_seed, "rank-map")
         sets = [steps.rank_mapped(s, t, rng) for s, t in zip(sets, fit.targets, strict=True)]
         if not isinstance(rows, slice):  # a pilot: its partitions deal the sample
-            targets = tuple(rng.permutation(t) for t in fit.targets)
+            targets = _dealt(fit.targets, marginal_edges(col), rng)
     return sets, ModelPlan(tuple(stepped), targets)
 
 
@@ -418,7 +458,7 @@ def part_model_column(
     full = np.full(n, np.nan)
     full[keep] = from_outcome(col, synthesis.set_at(fit.model, plan.draws[k], rng, X, col.bounds))
     if plan.targets is not None:
-        full = steps.rank_mapped(full, plan.targets[k][rows], rng)
+        full = steps.rank_mapped(full, plan.targets[k].at(rows, rng), rng)
     return full
 
 
@@ -446,9 +486,9 @@ class SetDesign:
         return np.empty((rows.size, 0)).view(PublicDesign) if X is None else X
 
 
-ColumnPlan = tuple[ModelFit | HistogramFit, ModelPlan | tuple[np.ndarray, ...] | None]
-"""A column's fit and what its pilot fixed (:class:`ModelPlan`, a PH column's shares or
-None): all that drawing its partitions reads (:class:`dpsynth.table.published.PartitionDraw`)."""
+ColumnPlan = tuple[ModelFit | HistogramFit, ModelPlan | HistogramPlan]
+"""A column's fit and what its pilot fixed (:class:`ModelPlan`, :data:`HistogramPlan`):
+all that drawing its partitions reads (:class:`dpsynth.table.published.PartitionDraw`)."""
 
 
 @dataclass(frozen=True)
@@ -476,9 +516,7 @@ def histogram_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInput
     read: :func:`histogram_records`, integer ones as their counts) and no public feature:
     those, and the count n."""
     public = pub.public[:0]  # no row: the count is kept in ``records``
-    return FitInputs(
-        conf, replace(pub, public=public, synthetic={}, public_codes={}, records=pub.n)
-    )
+    return FitInputs(conf, replace(pub, public=public, synthetic={}, records=pub.n))
 
 
 def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -> FitInputs:
@@ -497,7 +535,6 @@ def model_reads(task: ColumnTask, conf: ConfidentialInputs, pub: PublicInputs) -
             pub,
             public=pub.public[slice(None) if rows is None else rows],  # made at the fit's rows
             synthetic={},
-            public_codes={},
             records=n,
             centre=centre,
         ),
@@ -668,6 +705,14 @@ def marginal_cells(col: ConfidentialColumn) -> dict[str, Any]:
     if col.type == "count" and hi - lo < MARGINAL_UNIT_BINS:
         return {"integer": True, "bounds": (int(lo), int(hi))}
     return {"bounds": col.bounds, "n_bins": col.calibrate_bins or CALIBRATE_BINS_DEFAULT}
+
+
+def marginal_edges(col: ConfidentialColumn) -> tuple[np.ndarray, bool]:
+    """The edges of a model column's marginal histogram's bins (:func:`marginal_cells`) and
+    whether they are unit bins."""
+    cells = marginal_cells(col)
+    integer = bool(cells.get("integer"))
+    return ph_edges(cells["bounds"], cells.get("n_bins", 0), integer), integer
 
 
 MARGINAL_CENTRE_ROWS = 2000

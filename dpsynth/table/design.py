@@ -8,7 +8,7 @@ bound, a level or a domain from the data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -72,6 +72,7 @@ class EncodedPublic:
     values: np.ndarray
     levels: int | None  # a level column's number of levels
     missing: np.ndarray | None
+    name: str = ""
 
     @property
     def width(self) -> int:
@@ -96,9 +97,9 @@ def _encode_public(frame: pd.DataFrame, enc: PublicEncoder) -> EncodedPublic:
     if enc.levels is not None:
         codes = level_codes(s, enc.levels, enc.column.name)
         small = np.int16 if len(enc.levels) < np.iinfo(np.int16).max else np.int64
-        return EncodedPublic(codes.astype(small), len(enc.levels), missing)
+        return EncodedPublic(codes.astype(small), len(enc.levels), missing, enc.column.name)
     scaled = (_numeric(s, enc.column.name) - enc.centre) / enc.scale
-    return EncodedPublic(np.where(isna, 0.0, scaled), None, missing)
+    return EncodedPublic(np.where(isna, 0.0, scaled), None, missing, enc.column.name)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,25 @@ class PublicFeatures:
             return np.hstack(parts)
         return np.empty((np.arange(self.records)[rows].size, 0))
 
+    def take(self, rows: slice | np.ndarray) -> PublicFeatures:
+        """These features at the records ``rows`` (a slice, or positions), kept encoded."""
+        size = len(range(*rows.indices(self.records))) if isinstance(rows, slice) else len(rows)
+        columns = tuple(
+            replace(
+                c, values=c.values[rows], missing=None if c.missing is None else c.missing[rows]
+            )
+            for c in self.columns
+        )
+        return PublicFeatures(columns, size)
+
+    def level_codes(self, name: str) -> np.ndarray | None:
+        """A public level column's 0-based codes as a PH column's parent (as
+        ``public_codes`` makes them: a missing value the first level), or None."""
+        for c in self.columns:
+            if c.name == name and c.levels is not None:
+                return parent_codes(c.values)
+        return None
+
 
 def public_features(frame: pd.DataFrame, encoders: list[PublicEncoder]) -> PublicFeatures:
     """The public columns' features (:class:`PublicFeatures`) of ``frame``."""
@@ -132,7 +152,12 @@ def public_codes(frame: pd.DataFrame, enc: PublicEncoder) -> np.ndarray:
     """A public level column's 0-based codes on its spec's levels, as a PH column's parent
     (:func:`dpsynth.table.spec.ph_parents`): a missing value counts as the first level, as a
     confidential parent's does."""
-    codes = level_codes(frame[enc.column.name], enc.levels, enc.column.name)
+    return parent_codes(level_codes(frame[enc.column.name], enc.levels, enc.column.name))
+
+
+def parent_codes(codes: np.ndarray) -> np.ndarray:
+    """Level codes (-1 missing) as a PH column's parent reads them: floats, a missing value
+    the first level."""
     return np.where(codes < 0, 0, codes).astype(float)
 
 

@@ -67,7 +67,6 @@ from dpsynth.table.columns import (
     subsample_size,
 )
 from dpsynth.table.design import (
-    public_codes,
     public_encoder,
     public_features,
     public_matrix,
@@ -363,7 +362,7 @@ def _fit_and_draw(
                     marginals[col.name] = _without_data(fitted.marginal)
                 sets, plan = kind_of(col).pilot(fitted.fit, drawn, rows)  # public only
                 drawn = drawn.with_column(col, sets)
-                plans[col.name] = (_without_targets(fitted.fit), plan)
+                plans[col.name] = (_without_samples(fitted.fit), plan)
         finally:
             fits.cancel(list(handles.values()))
     seconds = dict(fits.seconds)
@@ -373,10 +372,13 @@ def _fit_and_draw(
     return Drawn({}, releases, marginals, seconds, partitions)
 
 
-def _without_targets(fit: Any) -> Any:
-    """A model column's fit without its histogram samples (its partitions read their
-    pilot's dealing of them)."""
-    return replace(fit, targets=None) if isinstance(fit, ModelFit) else fit
+def _without_samples(fit: Any) -> Any:
+    """A column's fit without its histogram samples, n values a set: a model column's
+    marginal's, a parentless PH column's own (its partitions read their pilot's dealing of
+    them, :class:`~dpsynth.table.steps.DealtSample`)."""
+    if isinstance(fit, ModelFit):
+        return replace(fit, targets=None)
+    return fit if fit.parents else replace(fit, sets=())
 
 
 def _without_data(release: Release) -> Release:
@@ -431,8 +433,7 @@ def _inputs(
         if ref is not None:
             ref_codes[col.name] = reference_codes(ref, col)
     ref_public = None if ref is None else public_matrix(ref, encoders)
-    codes = {e.column.name: public_codes(read.public, e) for e in encoders if e.column.levels}
-    pub = PublicInputs(public_features(read.public, encoders), {}, (), m, spec.public, codes)
+    pub = PublicInputs(public_features(read.public, encoders), {}, (), m, spec.public)
     conf = {name: replace(c, ref_public=ref_public, ref=ref_codes) for name, c in read.fits.items()}
     read.fits = {}  # the fits' inputs live in ``conf`` only
     return conf, pub
@@ -699,8 +700,9 @@ def drawn_meaning(n: int) -> str:
         "first, every column's post-processing steps (calibration, matched dispersion, "
         "debias, a PH column's raked shares) taken there; then each partition of "
         f"{formats.PARTITION_RECORDS:,d} records drawn from the fits at those steps as it is "
-        "published, a rank-mapped column onto its share of the histogram sample (dealt "
-        "without replacement): post-processing, no epsilon spent"
+        "published, a rank-mapped column onto its share of the histogram sample and a PH "
+        "column without parents its share of its PH sample (each dealt without replacement): "
+        "post-processing, no epsilon spent"
     )
 
 

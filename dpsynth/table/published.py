@@ -57,7 +57,7 @@ class PartitionDraw:
         progress: bool = False,
     ) -> PartitionDraw:
         """The partition draw of ``spec``'s columns from their fits and pilots (``plans``)."""
-        pub = PublicInputs(pub.public, {}, (), pub.m, pub.public_columns, pub.public_codes)
+        pub = PublicInputs(pub.public, {}, (), pub.m, pub.public_columns)
         seed = entropy.draw_seed(seed)
         return cls(spec.order(), dict(plans), pub, seed, formats.PARTITION_RECORDS, progress)
 

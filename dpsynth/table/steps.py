@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dpsynth.mechanisms.histogram import drawn_cells
+from dpsynth.mechanisms.histogram import drawn_cells, sample_bins, values_in_bins
 from dpsynth.models import debias
 from dpsynth.models.catalogue import (
     Model,
@@ -147,6 +147,44 @@ def rank_mapped(values: np.ndarray, target: np.ndarray, rng: np.random.Generator
     mapped[order] = sorted_quantiles(np.sort(target), (np.arange(v.size) + 0.5) / v.size)
     out[ok] = mapped
     return out
+
+
+@dataclass(frozen=True)
+class DealtSample:
+    """A PH sample (each value its bin's integer, or uniform within its bin) held as its
+    bins' counts, dealt to a table's partitions without replacement: partition p's counts
+    a multivariate hypergeometric draw of those the partitions before it left. The
+    partitions' values together are then the sample's bins, and each partition's a uniformly
+    random subset of them, as the sample in a random order cut at the partitions' bounds
+    (what the draw held before: n values a set), in a few numbers a partition and bin."""
+
+    edges: np.ndarray
+    integer: bool
+    starts: tuple[int, ...]  # each partition's first record
+    counts: np.ndarray  # partitions x bins
+
+    @classmethod
+    def of(
+        cls, sample: np.ndarray, edges: np.ndarray, integer: bool, size: int,
+        rng: np.random.Generator,
+    ) -> DealtSample:  # fmt: skip
+        """``sample`` (on the bins ``edges``) dealt to partitions of ``size`` records."""
+        left = np.bincount(sample_bins(sample, edges, integer), minlength=edges.size - 1)
+        starts = tuple(range(0, sample.size, size))
+        counts = np.zeros((len(starts), left.size), np.int64)
+        for p, start in enumerate(starts):
+            take = min(size, sample.size - start)
+            counts[p] = left if take == left.sum() else rng.multivariate_hypergeometric(left, take)
+            left = left - counts[p]
+        return cls(edges, integer, starts, counts)
+
+    def at(self, rows: slice, rng: np.random.Generator) -> np.ndarray:
+        """The values dealt to the partition of the records ``rows``, in a random order."""
+        p = self.starts.index(rows.start) if rows.start in self.starts else -1
+        if p < 0 or self.counts[p].sum() != rows.stop - rows.start:
+            raise ValueError(f"no partition of the dealt sample holds records {rows}")
+        bins = rng.permutation(np.repeat(np.arange(self.counts.shape[1]), self.counts[p]))
+        return values_in_bins(bins, self.edges, self.integer, rng)
 
 
 def sorted_quantiles(ordered: np.ndarray, q: np.ndarray) -> np.ndarray:
